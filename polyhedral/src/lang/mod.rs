@@ -1,0 +1,1 @@
+//! The .tc front end (being written)

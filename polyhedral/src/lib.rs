@@ -1,0 +1,22 @@
+//! polyc's polyhedral core.
+//!
+//! - [`ir`]: the resolved, typed program every stage works from.
+//! - [`lang`]: the `.tc` front end (lexer, parser, semantic analysis, range inference).
+//! - [`isl`]: the isl context and the FFI declarations `isl-rs` lacks.
+//! - [`scop`]: the polyhedral model (domains, accesses, tensors) built on isl.
+//! - [`deps`]: RAW/WAR/WAW dependences from isl's dataflow analysis, and the legality check.
+//! - [`sched`]: schedulers (`initial`, `isl`).
+//! - [`data`], [`npy`], [`interp`]: tensor values, `.npy` I/O, the reference interpreter.
+//! - [`diag`]: located diagnostics.
+#![warn(missing_docs)]
+
+pub mod data;
+pub mod diag;
+pub mod ir;
+pub mod isl;
+pub mod deps;
+pub mod interp;
+pub mod lang;
+pub mod npy;
+pub mod sched;
+pub mod scop;

@@ -1,0 +1,1 @@
+//! polyc: the library pipeline behind the `polyc` binary.

@@ -1,0 +1,1 @@
+//! polyc's targets (being written).
