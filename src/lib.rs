@@ -1,1 +1,15 @@
 //! polyc: the library pipeline behind the `polyc` binary.
+//!
+//! The CLI (`src/main.rs`) parses flags into an immutable [`options::CompileOptions`] and
+//! calls into this library:
+//!
+//! - [`pipeline`]: parse → model → dependences → schedule → passes → C, keeping the schedule
+//!   tree of every stage for `polyc dump` and `--load-tree`.
+//! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
+//! - [`suite`]: `polyc suite`: programs × shapes from YAML, in parallel, with a summary.
+#![warn(missing_docs)]
+
+pub mod check;
+pub mod options;
+pub mod pipeline;
+pub mod suite;

@@ -1,1 +1,302 @@
-fn main() {}
+//! The `polyc` command line: a thin layer over the `polyc` library.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use miette::{miette, IntoDiagnostic, Result};
+use polyc::check::{format_checks, OracleChoice, RunOptions};
+use polyc::options::{parse_load_tree, parse_params, CompileOptions};
+use polyc::pipeline::{compile, Compiled, Mode};
+use polyhedral::isl::Ctx;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// polyc — a polyhedral scheduling compiler for tensor programs.
+///
+/// `polyc PROG [flags]` compiles (the default command); `polyc run`, `polyc dump` and
+/// `polyc suite` build and check, show schedule trees, and run regression suites.
+#[derive(Parser)]
+#[command(name = "polyc", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile a program to C (the default command: `polyc PROG` means `polyc compile PROG`).
+    Compile {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Write the C here instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Compile, build with the system C compiler, execute, and optionally verify.
+    Run {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Print the schedule tree after a stage.
+    Dump {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// The stage: initial, scheduled, parallel or final.
+        #[arg(long, default_value = "final")]
+        stage: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DumpFormat::Tree)]
+        format: DumpFormat,
+        /// Write the dump here instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Run a regression suite (programs × shapes from a YAML file).
+    Suite {
+        /// The suite file, e.g. specs/suites/smoke.yaml.
+        file: PathBuf,
+        /// Cases run at once (default: the number of cores).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+        /// Also write the results as JSON here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
+}
+
+/// Flags shared by compile, run and dump.
+#[derive(Args, Clone)]
+struct CommonArgs {
+    /// The tensor program (`.tc`).
+    program: String,
+    /// Which `def` to compile when the file has several.
+    #[arg(long)]
+    entry: Option<String>,
+    /// Bind sizes: NAME=VALUE[,NAME=VALUE...]; unbound sizes stay symbolic.
+    #[arg(long = "param", value_name = "NAME=VALUE,...")]
+    params: Vec<String>,
+    /// The scheduler: `isl` (isl's ILP scheduler) or `initial` (program order).
+    #[arg(long, default_value = "isl")]
+    scheduler: String,
+    /// An isl scheduler option, NAME=VALUE (repeatable): serialize_sccs, outer_coincidence,
+    /// maximize_coincidence, whole_component, max_constant_term, max_coefficient,
+    /// treat_coalescing, maximize_band_depth, separate_components, carry_self_first,
+    /// split_scaled.
+    #[arg(long = "isl-option", value_name = "NAME=VALUE")]
+    isl_options: Vec<String>,
+    /// Replace the tree after STAGE with the one in FILE (isl YAML); it is checked against
+    /// the domain and every dependence first.
+    #[arg(long = "load-tree", value_name = "STAGE=FILE")]
+    load_trees: Vec<String>,
+    /// Print the milliseconds of every pipeline step to standard error.
+    #[arg(long)]
+    timings: bool,
+}
+
+/// Flags of `polyc run`.
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// Compare every output with an oracle (exit 3 on a mismatch).
+    #[arg(long)]
+    check: bool,
+    /// Seed for generated inputs.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Load inputs from DIR/NAME.npy (scalars as 0-d arrays) instead of generating them.
+    #[arg(long, value_name = "DIR")]
+    inputs: Option<PathBuf>,
+    /// Write every input (NAME.npy) and output (NAME.npy; NAME.out.npy for inputs updated in
+    /// place) to DIR.
+    #[arg(long = "save-io", value_name = "DIR")]
+    save_io: Option<PathBuf>,
+    /// The oracle for --check.
+    #[arg(long, value_enum, default_value_t = OracleArg::Auto)]
+    oracle: OracleArg,
+    /// With --oracle auto, the largest number of statement instances the interpreter runs;
+    /// above it the untransformed program is the oracle.
+    #[arg(long, default_value_t = 200_000_000)]
+    max_interp_instances: u64,
+    /// Print one JSON line with the results (used by `polyc suite`).
+    #[arg(long, hide = true)]
+    result_json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DumpFormat {
+    /// Indented tree, like the AKG paper's figures.
+    Tree,
+    /// isl's YAML block form, readable by isl and by --load-tree.
+    Isl,
+    /// Graphviz.
+    Dot,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OracleArg {
+    /// The interpreter when affordable, else the untransformed program.
+    Auto,
+    /// The reference interpreter.
+    Interp,
+    /// The untransformed program through the C emitter.
+    Untransformed,
+}
+
+/// Exit codes.
+const EXIT_USER_ERROR: u8 = 1;
+const EXIT_MISMATCH: u8 = 3;
+
+fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args().collect();
+    // `polyc PROG ...` is `polyc compile PROG ...`.
+    let known = [
+        "compile",
+        "run",
+        "dump",
+        "suite",
+        "help",
+        "--help",
+        "-h",
+        "--version",
+        "-V",
+    ];
+    if args.len() > 1 && !known.contains(&args[1].as_str()) {
+        args.insert(1, "compile".to_string());
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USER_ERROR } else { 0 });
+        }
+    };
+    match dispatch(cli.command) {
+        Ok(code) => ExitCode::from(code),
+        Err(report) => {
+            print_report(&report);
+            ExitCode::from(EXIT_USER_ERROR)
+        }
+    }
+}
+
+fn print_report(report: &miette::Report) {
+    if std::io::stderr().is_terminal() {
+        let mut out = String::new();
+        let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode());
+        if handler.render_report(&mut out, report.as_ref()).is_ok() {
+            eprint!("{out}");
+            return;
+        }
+    }
+    eprint!("{}", polyhedral::diag::render_plain(report.as_ref()));
+}
+
+fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
+    Ok(CompileOptions {
+        program: c.program.clone(),
+        entry: c.entry.clone(),
+        params: parse_params(&c.params)?,
+        scheduler: c.scheduler.parse()?,
+        isl_options: c.isl_options.clone(),
+        load_trees: c
+            .load_trees
+            .iter()
+            .map(|s| parse_load_tree(s))
+            .collect::<Result<_>>()?,
+    })
+}
+
+fn compile_with_timings(opts: &CompileOptions, timings: bool) -> Result<Compiled> {
+    // Validate isl options before any work, so a typo fails fast.
+    opts.isl_sched_options()?;
+    let compiled = compile(opts, Mode::Optimised)?;
+    if timings {
+        let total: f64 = compiled.timings.iter().map(|t| t.ms).sum();
+        for t in &compiled.timings {
+            eprintln!("polyc: {:>10} {:8.2} ms", t.step, t.ms);
+        }
+        eprintln!("polyc: {:>10} {:8.2} ms", "total", total);
+    }
+    Ok(compiled)
+}
+
+fn write_or_print(output: &Option<PathBuf>, text: &str) -> Result<()> {
+    match output {
+        Some(path) => std::fs::write(path, text)
+            .into_diagnostic()
+            .map_err(|e| miette!("cannot write {}: {e}", path.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<u8> {
+    match command {
+        Command::Compile { common, output } => {
+            let opts = compile_options(&common)?;
+            let compiled = compile_with_timings(&opts, common.timings)?;
+            write_or_print(&output, &compiled.c_source)?;
+            Ok(0)
+        }
+        Command::Dump {
+            common,
+            stage,
+            format,
+            output,
+        } => {
+            let opts = compile_options(&common)?;
+            let compiled = compile_with_timings(&opts, common.timings)?;
+            let tree = &compiled.stage(&stage)?.tree;
+            let text = match format {
+                DumpFormat::Tree => tree.to_tree_text(),
+                DumpFormat::Dot => tree.to_dot(),
+                DumpFormat::Isl => {
+                    let ctx = Ctx::new();
+                    tree.to_isl_yaml(&ctx)?
+                }
+            };
+            write_or_print(&output, &text)?;
+            Ok(0)
+        }
+        Command::Run { common, run } => {
+            let opts = compile_options(&common)?;
+            let compiled = compile_with_timings(&opts, common.timings)?;
+            let ropts = RunOptions {
+                check: run.check,
+                seed: run.seed,
+                inputs_dir: run.inputs.clone(),
+                save_io: run.save_io.clone(),
+                oracle: match run.oracle {
+                    OracleArg::Auto => OracleChoice::Auto,
+                    OracleArg::Interp => OracleChoice::Interpreter,
+                    OracleArg::Untransformed => OracleChoice::Untransformed,
+                },
+                max_interp_instances: run.max_interp_instances,
+            };
+            let report = polyc::check::run(&compiled, &opts, &ropts)?;
+            let compile_ms: f64 = compiled.timings.iter().map(|t| t.ms).sum();
+            if run.result_json {
+                println!(
+                    "{}",
+                    polyc::suite::result_json(&report, compile_ms).to_string()
+                );
+            } else {
+                eprintln!(
+                    "polyc: compiled in {compile_ms:.1} ms, cc {:.0} ms, kernel ran in {:.3} ms",
+                    report.cc_ms, report.run_ms
+                );
+                if let Some(o) = &report.oracle {
+                    eprintln!("polyc: oracle: {o}");
+                }
+                print!("{}", format_checks(&report));
+            }
+            Ok(if report.all_ok() { 0 } else { EXIT_MISMATCH })
+        }
+        Command::Suite { file, jobs, json } => {
+            let ok = polyc::suite::run_suite(&file, jobs, json.as_deref())?;
+            Ok(if ok { 0 } else { EXIT_MISMATCH })
+        }
+    }
+}

@@ -1,1 +1,374 @@
-//! (being written)
+//! Dependences (RAW, WAR, WAW) from isl's dataflow analysis, and the legality check.
+//!
+//! All three relations are computed by `isl_union_access_info_compute_flow` against the
+//! reference order of the language (statements in textual order, each over its domain in
+//! lexicographic order; [`crate::sched::reference_schedule`]):
+//!
+//! - **RAW** (flow): sink = reads, must-source = writes. Every write of an element kills
+//!   the earlier ones, so this is the exact value-based flow: each read instance depends
+//!   on the one write instance whose value it reads.
+//! - **WAR** (anti): sink = writes, may-source = reads. May-sources kill nothing, so each
+//!   write depends on every earlier read of the element (memory-based).
+//! - **WAW** (output): sink = writes, must-source = writes: each write depends on the
+//!   previous write of the element (the chain orders all writes transitively).
+//!
+//! Without array expansion, a schedule is legal iff it orders the source of every such
+//! pair strictly before its target ([`check_schedule`]).
+
+use crate::isl::ffi::model::{map_text, union_map_text};
+use crate::isl::IslResultExt;
+use crate::scop::Scop;
+use isl_rs::{DimType, Map, Schedule, Set, Space, UnionAccessInfo, UnionMap, UnionSet};
+use std::fmt;
+
+/// The three kinds of dependence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DepKind {
+    /// Read after write (flow, true dependence).
+    Raw,
+    /// Write after read (anti dependence).
+    War,
+    /// Write after write (output dependence).
+    Waw,
+}
+
+impl DepKind {
+    /// `RAW`, `WAR` or `WAW`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DepKind::Raw => "RAW",
+            DepKind::War => "WAR",
+            DepKind::Waw => "WAW",
+        }
+    }
+}
+
+impl fmt::Display for DepKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The dependences of a [`Scop`], as relations between statement instances
+/// `S_i[..] -> S_j[..]` (source before target in the reference order).
+pub struct Deps {
+    /// Read after write: write instance -> the read instance that reads its value.
+    pub raw: UnionMap,
+    /// Write after read: read instance -> every later write of the same element.
+    pub war: UnionMap,
+    /// Write after write: write instance -> the next write of the same element.
+    pub waw: UnionMap,
+    /// The iteration domain the relations live on (a copy of [`Scop::domain`]).
+    pub domain: UnionSet,
+    /// The context (a copy of [`Scop::context`]).
+    pub context: Set,
+    /// Statement names, by number.
+    pub stmt_names: Vec<String>,
+    /// Statement domain spaces, by number.
+    pub stmt_spaces: Vec<Space>,
+    /// The symbolic sizes (isl parameters), in order.
+    pub symbolic: Vec<String>,
+}
+
+impl Deps {
+    /// Runs isl's dataflow analysis (`isl_union_access_info_compute_flow`) against the
+    /// reference order (textual statement order, then lexicographic iteration order).
+    pub fn compute(scop: &Scop) -> miette::Result<Deps> {
+        let reference = crate::sched::reference_schedule(scop)?;
+        let flow = |sink: &UnionMap,
+                    must: Option<&UnionMap>,
+                    may: Option<&UnionMap>,
+                    what: &str|
+         -> miette::Result<UnionMap> {
+            let mut info = UnionAccessInfo::from_sink(sink.copy().isl("copying accesses")?)
+                .isl("setting up dataflow analysis")?;
+            if let Some(m) = must {
+                info = info
+                    .set_must_source(m.copy().isl("copying accesses")?)
+                    .isl("setting must-sources")?;
+            }
+            if let Some(m) = may {
+                info = info
+                    .set_may_source(m.copy().isl("copying accesses")?)
+                    .isl("setting may-sources")?;
+            }
+            info = info
+                .set_schedule(reference.copy().isl("copying the reference schedule")?)
+                .isl("setting the reference schedule")?;
+            let flow = info.compute_flow().isl(what)?;
+            flow.get_may_dependence()
+                .isl(what)?
+                .intersect_params(scop.context.copy().isl("copying the context")?)
+                .isl(what)?
+                .coalesce()
+                .isl(what)
+        };
+        let raw = flow(
+            &scop.reads,
+            Some(&scop.writes),
+            None,
+            "computing RAW dependences",
+        )?;
+        let war = flow(
+            &scop.writes,
+            None,
+            Some(&scop.reads),
+            "computing WAR dependences",
+        )?;
+        let waw = flow(
+            &scop.writes,
+            Some(&scop.writes),
+            None,
+            "computing WAW dependences",
+        )?;
+        let stmt_spaces = (0..scop.stmt_domains.len())
+            .map(|i| scop.stmt_space(i))
+            .collect::<miette::Result<Vec<_>>>()?;
+        Ok(Deps {
+            raw,
+            war,
+            waw,
+            domain: scop.domain.copy().isl("copying the domain")?,
+            context: scop.context.copy().isl("copying the context")?,
+            stmt_names: scop.stmt_names.clone(),
+            stmt_spaces,
+            symbolic: scop.symbolic.clone(),
+        })
+    }
+
+    /// `raw ∪ war ∪ waw`: everything a schedule must respect.
+    pub fn validity(&self) -> miette::Result<UnionMap> {
+        self.raw
+            .copy()
+            .isl("copying dependences")?
+            .union(self.war.copy().isl("copying dependences")?)
+            .isl("uniting dependences")?
+            .union(self.waw.copy().isl("copying dependences")?)
+            .isl("uniting dependences")?
+            .coalesce()
+            .isl("simplifying dependences")
+    }
+
+    /// The relation of one kind.
+    pub fn of_kind(&self, kind: DepKind) -> &UnionMap {
+        match kind {
+            DepKind::Raw => &self.raw,
+            DepKind::War => &self.war,
+            DepKind::Waw => &self.waw,
+        }
+    }
+
+    /// The part of `kind` from statement `src` to statement `dst` (possibly empty).
+    pub fn between(&self, kind: DepKind, src: usize, dst: usize) -> miette::Result<Map> {
+        let space = self.pair_space(src, dst)?;
+        self.of_kind(kind)
+            .extract_map(space)
+            .isl("extracting dependences between two statements")
+    }
+
+    /// isl text of the part of `kind` from `src` to `dst`.
+    pub fn between_text(&self, kind: DepKind, src: usize, dst: usize) -> miette::Result<String> {
+        Ok(map_text(&self.between(kind, src, dst)?))
+    }
+
+    /// isl text of a whole relation.
+    pub fn text(&self, kind: DepKind) -> String {
+        union_map_text(self.of_kind(kind))
+    }
+
+    fn pair_space(&self, src: usize, dst: usize) -> miette::Result<Space> {
+        self.stmt_spaces[src]
+            .copy()
+            .isl("copying a space")?
+            .map_from_domain_and_range(self.stmt_spaces[dst].copy().isl("copying a space")?)
+            .isl("building a dependence space")
+    }
+}
+
+/// A dependence a schedule violates: its kind, the statements, the violated part of the
+/// relation and one example pair of instances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// RAW, WAR or WAW.
+    pub kind: DepKind,
+    /// The statement that must run first (`S_0`).
+    pub source: String,
+    /// The statement that must run after it.
+    pub target: String,
+    /// isl text of the dependence pairs that the schedule does not order source-first.
+    pub relation: String,
+    /// One violated pair, e.g. `S_0[0, 0] -> S_1[0, 0]`, with the sizes it needs
+    /// (`… for H = 1`) when sizes are symbolic.
+    pub example: Option<String>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            DepKind::Raw => "reads a value written by",
+            DepKind::War => "overwrites an element read by",
+            DepKind::Waw => "overwrites an element written by",
+        };
+        write!(
+            f,
+            "the schedule violates a {} dependence {} -> {}: {} {what} {}, but is not scheduled after it",
+            self.kind, self.source, self.target, self.target, self.source
+        )?;
+        if let Some(ex) = &self.example {
+            write!(f, "\n  example: {ex}")?;
+        }
+        write!(f, "\n  violated pairs: {}", self.relation)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+impl miette::Diagnostic for Violation {
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(
+            "every dependence source must run strictly before its target; reorder the \
+             statements or loops, or use a schedule from `--scheduler isl`",
+        ))
+    }
+}
+
+/// Checks that `schedule` runs the source of every dependence strictly before its target
+/// (in the lexicographic order of `isl_schedule_get_map`). `Ok(Err(v))` names the first
+/// violated dependence (RAW, then WAR, then WAW; statement pairs in order). A schedule
+/// that does not schedule every statement instance is an error.
+pub fn check_schedule(deps: &Deps, schedule: &Schedule) -> miette::Result<Result<(), Violation>> {
+    // isl_schedule_get_map does not restrict the map to the schedule's domain.
+    let smap = schedule
+        .get_map()
+        .isl("getting the schedule map")?
+        .intersect_domain(schedule.get_domain().isl("getting the schedule domain")?)
+        .isl("restricting the schedule map")?;
+    let covered = smap
+        .copy()
+        .isl("copying a map")?
+        .domain()
+        .isl("schedule domain")?;
+    let missing = deps
+        .domain
+        .copy()
+        .isl("copying the domain")?
+        .subtract(covered)
+        .isl("comparing domains")?
+        .intersect_params(deps.context.copy().isl("copying the context")?)
+        .isl("comparing domains")?;
+    if !missing.is_empty().isl("comparing domains")? {
+        let mut names = Vec::new();
+        for (sp, name) in deps.stmt_spaces.iter().zip(&deps.stmt_names) {
+            let part = missing
+                .extract_set(sp.copy().isl("copying a space")?)
+                .isl("comparing domains")?;
+            if !part.is_empty().isl("comparing domains")? {
+                names.push(name.as_str());
+            }
+        }
+        return Err(miette::miette!(
+            help = "a schedule must run every instance of every statement; check the filters of the tree",
+            "the schedule leaves instances of {} unscheduled",
+            names.join(", ")
+        ));
+    }
+    // a -> b such that S(a) >=lex S(b): the pairs the schedule does not order a-first.
+    let range = smap
+        .copy()
+        .isl("copying a map")?
+        .range()
+        .isl("schedule range")?;
+    let ge = range
+        .copy()
+        .isl("copying a set")?
+        .lex_ge_union_set(range)
+        .isl("building the lexicographic order")?;
+    let not_before = smap
+        .copy()
+        .isl("copying a map")?
+        .apply_range(ge)
+        .isl("composing the schedule")?
+        .apply_range(smap.reverse().isl("reversing the schedule")?)
+        .isl("composing the schedule")?;
+    let n = deps.stmt_names.len();
+    for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+        let bad = deps
+            .of_kind(kind)
+            .copy()
+            .isl("copying dependences")?
+            .intersect(not_before.copy().isl("copying a map")?)
+            .isl("finding violated dependences")?
+            .intersect_params(deps.context.copy().isl("copying the context")?)
+            .isl("finding violated dependences")?;
+        if bad.is_empty().isl("finding violated dependences")? {
+            continue;
+        }
+        for src in 0..n {
+            for dst in 0..n {
+                let m = bad
+                    .extract_map(deps.pair_space(src, dst)?)
+                    .isl("extracting violated dependences")?
+                    .coalesce()
+                    .isl("simplifying violated dependences")?;
+                if m.is_empty().isl("finding violated dependences")? {
+                    continue;
+                }
+                let example = example_pair(deps, &m, src, dst);
+                return Ok(Err(Violation {
+                    kind,
+                    source: deps.stmt_names[src].clone(),
+                    target: deps.stmt_names[dst].clone(),
+                    relation: map_text(&m),
+                    example,
+                }));
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// `S_0[0, 0] -> S_1[0, 0]` (with ` for H = 1, …` when sizes are symbolic).
+fn example_pair(deps: &Deps, m: &Map, src: usize, dst: usize) -> Option<String> {
+    let n_in = m.dim(DimType::In).ok()? as usize;
+    let n_out = m.dim(DimType::Out).ok()? as usize;
+    // The lexicographically smallest pair (for the sizes isl picks) reads best.
+    let pt = m
+        .copy()
+        .ok()?
+        .wrap()
+        .ok()?
+        .lexmin()
+        .ok()?
+        .sample_point()
+        .ok()?;
+    if pt.is_void().ok()? {
+        return None;
+    }
+    let c = |ty: DimType, k: usize| -> Option<i64> {
+        pt.get_coordinate_val(ty, k as i32).ok()?.get_num_si().ok()
+    };
+    let coords = |from: usize, len: usize| -> Option<String> {
+        let v = (from..from + len)
+            .map(|k| c(DimType::Set, k).map(|x| x.to_string()))
+            .collect::<Option<Vec<_>>>()?;
+        Some(v.join(", "))
+    };
+    let mut s = format!(
+        "{}[{}] -> {}[{}]",
+        deps.stmt_names[src],
+        coords(0, n_in)?,
+        deps.stmt_names[dst],
+        coords(n_in, n_out)?
+    );
+    let n_par = m.dim(DimType::Param).ok()? as usize;
+    if n_par > 0 {
+        let ps = (0..n_par)
+            .map(|k| {
+                let name = m.get_dim_name(DimType::Param, k as u32).ok()?;
+                c(DimType::Param, k).map(|v| format!("{name} = {v}"))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        s.push_str(&format!(" for {}", ps.join(", ")));
+    }
+    Some(s)
+}

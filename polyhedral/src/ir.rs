@@ -418,6 +418,9 @@ pub enum Expr {
     Scalar(ScalarId),
     /// The value of an iterator, converted to the statement's type.
     IterValue(usize),
+    /// The value of a size parameter (`N` in `s(r) / N`), converted to the statement's
+    /// type. Emitted code uses the bound constant or the `int64_t` size argument.
+    SizeValue(usize),
     /// A tensor element.
     Read {
         /// The tensor.
@@ -445,7 +448,7 @@ impl Expr {
     /// Calls `f` on every tensor read, left to right.
     pub fn for_each_read<'a>(&'a self, f: &mut impl FnMut(TensorId, &'a [Aff], Span)) {
         match self {
-            Expr::Lit(_) | Expr::Scalar(_) | Expr::IterValue(_) => {}
+            Expr::Lit(_) | Expr::Scalar(_) | Expr::IterValue(_) | Expr::SizeValue(_) => {}
             Expr::Read {
                 tensor,
                 index,

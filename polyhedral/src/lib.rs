@@ -11,11 +11,11 @@
 #![warn(missing_docs)]
 
 pub mod data;
+pub mod deps;
 pub mod diag;
+pub mod interp;
 pub mod ir;
 pub mod isl;
-pub mod deps;
-pub mod interp;
 pub mod lang;
 pub mod npy;
 pub mod sched;

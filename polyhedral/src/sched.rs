@@ -1,1 +1,629 @@
-//! (being written)
+//! Schedulers: the program-order schedule (`initial`) and isl's scheduler (`isl`).
+//!
+//! Both return an `isl_schedule` tree over [`Scop::domain`]. The initial schedule is the
+//! reference order of the language: a sequence of the statements in textual order, each
+//! with an identity band over its own iterators whose coincident and permutable flags are
+//! computed exactly from the dependences.
+
+use crate::deps::Deps;
+use crate::isl::{Ctx, IslResultExt};
+use crate::scop::Scop;
+use isl_rs::{
+    Context, LibISLError, Map, MultiUnionPwAff, Options, Schedule, ScheduleConstraints,
+    ScheduleNode, Set, Stat, UnionMap, UnionSet, UnionSetList,
+};
+use std::fmt;
+use std::str::FromStr;
+
+/// Which scheduler orders the statements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedulerKind {
+    /// Program order ([`initial_schedule`]).
+    Initial,
+    /// isl's scheduler ([`isl_schedule`]).
+    Isl,
+}
+
+impl SchedulerKind {
+    /// The names `--scheduler` accepts.
+    pub const NAMES: [&'static str; 2] = ["initial", "isl"];
+    /// The name of this scheduler.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::Initial => "initial",
+            SchedulerKind::Isl => "isl",
+        }
+    }
+}
+
+impl fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SchedulerKind {
+    type Err = miette::Report;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "initial" => Ok(SchedulerKind::Initial),
+            "isl" => Ok(SchedulerKind::Isl),
+            "ilp" => Err(miette::miette!(
+                help = "use `initial` or `isl` for now",
+                "the `ilp` scheduler is not implemented yet"
+            )),
+            _ => Err(miette::miette!(
+                help = format!("valid schedulers: {}", Self::NAMES.join(", ")),
+                "unknown scheduler `{s}`"
+            )),
+        }
+    }
+}
+
+/// isl's scheduling algorithm (`isl_options_set_schedule_algorithm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IslAlgorithm {
+    /// The Pluto-like algorithm (isl's default).
+    Isl,
+    /// Feautrier's multidimensional scheduling.
+    Feautrier,
+}
+
+/// Options of isl's scheduler; `None` keeps isl's default. Each is set on the context
+/// for one [`isl_schedule`] call and restored afterwards.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IslSchedOptions {
+    /// `serialize_sccs`: put strongly connected components in sequence, no fusion.
+    pub serialize_sccs: Option<bool>,
+    /// `outer_coincidence`: require the outer band members to be coincident.
+    pub outer_coincidence: Option<bool>,
+    /// `maximize_coincidence`: prefer coincident members.
+    pub maximize_coincidence: Option<bool>,
+    /// `whole_component`: schedule a whole component at once (no incremental SCCs).
+    pub whole_component: Option<bool>,
+    /// `max_constant_term`: bound on constant terms (-1 = unlimited).
+    pub max_constant_term: Option<i32>,
+    /// `max_coefficient`: bound on coefficients (-1 = unlimited).
+    pub max_coefficient: Option<i32>,
+    /// `treat_coalescing`: avoid schedules that prevent loop coalescing.
+    pub treat_coalescing: Option<bool>,
+    /// `maximize_band_depth`: split bands when fewer members would result.
+    pub maximize_band_depth: Option<bool>,
+    /// `separate_components`: schedule components separately.
+    pub separate_components: Option<bool>,
+    /// `carry_self_first`: carry self-dependences first in Feautrier fallback.
+    pub carry_self_first: Option<bool>,
+    /// `split_scaled`: split off a common scaling factor.
+    pub split_scaled: Option<bool>,
+    /// `algorithm`: `isl` or `feautrier`.
+    pub algorithm: Option<IslAlgorithm>,
+}
+
+/// The value type of an option, for parsing and error messages.
+#[derive(Clone, Copy)]
+enum OptType {
+    Bool,
+    Int,
+    Algorithm,
+}
+
+/// Every option name `parse` accepts, with its type, in the order errors list them.
+const OPTIONS: [(&str, OptType); 12] = [
+    ("serialize_sccs", OptType::Bool),
+    ("outer_coincidence", OptType::Bool),
+    ("maximize_coincidence", OptType::Bool),
+    ("whole_component", OptType::Bool),
+    ("max_constant_term", OptType::Int),
+    ("max_coefficient", OptType::Int),
+    ("treat_coalescing", OptType::Bool),
+    ("maximize_band_depth", OptType::Bool),
+    ("separate_components", OptType::Bool),
+    ("carry_self_first", OptType::Bool),
+    ("split_scaled", OptType::Bool),
+    ("algorithm", OptType::Algorithm),
+];
+
+type Getter = fn(&Context) -> Result<i32, LibISLError>;
+type Setter = fn(&Context, i32) -> Result<Stat, LibISLError>;
+
+impl IslSchedOptions {
+    /// Parses `NAME=VALUE` settings. Booleans take `0`, `1`, `true` or `false`;
+    /// `max_constant_term` and `max_coefficient` take an integer `>= -1` (-1 = unlimited);
+    /// `algorithm` takes `isl` or `feautrier`. A later setting of the same name wins.
+    pub fn parse(settings: &[String]) -> miette::Result<Self> {
+        let mut o = IslSchedOptions::default();
+        let valid = || {
+            OPTIONS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for setting in settings {
+            let Some((name, value)) = setting.split_once('=') else {
+                return Err(miette::miette!(
+                    help = format!("write NAME=VALUE; valid names: {}", valid()),
+                    "isl scheduler option `{setting}` has no value"
+                ));
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if name == "nonneg_var_coefficient" {
+                return Err(miette::miette!(
+                    help = "non-negative variable coefficients will come with `--scheduler ilp` (not implemented yet)",
+                    "isl scheduler option `nonneg_var_coefficient` exists only in AKG's fork of isl, not in upstream isl 0.27 that polyc uses"
+                ));
+            }
+            let Some((_, ty)) = OPTIONS.iter().find(|(n, _)| *n == name) else {
+                return Err(miette::miette!(
+                    help = format!("valid names: {}", valid()),
+                    "unknown isl scheduler option `{name}`"
+                ));
+            };
+            let bad = |accepted: &str| {
+                miette::miette!(
+                    help = format!("`{name}` accepts {accepted}"),
+                    "invalid value `{value}` for isl scheduler option `{name}`"
+                )
+            };
+            match ty {
+                OptType::Bool => {
+                    let b = match value {
+                        "1" | "true" => true,
+                        "0" | "false" => false,
+                        _ => return Err(bad("0, 1, true or false")),
+                    };
+                    *o.bool_field(name) = Some(b);
+                }
+                OptType::Int => {
+                    let v: i32 = value
+                        .parse()
+                        .ok()
+                        .filter(|v| *v >= -1)
+                        .ok_or_else(|| bad("an integer >= -1 (-1 = unlimited)"))?;
+                    if name == "max_constant_term" {
+                        o.max_constant_term = Some(v);
+                    } else {
+                        o.max_coefficient = Some(v);
+                    }
+                }
+                OptType::Algorithm => {
+                    o.algorithm = Some(match value {
+                        "isl" => IslAlgorithm::Isl,
+                        "feautrier" => IslAlgorithm::Feautrier,
+                        _ => return Err(bad("isl or feautrier")),
+                    });
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    fn bool_field(&mut self, name: &str) -> &mut Option<bool> {
+        match name {
+            "serialize_sccs" => &mut self.serialize_sccs,
+            "outer_coincidence" => &mut self.outer_coincidence,
+            "maximize_coincidence" => &mut self.maximize_coincidence,
+            "whole_component" => &mut self.whole_component,
+            "treat_coalescing" => &mut self.treat_coalescing,
+            "maximize_band_depth" => &mut self.maximize_band_depth,
+            "separate_components" => &mut self.separate_components,
+            "carry_self_first" => &mut self.carry_self_first,
+            _ => &mut self.split_scaled,
+        }
+    }
+
+    /// The options that are set, as isl's int values with their getter and setter.
+    fn settings(&self) -> Vec<(&'static str, i32, Getter, Setter)> {
+        let b = |v: Option<bool>| v.map(i32::from);
+        let all: [(&'static str, Option<i32>, Getter, Setter); 12] = [
+            (
+                "serialize_sccs",
+                b(self.serialize_sccs),
+                Options::get_schedule_serialize_sccs,
+                Options::set_schedule_serialize_sccs,
+            ),
+            (
+                "outer_coincidence",
+                b(self.outer_coincidence),
+                Options::get_schedule_outer_coincidence,
+                Options::set_schedule_outer_coincidence,
+            ),
+            (
+                "maximize_coincidence",
+                b(self.maximize_coincidence),
+                Options::get_schedule_maximize_coincidence,
+                Options::set_schedule_maximize_coincidence,
+            ),
+            (
+                "whole_component",
+                b(self.whole_component),
+                Options::get_schedule_whole_component,
+                Options::set_schedule_whole_component,
+            ),
+            (
+                "max_constant_term",
+                self.max_constant_term,
+                Options::get_schedule_max_constant_term,
+                Options::set_schedule_max_constant_term,
+            ),
+            (
+                "max_coefficient",
+                self.max_coefficient,
+                Options::get_schedule_max_coefficient,
+                Options::set_schedule_max_coefficient,
+            ),
+            (
+                "treat_coalescing",
+                b(self.treat_coalescing),
+                Options::get_schedule_treat_coalescing,
+                Options::set_schedule_treat_coalescing,
+            ),
+            (
+                "maximize_band_depth",
+                b(self.maximize_band_depth),
+                Options::get_schedule_maximize_band_depth,
+                Options::set_schedule_maximize_band_depth,
+            ),
+            (
+                "separate_components",
+                b(self.separate_components),
+                Options::get_schedule_separate_components,
+                Options::set_schedule_separate_components,
+            ),
+            (
+                "carry_self_first",
+                b(self.carry_self_first),
+                Options::get_schedule_carry_self_first,
+                Options::set_schedule_carry_self_first,
+            ),
+            (
+                "split_scaled",
+                b(self.split_scaled),
+                Options::get_schedule_split_scaled,
+                Options::set_schedule_split_scaled,
+            ),
+            (
+                "algorithm",
+                self.algorithm.map(|a| match a {
+                    IslAlgorithm::Isl => 0,
+                    IslAlgorithm::Feautrier => 1,
+                }),
+                Options::get_schedule_algorithm,
+                Options::set_schedule_algorithm,
+            ),
+        ];
+        all.into_iter()
+            .filter_map(|(n, v, g, s)| v.map(|v| (n, v, g, s)))
+            .collect()
+    }
+}
+
+/// The reference order as a schedule tree without band flags: Domain → (if 2+
+/// statements) Sequence → Filter `{S_i}` → Band over `S_i`'s own iterators.
+pub fn reference_schedule(scop: &Scop) -> miette::Result<Schedule> {
+    program_order(scop, None)
+}
+
+/// Program order: Domain → (if 2+ statements) Sequence → Filter `{S_i}` → Band over
+/// `S_i`'s iterators (identity, in order; statements without iterators get no band).
+///
+/// Band member `k` is coincident iff no dependence between two instances of the
+/// statement that agree on members `0..k` has a non-zero distance in member `k`; the band
+/// is permutable iff every self-dependence has non-negative distances in all members.
+pub fn initial_schedule(scop: &Scop, deps: &Deps) -> miette::Result<Schedule> {
+    program_order(scop, Some(deps))
+}
+
+fn program_order(scop: &Scop, deps: Option<&Deps>) -> miette::Result<Schedule> {
+    // Statements that never run (empty domain for every size) get no filter: isl drops
+    // their space from the domain union anyway.
+    let mut live = Vec::new();
+    for (i, d) in scop.stmt_domains.iter().enumerate() {
+        let runs = !d
+            .copy()
+            .isl("copying a domain")?
+            .intersect_params(scop.context.copy().isl("copying the context")?)
+            .isl("restricting a domain")?
+            .is_empty()
+            .isl("testing a domain for emptiness")?;
+        if runs {
+            live.push(i);
+        }
+    }
+    let validity = deps.map(Deps::validity).transpose()?;
+    let schedule = Schedule::from_domain(scop.domain.copy().isl("copying the domain")?)
+        .isl("creating a schedule")?;
+    if live.is_empty() {
+        return Ok(schedule);
+    }
+    let mut node = schedule
+        .get_root()
+        .isl("getting the schedule root")?
+        .child(0)
+        .isl("descending the schedule")?;
+    if live.len() >= 2 {
+        let ctx = schedule.get_ctx();
+        let mut filters = UnionSetList::alloc(&ctx, live.len() as i32).isl("allocating filters")?;
+        for &i in &live {
+            let d = scop.stmt_domains[i].copy().isl("copying a domain")?;
+            filters = filters
+                .add(UnionSet::from_set(d).isl("making a filter")?)
+                .isl("adding a filter")?;
+        }
+        node = node
+            .insert_sequence(filters)
+            .isl("inserting the statement sequence")?;
+        for (pos, &i) in live.iter().enumerate() {
+            let leaf = node
+                .child(pos as i32)
+                .isl("descending to a filter")?
+                .child(0)
+                .isl("descending below a filter")?;
+            node = insert_band(scop, i, leaf, validity.as_ref())?
+                .ancestor(2)
+                .isl("returning to the sequence")?;
+        }
+    } else {
+        node = insert_band(scop, live[0], node, validity.as_ref())?;
+    }
+    node.get_schedule().isl("extracting the schedule")
+}
+
+/// Inserts statement `i`'s identity band at `leaf` (nothing for a statement without
+/// iterators) and returns the node at the same depth (the band or the leaf).
+fn insert_band(
+    scop: &Scop,
+    i: usize,
+    leaf: ScheduleNode,
+    validity: Option<&UnionMap>,
+) -> miette::Result<ScheduleNode> {
+    let names = &scop.iter_names[i];
+    if names.is_empty() {
+        return Ok(leaf);
+    }
+    let stmt = &scop.stmt_names[i];
+    let text = format!(
+        "{}{{ {stmt}[{}] -> [{}] }}",
+        scop.param_prefix(),
+        names.join(", "),
+        names.join(", ")
+    );
+    let ctx = leaf.get_ctx();
+    let umap = UnionMap::read_from_str(&ctx, &text).isl("reading an identity schedule")?;
+    let mupa = MultiUnionPwAff::from_union_map(umap).isl("building a band schedule")?;
+    let mut band = leaf.insert_partial_schedule(mupa).isl("inserting a band")?;
+    if let Some(v) = validity {
+        let (coincident, permutable) = band_flags(scop, i, v)?;
+        for (k, c) in coincident.iter().enumerate() {
+            band = band
+                .band_member_set_coincident(k as i32, i32::from(*c))
+                .isl("setting a coincident flag")?;
+        }
+        band = band
+            .band_set_permutable(i32::from(permutable))
+            .isl("setting the permutable flag")?;
+    }
+    Ok(band)
+}
+
+/// Exact coincident flags (one per iterator) and the permutable flag of statement `i`'s
+/// identity band, from its self-dependences.
+fn band_flags(scop: &Scop, i: usize, validity: &UnionMap) -> miette::Result<(Vec<bool>, bool)> {
+    let space = scop.stmt_space(i)?;
+    let pair = space
+        .copy()
+        .isl("copying a space")?
+        .map_from_domain_and_range(space)
+        .isl("building a dependence space")?;
+    let self_deps: Map = validity
+        .extract_map(pair)
+        .isl("extracting self-dependences")?;
+    let deltas = self_deps
+        .deltas()
+        .isl("computing dependence distances")?
+        .intersect_params(scop.context.copy().isl("copying the context")?)
+        .isl("computing dependence distances")?;
+    let n = scop.iter_names[i].len();
+    let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
+    let stmt = &scop.stmt_names[i];
+    let ctx = deltas.get_ctx();
+    let set = |cons: &str| -> miette::Result<Set> {
+        let text = format!(
+            "{}{{ {stmt}[{}] : {cons} }}",
+            scop.param_prefix(),
+            dims.join(", ")
+        );
+        Set::read_from_str(&ctx, &text).isl(&format!("reading `{text}`"))
+    };
+    let mut coincident = Vec::with_capacity(n);
+    for k in 0..n {
+        let mut cons: Vec<String> = dims[..k].iter().map(|d| format!("{d} = 0")).collect();
+        cons.push(format!("({0} < 0 or {0} > 0)", dims[k]));
+        let carried = deltas
+            .copy()
+            .isl("copying distances")?
+            .intersect(set(&cons.join(" and "))?)
+            .isl("testing a coincident member")?;
+        coincident.push(carried.is_empty().isl("testing a coincident member")?);
+    }
+    let nonneg: Vec<String> = dims.iter().map(|d| format!("{d} >= 0")).collect();
+    let permutable = deltas
+        .is_subset(&set(&nonneg.join(" and "))?)
+        .isl("testing permutability")?;
+    Ok((coincident, permutable))
+}
+
+/// isl's scheduler on the Scop: validity = proximity = coincidence = `deps.validity()`
+/// (RAW ∪ WAR ∪ WAW, as PPCG does without live-range reordering), context =
+/// `scop.context`. `opts` are set on the context for this call and restored afterwards.
+pub fn isl_schedule(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    opts: &IslSchedOptions,
+) -> miette::Result<Schedule> {
+    let validity = deps.validity()?;
+    let settings = opts.settings();
+    let mut saved = Vec::with_capacity(settings.len());
+    for (name, _, get, _) in &settings {
+        saved.push(get(&ctx.isl).isl(&format!("reading isl option {name}"))?);
+    }
+    let mut result = Ok(());
+    for (name, value, _, set) in &settings {
+        if let Err(e) = set(&ctx.isl, *value).isl(&format!("setting isl option {name}")) {
+            result = Err(e);
+            break;
+        }
+    }
+    let schedule = result.and_then(|()| {
+        let sc = ScheduleConstraints::on_domain(scop.domain.copy().isl("copying the domain")?)
+            .isl("creating schedule constraints")?
+            .set_context(scop.context.copy().isl("copying the context")?)
+            .isl("setting the context")?
+            .set_validity(validity.copy().isl("copying dependences")?)
+            .isl("setting validity constraints")?
+            .set_proximity(validity.copy().isl("copying dependences")?)
+            .isl("setting proximity constraints")?
+            .set_coincidence(validity.copy().isl("copying dependences")?)
+            .isl("setting coincidence constraints")?;
+        let s = sc.compute_schedule().isl("computing a schedule with isl")?;
+        if s.ptr == 0 {
+            let why = ctx.take_error().unwrap_or_else(|| "no reason given".into());
+            return Err(miette::miette!(
+                help = "relax the isl scheduler options (e.g. max_coefficient=-1) or use `--scheduler initial`",
+                "isl's scheduler found no schedule: {why}"
+            ));
+        }
+        Ok(s)
+    });
+    for ((name, _, _, set), old) in settings.iter().zip(saved) {
+        set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
+    }
+    schedule
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn scheduler_names() {
+        assert_eq!(
+            "initial".parse::<SchedulerKind>().unwrap(),
+            SchedulerKind::Initial
+        );
+        assert_eq!("isl".parse::<SchedulerKind>().unwrap(), SchedulerKind::Isl);
+        let e = "ilp".parse::<SchedulerKind>().unwrap_err();
+        assert_eq!(e.to_string(), "the `ilp` scheduler is not implemented yet");
+        let e = "pluto".parse::<SchedulerKind>().unwrap_err();
+        assert_eq!(e.to_string(), "unknown scheduler `pluto`");
+        assert_eq!(
+            e.help().map(|h| h.to_string()).as_deref(),
+            Some("valid schedulers: initial, isl")
+        );
+    }
+
+    #[test]
+    fn parse_options() {
+        let o = IslSchedOptions::parse(&s(&[
+            "serialize_sccs=1",
+            "outer_coincidence=true",
+            "maximize_coincidence=0",
+            "whole_component=false",
+            "max_constant_term=-1",
+            "max_coefficient=4",
+            "treat_coalescing=1",
+            "maximize_band_depth=1",
+            "separate_components=0",
+            "carry_self_first=1",
+            "split_scaled=0",
+            "algorithm=feautrier",
+        ]))
+        .unwrap();
+        assert_eq!(
+            o,
+            IslSchedOptions {
+                serialize_sccs: Some(true),
+                outer_coincidence: Some(true),
+                maximize_coincidence: Some(false),
+                whole_component: Some(false),
+                max_constant_term: Some(-1),
+                max_coefficient: Some(4),
+                treat_coalescing: Some(true),
+                maximize_band_depth: Some(true),
+                separate_components: Some(false),
+                carry_self_first: Some(true),
+                split_scaled: Some(false),
+                algorithm: Some(IslAlgorithm::Feautrier),
+            }
+        );
+        assert_eq!(o.settings().len(), 12);
+        assert_eq!(
+            IslSchedOptions::parse(&[]).unwrap(),
+            IslSchedOptions::default()
+        );
+    }
+
+    fn err(v: &[&str]) -> (String, String) {
+        let e = IslSchedOptions::parse(&s(v)).unwrap_err();
+        (
+            e.to_string(),
+            e.help().map(|h| h.to_string()).unwrap_or_default(),
+        )
+    }
+
+    #[test]
+    fn option_errors() {
+        assert_eq!(
+            err(&["fuse=1"]),
+            (
+                "unknown isl scheduler option `fuse`".into(),
+                "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
+                 whole_component, max_constant_term, max_coefficient, treat_coalescing, \
+                 maximize_band_depth, separate_components, carry_self_first, split_scaled, \
+                 algorithm"
+                    .into()
+            )
+        );
+        assert_eq!(
+            err(&["serialize_sccs=yes"]),
+            (
+                "invalid value `yes` for isl scheduler option `serialize_sccs`".into(),
+                "`serialize_sccs` accepts 0, 1, true or false".into()
+            )
+        );
+        assert_eq!(
+            err(&["max_coefficient=-2"]),
+            (
+                "invalid value `-2` for isl scheduler option `max_coefficient`".into(),
+                "`max_coefficient` accepts an integer >= -1 (-1 = unlimited)".into()
+            )
+        );
+        assert_eq!(
+            err(&["algorithm=pluto"]),
+            (
+                "invalid value `pluto` for isl scheduler option `algorithm`".into(),
+                "`algorithm` accepts isl or feautrier".into()
+            )
+        );
+        assert_eq!(
+            err(&["serialize_sccs"]).0,
+            "isl scheduler option `serialize_sccs` has no value"
+        );
+        assert_eq!(
+            err(&["nonneg_var_coefficient=1"]),
+            (
+                "isl scheduler option `nonneg_var_coefficient` exists only in AKG's fork of \
+                 isl, not in upstream isl 0.27 that polyc uses"
+                    .into(),
+                "non-negative variable coefficients will come with `--scheduler ilp` (not \
+                 implemented yet)"
+                    .into()
+            )
+        );
+    }
+}

@@ -1,1 +1,93 @@
-//! polyc's targets (being written).
+//! polyc's targets: the kernel IR, lowering from schedule trees, emitters and runners.
+//!
+//! - [`kir`]: the kernel IR (loops, guards, statement instances).
+//! - [`mod@lower`]: schedule tree → kernel IR with isl's AST generator (marks are honoured).
+//! - [`parallel`]: the `mark_outer_parallel` pass.
+//! - [`c`]: the C emitter; its module documentation is the contract of the emitted C.
+//! - [`cpu_runner`]: compile with the system C compiler, load, run.
+//!
+//! Targets are data plus the [`Target`] trait: passes and drivers hold a
+//! `&dyn Target` and never branch on a target's name.
+#![warn(missing_docs)]
+
+pub mod c;
+pub mod cpu_runner;
+pub mod kir;
+pub mod lower;
+pub mod parallel;
+
+pub use c::{emit_c, EmitOptions};
+pub use cpu_runner::{compile_c, run, CcOptions, CompiledKernel, RunStats};
+pub use kir::{KCmp, KExpr, KNode, Kernel};
+pub use lower::lower;
+pub use parallel::mark_outer_parallel;
+
+use polyhedral::data::TensorData;
+use polyhedral::ir::Program;
+
+/// A kernel built for a target, ready to run.
+pub trait Executable {
+    /// Runs the kernel on `tensors` (indexed by `TensorId`; temporaries are ignored) and
+    /// `scalars` (indexed by `ScalarId`), with `sizes` holding every size's value.
+    fn run(
+        &self,
+        prog: &Program,
+        sizes: &[i64],
+        tensors: &mut [TensorData],
+        scalars: &[TensorData],
+    ) -> miette::Result<RunStats>;
+}
+
+/// What a code-generation target does. Everything else about a target is data.
+pub trait Target {
+    /// The target's name (`cpu`, …), for messages and file names only.
+    fn name(&self) -> &str;
+    /// Emits source code for `kernel`. `param_texts[p]` is a bound size's value or a
+    /// symbolic size's name.
+    fn emit(
+        &self,
+        prog: &Program,
+        param_texts: &[String],
+        kernel: &Kernel,
+        opts: &EmitOptions,
+    ) -> miette::Result<String>;
+    /// Builds emitted source into something that runs.
+    fn build(&self, src: &str) -> miette::Result<Box<dyn Executable>>;
+}
+
+/// The CPU: C with OpenMP, compiled by the system C compiler and loaded in-process.
+#[derive(Clone, Debug, Default)]
+pub struct CpuTarget {
+    /// How to call the C compiler.
+    pub cc: CcOptions,
+}
+
+impl Executable for CompiledKernel {
+    fn run(
+        &self,
+        prog: &Program,
+        sizes: &[i64],
+        tensors: &mut [TensorData],
+        scalars: &[TensorData],
+    ) -> miette::Result<RunStats> {
+        cpu_runner::run(self, prog, sizes, tensors, scalars)
+    }
+}
+
+impl Target for CpuTarget {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+    fn emit(
+        &self,
+        prog: &Program,
+        param_texts: &[String],
+        kernel: &Kernel,
+        opts: &EmitOptions,
+    ) -> miette::Result<String> {
+        Ok(emit_c(prog, param_texts, kernel, opts))
+    }
+    fn build(&self, src: &str) -> miette::Result<Box<dyn Executable>> {
+        Ok(Box::new(compile_c(src, &self.cc)?))
+    }
+}

@@ -72,3 +72,132 @@ pub fn schedule_to_flow_yaml(schedule: &isl_rs::Schedule) -> Option<String> {
         s
     }
 }
+
+// ---- model: Scop, dependences, schedulers (scop.rs, deps.rs, sched.rs) ------------------
+
+/// Printers for the model's isl objects that do not leak (unlike `isl-rs`'s `to_str`).
+pub mod model {
+    use std::os::raw::c_char;
+
+    extern "C" {
+        /// `char *isl_set_to_str(keep isl_set *set)` — caller frees.
+        pub fn isl_set_to_str(set: usize) -> *mut c_char;
+        /// `char *isl_union_set_to_str(keep isl_union_set *uset)` — caller frees.
+        pub fn isl_union_set_to_str(uset: usize) -> *mut c_char;
+        /// `char *isl_map_to_str(keep isl_map *map)` — caller frees.
+        pub fn isl_map_to_str(map: usize) -> *mut c_char;
+        /// `char *isl_union_map_to_str(keep isl_union_map *umap)` — caller frees.
+        pub fn isl_union_map_to_str(umap: usize) -> *mut c_char;
+    }
+
+    /// isl's text form of a set (`"<error>"` if isl cannot print it).
+    pub fn set_text(set: &isl_rs::Set) -> String {
+        // SAFETY: the set is borrowed; the returned string is ours to free.
+        unsafe { super::take_isl_string(isl_set_to_str(set.ptr)) }
+            .unwrap_or_else(|| "<error>".into())
+    }
+    /// isl's text form of a union set.
+    pub fn union_set_text(uset: &isl_rs::UnionSet) -> String {
+        // SAFETY: as above.
+        unsafe { super::take_isl_string(isl_union_set_to_str(uset.ptr)) }
+            .unwrap_or_else(|| "<error>".into())
+    }
+    /// isl's text form of a map.
+    pub fn map_text(map: &isl_rs::Map) -> String {
+        // SAFETY: as above.
+        unsafe { super::take_isl_string(isl_map_to_str(map.ptr)) }
+            .unwrap_or_else(|| "<error>".into())
+    }
+    /// isl's text form of a union map.
+    pub fn union_map_text(umap: &isl_rs::UnionMap) -> String {
+        // SAFETY: as above.
+        unsafe { super::take_isl_string(isl_union_map_to_str(umap.ptr)) }
+            .unwrap_or_else(|| "<error>".into())
+    }
+}
+
+// ---- targets: AST generation (targets/src/lower.rs) -------------------------------------
+
+/// isl's AST generator and the few id helpers that code generation needs.
+pub mod ast_build {
+    use std::os::raw::{c_char, c_int, c_void};
+
+    extern "C" {
+        /// `isl_ast_build *isl_ast_build_from_context(take isl_set *set)` — give.
+        pub fn isl_ast_build_from_context(set: usize) -> usize;
+        /// `isl_ast_node *isl_ast_build_node_from_schedule(keep isl_ast_build *build,
+        /// take isl_schedule *schedule)` — give.
+        pub fn isl_ast_build_node_from_schedule(build: usize, schedule: usize) -> usize;
+        /// `isl_ast_build *isl_ast_build_free(take isl_ast_build *build)` — returns NULL.
+        pub fn isl_ast_build_free(build: usize) -> usize;
+        /// `isl_stat isl_options_set_ast_build_atomic_upper_bound(isl_ctx *ctx, int val)`.
+        pub fn isl_options_set_ast_build_atomic_upper_bound(ctx: usize, val: c_int) -> c_int;
+        /// `isl_stat isl_options_set_ast_build_detect_min_max(isl_ctx *ctx, int val)`.
+        pub fn isl_options_set_ast_build_detect_min_max(ctx: usize, val: c_int) -> c_int;
+        /// `isl_id *isl_id_alloc(isl_ctx *ctx, const char *name, void *user)` — give.
+        pub fn isl_id_alloc(ctx: usize, name: *const c_char, user: *mut c_void) -> usize;
+        /// `void *isl_id_get_user(keep isl_id *id)`.
+        pub fn isl_id_get_user(id: usize) -> *mut c_void;
+        /// `enum isl_ast_node_type isl_ast_node_get_type(keep isl_ast_node *node)`.
+        /// (`isl-rs` 0.3.1 maps these values off by one, so use [`AstNodeKind`].)
+        pub fn isl_ast_node_get_type(node: usize) -> c_int;
+    }
+
+    /// isl's `enum isl_ast_node_type`, with isl's values.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum AstNodeKind {
+        /// `isl_ast_node_for` (1)
+        For,
+        /// `isl_ast_node_if` (2)
+        If,
+        /// `isl_ast_node_block` (3)
+        Block,
+        /// `isl_ast_node_mark` (4)
+        Mark,
+        /// `isl_ast_node_user` (5)
+        User,
+        /// `isl_ast_node_error` (-1) or anything else
+        Error,
+    }
+
+    /// The kind of an AST node (`node` is a live `isl_ast_node *`).
+    pub fn ast_node_kind(node: usize) -> AstNodeKind {
+        // SAFETY: reads the type field of a live node (isl checks for NULL).
+        match unsafe { isl_ast_node_get_type(node) } {
+            1 => AstNodeKind::For,
+            2 => AstNodeKind::If,
+            3 => AstNodeKind::Block,
+            4 => AstNodeKind::Mark,
+            5 => AstNodeKind::User,
+            _ => AstNodeKind::Error,
+        }
+    }
+}
+
+// ---- schedule_tree: printers for band schedules and expansions (schedule_tree/src/) -----
+
+/// Printers for the schedule-tree objects `model` does not cover; they return `None` when
+/// isl cannot print (NULL), and never leak.
+pub mod schedule_tree {
+    use std::os::raw::c_char;
+
+    extern "C" {
+        /// `char *isl_multi_union_pw_aff_to_str(keep isl_multi_union_pw_aff *mupa)` —
+        /// caller frees.
+        pub fn isl_multi_union_pw_aff_to_str(mupa: usize) -> *mut c_char;
+        /// `char *isl_union_pw_multi_aff_to_str(keep isl_union_pw_multi_aff *upma)` —
+        /// caller frees.
+        pub fn isl_union_pw_multi_aff_to_str(upma: usize) -> *mut c_char;
+    }
+
+    /// isl's text form of a multi union piecewise affine expression (a band's schedule).
+    pub fn multi_union_pw_aff_text(mupa: &isl_rs::MultiUnionPwAff) -> Option<String> {
+        // SAFETY: the object is borrowed; the returned string is ours to free.
+        unsafe { super::take_isl_string(isl_multi_union_pw_aff_to_str(mupa.ptr)) }
+    }
+    /// isl's text form of a union piecewise multi-affine expression (a contraction).
+    pub fn union_pw_multi_aff_text(upma: &isl_rs::UnionPwMultiAff) -> Option<String> {
+        // SAFETY: as above.
+        unsafe { super::take_isl_string(isl_union_pw_multi_aff_to_str(upma.ptr)) }
+    }
+}

@@ -1,1 +1,112 @@
-//! The .tc front end (being written)
+//! The `.tc` front end: lexer, parser, name resolution, typing and range inference.
+//!
+//! [`compile`] turns one `def` of a source file into an [`ir::Program`]; [`def_names`]
+//! lists the defs of a file. Every failure is a located [`crate::diag::SourceError`]
+//! (file:line:col, the offending text underlined, a remedy), returned as a
+//! [`miette::Report`]; no input makes the front end panic (nesting depth is limited to
+//! [`Limits::max_depth`], integer literals and affine arithmetic are checked for overflow).
+//!
+//! Decisions the language description leaves open:
+//! - Iterators of a statement: the names in the left-hand indices in order of first
+//!   appearance, then the names that appear only in the right-hand side's tensor indices,
+//!   in order of first appearance. A name in an index that is not a size is an iterator.
+//! - Sizes ([`ir::Program::params`]): unknown names in the header's shapes, in order of
+//!   first appearance, then unknown names in `where` bounds.
+//! - Affine forms are canonicalised: iterators (in statement order), then sizes, then
+//!   `floordiv`/`mod` terms, then the constant, so `h + kh` and `H - KH + 1` print as
+//!   `(h + kh)` and `((H - KH) + 1)`.
+//! - A name read as `x(…)` that is neither a tensor nor a built-in is an "undefined tensor"
+//!   if it starts with an upper-case letter or is written later in the def, else an
+//!   "unknown function".
+//! - Reading an output or temporary before any statement writes it is an error; updating
+//!   a temporary with `op=` (without `!`) before it is written is an error; updating an
+//!   output that way reads the value the caller passed in.
+//! - Outputs may be declared `f32(M, N) C`, `f32 C` (shape inferred) or `C` (both inferred).
+//! - A size used as a value becomes [`ir::Expr::SizeValue`].
+
+pub mod ast;
+pub mod infer;
+pub mod lexer;
+pub mod lin;
+pub mod parser;
+pub mod sema;
+
+use crate::diag::{SourceError, SourceFile};
+use crate::ir;
+
+/// Results inside the front end (boxed: a `SourceError` is large).
+pub type Res<T> = Result<T, Box<SourceError>>;
+
+/// Resource limits of the front end.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Deepest expression nesting accepted.
+    pub max_depth: usize,
+    /// Most tokens in one file.
+    pub max_tokens: usize,
+}
+
+/// The limits in force.
+pub const LIMITS: Limits = Limits {
+    max_depth: 256,
+    max_tokens: 4_000_000,
+};
+
+/// A related note (a second location of an error), without a help line.
+pub(crate) fn note(
+    src: &SourceFile,
+    span: ir::Span,
+    message: impl Into<String>,
+    label: impl Into<String>,
+) -> SourceError {
+    let mut e = src.error(span, message, label, "");
+    e.help = None;
+    e
+}
+
+#[allow(clippy::boxed_local)]
+fn report(e: Box<SourceError>) -> miette::Report {
+    miette::Report::new(*e)
+}
+
+/// Names of the defs in a file, in order (for `--entry` errors and listing).
+pub fn def_names(src: &SourceFile) -> miette::Result<Vec<String>> {
+    let defs = parser::parse(src).map_err(report)?;
+    Ok(defs.into_iter().map(|d| d.name.name).collect())
+}
+
+/// Parses and resolves one def. With `entry = None` the file must hold exactly one def;
+/// otherwise the error lists the defs and suggests `--entry`.
+pub fn compile(src: &SourceFile, entry: Option<&str>) -> miette::Result<ir::Program> {
+    let defs = parser::parse(src).map_err(report)?;
+    let list = defs
+        .iter()
+        .map(|d| format!("`{}`", d.name.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let def = match entry {
+        Some(name) => match defs.iter().find(|d| d.name.name == name) {
+            Some(d) => d,
+            None => {
+                return Err(report(Box::new(src.error(
+                    defs[0].name.span,
+                    format!("no def named `{name}` in {}", src.name),
+                    format!("the file's defs are {list}"),
+                    format!("pass `--entry` one of {list}"),
+                ))))
+            }
+        },
+        None => {
+            if defs.len() > 1 {
+                return Err(report(Box::new(src.error(
+                    defs[1].name.span,
+                    format!("{} holds {} defs; choose one", src.name, defs.len()),
+                    "a second def",
+                    format!("pass `--entry NAME` with one of {list}"),
+                ))));
+            }
+            &defs[0]
+        }
+    };
+    sema::lower(src, def).map_err(report)
+}

@@ -1,0 +1,853 @@
+//! Recursive-descent parser for `.tc` files.
+//!
+//! Precedence, loosest first: comparison, additive, multiplicative, unary minus,
+//! call/primary. Statements end at a newline or `;` (or just before the closing `}`).
+//! Inside parentheses, and everywhere in a `def` header, newlines are ignored; in a
+//! statement a newline directly after a binary operator or a comma continues the line.
+
+use super::ast::*;
+use super::lexer::{lex, Tok, Token};
+use super::{Res, LIMITS};
+use crate::diag::{SourceError, SourceFile};
+use crate::ir::{AssignOp, BinOp, CmpOp, DType, Span};
+
+/// Parses a whole file into its `def`s (at least one; names distinct).
+pub fn parse(src: &SourceFile) -> Res<Vec<Def>> {
+    let toks = lex(src)?;
+    let mut p = Parser {
+        src,
+        toks,
+        pos: 0,
+        nest: 0,
+        depth: 0,
+    };
+    let mut defs: Vec<Def> = Vec::new();
+    loop {
+        p.skip_newlines();
+        let t = p.peek().clone();
+        match &t.tok {
+            Tok::Eof => break,
+            Tok::Ident(s) if s == "def" => {
+                let d = p.def()?;
+                if let Some(prev) = defs.iter().find(|x| x.name.name == d.name.name) {
+                    let (line, _) = src.line_col(prev.name.span.start);
+                    return Err(Box::new(
+                        src.error(
+                            d.name.span,
+                            format!("duplicate def `{}`", d.name.name),
+                            "defined a second time here",
+                            format!(
+                                "rename one of the two defs (the first is at line {line}); \
+                                 `--entry` picks a def by its name"
+                            ),
+                        )
+                        .with_related(super::note(
+                            src,
+                            prev.name.span,
+                            "the first definition",
+                            "first defined here",
+                        )),
+                    ));
+                }
+                defs.push(d);
+            }
+            _ => {
+                return Err(p.unexpected(
+                    &t,
+                    "`def`",
+                    "a .tc file is a list of `def NAME(inputs) -> (outputs) { statements }`",
+                ))
+            }
+        }
+    }
+    if defs.is_empty() {
+        return Err(Box::new(src.error(
+            p.peek().span,
+            "the file holds no def",
+            "expected `def`",
+            "write an operator such as `def f(f32(N) A) -> (f32(N) B) { B(i) = A(i) }`",
+        )));
+    }
+    Ok(defs)
+}
+
+struct Parser<'a> {
+    src: &'a SourceFile,
+    toks: Vec<Token>,
+    pos: usize,
+    /// While positive, newlines are skipped (inside parentheses and def headers).
+    nest: usize,
+    /// Current recursion depth of the expression parser.
+    depth: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn cur(&self) -> usize {
+        let mut i = self.pos;
+        if self.nest > 0 {
+            while i + 1 < self.toks.len() && self.toks[i].tok == Tok::Newline {
+                i += 1;
+            }
+        }
+        i.min(self.toks.len() - 1)
+    }
+
+    fn peek(&self) -> &Token {
+        &self.toks[self.cur()]
+    }
+
+    /// The token after [`Parser::peek`], skipping newlines like it does.
+    fn peek2(&self) -> &Token {
+        let mut i = (self.cur() + 1).min(self.toks.len() - 1);
+        if self.nest > 0 {
+            while i + 1 < self.toks.len() && self.toks[i].tok == Tok::Newline {
+                i += 1;
+            }
+        }
+        &self.toks[i]
+    }
+
+    fn bump(&mut self) -> Token {
+        let i = self.cur();
+        let t = self.toks[i].clone();
+        if t.tok != Tok::Eof {
+            self.pos = i + 1;
+        }
+        t
+    }
+
+    fn skip_newlines(&mut self) {
+        while self.toks[self.pos].tok == Tok::Newline {
+            self.pos += 1;
+        }
+    }
+
+    fn err(
+        &self,
+        span: Span,
+        message: impl Into<String>,
+        label: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Box<SourceError> {
+        Box::new(self.src.error(span, message, label, help))
+    }
+
+    /// "expected X, found Y".
+    fn unexpected(&self, found: &Token, expected: &str, help: &str) -> Box<SourceError> {
+        let label = if found.tok == Tok::Eof {
+            format!("the file ends after this; expected {expected}")
+        } else {
+            format!("expected {expected} here")
+        };
+        self.err(
+            found.span,
+            format!("expected {expected}, found {}", found.tok.describe()),
+            label,
+            help,
+        )
+    }
+
+    fn expect(&mut self, tok: Tok, help: &str) -> Res<Token> {
+        let t = self.peek().clone();
+        if t.tok == tok {
+            Ok(self.bump())
+        } else {
+            Err(self.unexpected(&t, &format!("`{}`", tok.symbol()), help))
+        }
+    }
+
+    fn ident(&mut self, what: &str, help: &str) -> Res<Ident> {
+        let t = self.peek().clone();
+        match t.tok {
+            Tok::Ident(name) => {
+                self.bump();
+                Ok(Ident { name, span: t.span })
+            }
+            _ => Err(self.unexpected(&t, what, help)),
+        }
+    }
+
+    fn type_name(&mut self) -> Res<TypeName> {
+        let t = self.peek().clone();
+        match &t.tok {
+            Tok::Ident(name) => match DType::from_name(name) {
+                Some(dtype) => {
+                    self.bump();
+                    Ok(TypeName {
+                        dtype,
+                        span: t.span,
+                    })
+                }
+                None => Err(self.err(
+                    t.span,
+                    format!("unknown type `{name}`"),
+                    "not a type",
+                    format!(
+                        "the types are f16, f32, f64, i8, i32 and i64{}",
+                        type_hint(name)
+                    ),
+                )),
+            },
+            _ => Err(self.unexpected(&t, "a type", "the types are f16, f32, f64, i8, i32 and i64")),
+        }
+    }
+
+    fn def(&mut self) -> Res<Def> {
+        let kw = self.bump();
+        self.nest += 1;
+        let name = self.ident(
+            "the def's name",
+            "write `def NAME(inputs) -> (outputs) { … }`",
+        )?;
+        self.expect(
+            Tok::LParen,
+            "the inputs follow the def's name in parentheses, e.g. `def f(f32(N) A)`",
+        )?;
+        let mut params = Vec::new();
+        if self.peek().tok != Tok::RParen {
+            loop {
+                params.push(self.param()?);
+                if self.peek().tok == Tok::Comma {
+                    self.bump();
+                } else {
+                    break;
+                }
+            }
+        }
+        self.expect(
+            Tok::RParen,
+            "separate inputs with `,` and close the list with `)`",
+        )?;
+        self.expect(
+            Tok::Arrow,
+            "the outputs follow `->` in parentheses, e.g. `-> (f32(N) B)`",
+        )?;
+        self.expect(
+            Tok::LParen,
+            "the outputs follow `->` in parentheses, e.g. `-> (f32(N) B)`",
+        )?;
+        let mut outputs = Vec::new();
+        loop {
+            outputs.push(self.output()?);
+            if self.peek().tok == Tok::Comma {
+                self.bump();
+            } else {
+                break;
+            }
+        }
+        self.expect(
+            Tok::RParen,
+            "separate outputs with `,` and close the list with `)`",
+        )?;
+        let open = self.expect(
+            Tok::LBrace,
+            "the statements follow in braces: `{ C(i) = A(i) }`",
+        )?;
+        self.nest -= 1;
+        let mut stmts = Vec::new();
+        loop {
+            self.skip_newlines();
+            let t = self.peek().clone();
+            match t.tok {
+                Tok::RBrace => {
+                    self.bump();
+                    return Ok(Def {
+                        name,
+                        params,
+                        outputs,
+                        stmts,
+                        span: kw.span.join(t.span),
+                    });
+                }
+                Tok::Semi => {
+                    self.bump();
+                }
+                Tok::Eof => {
+                    return Err(Box::new(
+                        self.src
+                            .error(
+                                t.span,
+                                format!("unterminated def `{}`", name.name),
+                                "the file ends after this; expected `}`",
+                                "close the def's body with `}`",
+                            )
+                            .with_related(super::note(
+                                self.src,
+                                open.span,
+                                "the body opened here",
+                                "this `{` is never closed",
+                            )),
+                    ));
+                }
+                _ => stmts.push(self.stmt()?),
+            }
+        }
+    }
+
+    fn param(&mut self) -> Res<ParamDecl> {
+        let t = self.peek().clone();
+        if let Tok::Ident(name) = &t.tok {
+            if matches!(self.peek2().tok, Tok::Comma | Tok::RParen) {
+                return Err(self.err(
+                    t.span,
+                    format!("input `{name}` has no type"),
+                    "type missing",
+                    format!(
+                        "write the type and shape first, e.g. `f32(N) {name}` for a tensor or \
+                         `f32 {name}` for a scalar"
+                    ),
+                ));
+            }
+        }
+        let ty = self.type_name()?;
+        if self.peek().tok == Tok::LParen {
+            let shape = self.shape()?;
+            let name = self.ident(
+                "the input's name",
+                "an input tensor is written `TYPE(extents) NAME`, e.g. `f32(M, K) A`",
+            )?;
+            Ok(ParamDecl::Tensor { ty, shape, name })
+        } else {
+            let name = self.ident(
+                "the input's name or its shape",
+                "write `f32(M, K) A` for a tensor or `f32 alpha` for a scalar",
+            )?;
+            Ok(ParamDecl::Scalar { ty, name })
+        }
+    }
+
+    fn output(&mut self) -> Res<OutputDecl> {
+        let t = self.peek().clone();
+        if let Tok::Ident(_) = &t.tok {
+            if matches!(self.peek2().tok, Tok::Comma | Tok::RParen) {
+                let name = self.ident("", "")?;
+                return Ok(OutputDecl {
+                    ty: None,
+                    shape: None,
+                    name,
+                });
+            }
+        }
+        let ty = self.type_name()?;
+        let shape = if self.peek().tok == Tok::LParen {
+            Some(self.shape()?)
+        } else {
+            None
+        };
+        let name = self.ident(
+            "the output's name",
+            "an output is written `f32(M, N) C`, `f32 C` or just `C` (inferred)",
+        )?;
+        Ok(OutputDecl {
+            ty: Some(ty),
+            shape,
+            name,
+        })
+    }
+
+    /// `( e, e, … )` (possibly empty).
+    fn shape(&mut self) -> Res<Vec<Expr>> {
+        self.expect(Tok::LParen, "")?;
+        let args = self.list_tail("separate the extents with `,` and close with `)`")?;
+        Ok(args.0)
+    }
+
+    /// After `(`: `[e ("," e)*] ")"`; returns the expressions and the `)` span.
+    fn list_tail(&mut self, help: &str) -> Res<(Vec<Expr>, Span)> {
+        self.nest += 1;
+        let mut args = Vec::new();
+        if self.peek().tok != Tok::RParen {
+            loop {
+                args.push(self.expr()?);
+                if self.peek().tok == Tok::Comma {
+                    self.bump();
+                } else {
+                    break;
+                }
+            }
+        }
+        let close = self.expect(Tok::RParen, help)?;
+        self.nest -= 1;
+        Ok((args, close.span))
+    }
+
+    fn stmt(&mut self) -> Res<Stmt> {
+        let t = self.peek().clone();
+        let lhs = match &t.tok {
+            Tok::Ident(name) => Ident {
+                name: name.clone(),
+                span: t.span,
+            },
+            _ => {
+                return Err(self.unexpected(
+                    &t,
+                    "a statement",
+                    "a statement is `TENSOR(indices) OP expression`, e.g. `C(i) = A(i) + 1`, \
+                     or the `}` that ends the def",
+                ))
+            }
+        };
+        self.bump();
+        if self.peek().tok != Tok::LParen {
+            let t = self.peek().clone();
+            return Err(self.err(
+                t.span,
+                format!(
+                    "expected `(` after `{}`, found {}",
+                    lhs.name,
+                    t.tok.describe()
+                ),
+                "expected the indices of the written tensor",
+                format!(
+                    "a statement writes a tensor element: `{}(i, j) = …` (a 0-d tensor is \
+                     written `{}() = …`)",
+                    lhs.name, lhs.name
+                ),
+            ));
+        }
+        self.bump();
+        let (lhs_index, close) =
+            self.list_tail("separate the indices with `,` and close the list with `)`")?;
+        let lhs_span = lhs.span.join(close);
+        let (op, init, op_span) = self.assign_op()?;
+        let rhs = self.expr()?;
+        let mut end = rhs.span;
+        let mut ranges = Vec::new();
+        if matches!(&self.peek().tok, Tok::Ident(s) if s == "where") {
+            self.bump();
+            loop {
+                let r = self.range()?;
+                end = r.span;
+                ranges.push(r);
+                if self.peek().tok == Tok::Comma {
+                    self.bump();
+                    self.skip_newlines();
+                } else {
+                    break;
+                }
+            }
+        }
+        let t = self.peek().clone();
+        match t.tok {
+            Tok::Newline | Tok::Semi => {
+                self.bump();
+            }
+            Tok::RBrace => {}
+            Tok::Eof => {
+                return Err(self.err(
+                    t.span,
+                    "unexpected end of file after a statement",
+                    "the file ends after this; expected `}`",
+                    "close the def's body with `}`",
+                ))
+            }
+            _ => {
+                let help = if matches!(t.tok, Tok::Ident(_)) && ranges.is_empty() {
+                    "end the statement with a newline or `;`; explicit ranges are written \
+                     `where i in lo:hi, j in lo:hi`"
+                } else {
+                    "end the statement with a newline or `;`"
+                };
+                return Err(self.unexpected(&t, "the end of the statement", help));
+            }
+        }
+        Ok(Stmt {
+            lhs,
+            lhs_index,
+            lhs_span,
+            op,
+            init,
+            op_span,
+            rhs,
+            ranges,
+            span: t_span_join(lhs_span, end),
+        })
+    }
+
+    fn assign_op(&mut self) -> Res<(AssignOp, bool, Span)> {
+        let t = self.peek().clone();
+        let ops_help = "the assignments are = += *= max= min=, and +=! *=! max=! min=! for a \
+                        reduction that starts from the identity";
+        let (op, mut span) = match &t.tok {
+            Tok::Assign => {
+                self.bump();
+                (AssignOp::Assign, t.span)
+            }
+            Tok::PlusEq => {
+                self.bump();
+                (AssignOp::Add, t.span)
+            }
+            Tok::StarEq => {
+                self.bump();
+                (AssignOp::Mul, t.span)
+            }
+            Tok::Ident(s) if (s == "max" || s == "min") && self.peek2().tok == Tok::Assign => {
+                self.bump();
+                let eq = self.bump();
+                let op = if s == "max" {
+                    AssignOp::Max
+                } else {
+                    AssignOp::Min
+                };
+                (op, t.span.join(eq.span))
+            }
+            Tok::Minus | Tok::Slash | Tok::Percent if self.peek2().tok == Tok::Assign => {
+                let eq = self.peek2().span;
+                return Err(self.err(
+                    t.span.join(eq),
+                    format!("`{}=` is not an assignment of the language", t.tok.symbol()),
+                    "unsupported operator",
+                    ops_help,
+                ));
+            }
+            Tok::EqEq => {
+                return Err(self.err(
+                    t.span,
+                    "expected an assignment, found `==`",
+                    "comparison, not assignment",
+                    "write `=` to assign",
+                ))
+            }
+            _ => return Err(self.unexpected(&t, "an assignment operator", ops_help)),
+        };
+        let mut init = false;
+        if self.peek().tok == Tok::Bang {
+            let b = self.bump();
+            if op == AssignOp::Assign {
+                return Err(self.err(
+                    span.join(b.span),
+                    "`=!` is not an assignment of the language",
+                    "`!` needs a reduction operator",
+                    "`=` already overwrites the left side; `!` is for +=! *=! max=! min=!",
+                ));
+            }
+            init = true;
+            span = span.join(b.span);
+        }
+        Ok((op, init, span))
+    }
+
+    fn range(&mut self) -> Res<Range> {
+        let iter = self.ident(
+            "an index name",
+            "explicit ranges are written `where i in lo:hi` (half-open)",
+        )?;
+        let t = self.peek().clone();
+        if !matches!(&t.tok, Tok::Ident(s) if s == "in") {
+            return Err(self.unexpected(
+                &t,
+                "`in`",
+                &format!("write `{} in lo:hi` (half-open)", iter.name),
+            ));
+        }
+        self.bump();
+        let lo = self.expr()?;
+        self.expect(
+            Tok::Colon,
+            &format!("write `{} in lo:hi` (half-open)", iter.name),
+        )?;
+        let hi = self.expr()?;
+        let span = iter.span.join(hi.span);
+        Ok(Range { iter, lo, hi, span })
+    }
+
+    fn enter(&mut self) -> Res<()> {
+        self.depth += 1;
+        if self.depth > LIMITS.max_depth {
+            let t = self.peek().clone();
+            return Err(self.err(
+                t.span,
+                "expression nested too deeply",
+                format!("more than {} levels", LIMITS.max_depth),
+                "split the expression into several statements through a temporary tensor",
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_depth(&self, depth: usize, span: Span) -> Res<()> {
+        if depth > LIMITS.max_depth {
+            return Err(self.err(
+                span,
+                "expression nested too deeply",
+                format!("more than {} levels", LIMITS.max_depth),
+                "split the expression into several statements through a temporary tensor",
+            ));
+        }
+        Ok(())
+    }
+
+    /// After a binary operator, a newline continues the expression.
+    fn continue_line(&mut self) {
+        self.skip_newlines();
+    }
+
+    fn expr(&mut self) -> Res<Expr> {
+        self.enter()?;
+        let r = self.comparison();
+        self.depth -= 1;
+        r
+    }
+
+    fn comparison(&mut self) -> Res<Expr> {
+        let mut lhs = self.additive()?;
+        loop {
+            let op = match self.peek().tok {
+                Tok::Lt => CmpOp::Lt,
+                Tok::Le => CmpOp::Le,
+                Tok::Gt => CmpOp::Gt,
+                Tok::Ge => CmpOp::Ge,
+                Tok::EqEq => CmpOp::Eq,
+                Tok::Ne => CmpOp::Ne,
+                _ => return Ok(lhs),
+            };
+            self.bump();
+            self.continue_line();
+            let rhs = self.additive()?;
+            let span = lhs.span.join(rhs.span);
+            let depth = 1 + lhs.depth.max(rhs.depth);
+            self.check_depth(depth, span)?;
+            lhs = Expr {
+                kind: ExprKind::Cmp(op, Box::new(lhs), Box::new(rhs)),
+                span,
+                depth,
+            };
+        }
+    }
+
+    fn additive(&mut self) -> Res<Expr> {
+        let mut lhs = self.multiplicative()?;
+        loop {
+            let op = match self.peek().tok {
+                Tok::Plus => BinOp::Add,
+                Tok::Minus => BinOp::Sub,
+                _ => return Ok(lhs),
+            };
+            self.bump();
+            self.continue_line();
+            let rhs = self.multiplicative()?;
+            lhs = self.bin(op, lhs, rhs)?;
+        }
+    }
+
+    fn bin(&self, op: BinOp, lhs: Expr, rhs: Expr) -> Res<Expr> {
+        let span = lhs.span.join(rhs.span);
+        let depth = 1 + lhs.depth.max(rhs.depth);
+        self.check_depth(depth, span)?;
+        Ok(Expr {
+            kind: ExprKind::Bin(op, Box::new(lhs), Box::new(rhs)),
+            span,
+            depth,
+        })
+    }
+
+    fn multiplicative(&mut self) -> Res<Expr> {
+        let mut lhs = self.unary()?;
+        loop {
+            let op = match self.peek().tok {
+                Tok::Star => BinOp::Mul,
+                Tok::Slash => BinOp::Div,
+                Tok::Percent => BinOp::Rem,
+                _ => return Ok(lhs),
+            };
+            self.bump();
+            self.continue_line();
+            let rhs = self.unary()?;
+            lhs = self.bin(op, lhs, rhs)?;
+        }
+    }
+
+    fn unary(&mut self) -> Res<Expr> {
+        let t = self.peek().clone();
+        match t.tok {
+            Tok::Minus | Tok::Plus => {
+                self.bump();
+                self.enter()?;
+                let e = self.unary();
+                self.depth -= 1;
+                let e = e?;
+                if t.tok == Tok::Plus {
+                    return Ok(e);
+                }
+                let span = t.span.join(e.span);
+                // Fold `-literal` so that `-3` is a literal.
+                match e.kind {
+                    ExprKind::Int(v) => Ok(Expr::leaf(ExprKind::Int(v.wrapping_neg()), span)),
+                    ExprKind::Float(v) => Ok(Expr::leaf(ExprKind::Float(-v), span)),
+                    _ => {
+                        let depth = e.depth + 1;
+                        self.check_depth(depth, span)?;
+                        Ok(Expr {
+                            kind: ExprKind::Neg(Box::new(e)),
+                            span,
+                            depth,
+                        })
+                    }
+                }
+            }
+            _ => self.primary(),
+        }
+    }
+
+    fn primary(&mut self) -> Res<Expr> {
+        let t = self.peek().clone();
+        match t.tok {
+            Tok::Int(v) => {
+                self.bump();
+                Ok(Expr::leaf(ExprKind::Int(v), t.span))
+            }
+            Tok::Float(v) => {
+                self.bump();
+                Ok(Expr::leaf(ExprKind::Float(v), t.span))
+            }
+            Tok::LParen => {
+                self.bump();
+                self.nest += 1;
+                let e = self.expr()?;
+                self.expect(Tok::RParen, "close the parenthesis with `)`")?;
+                self.nest -= 1;
+                Ok(e)
+            }
+            Tok::Ident(name) if name == "cast" && self.peek2().tok == Tok::Lt => {
+                self.bump();
+                self.bump();
+                let ty = self.type_name()?;
+                self.expect(Tok::Gt, "a cast is written `cast<i32>(e)`")?;
+                self.expect(Tok::LParen, "a cast is written `cast<i32>(e)`")?;
+                let (args, close) = self.list_tail("a cast takes one argument: `cast<i32>(e)`")?;
+                let span = t.span.join(close);
+                let mut args = args.into_iter();
+                match (args.next(), args.next()) {
+                    (Some(arg), None) => {
+                        let depth = arg.depth + 1;
+                        self.check_depth(depth, span)?;
+                        Ok(Expr {
+                            kind: ExprKind::Cast {
+                                ty,
+                                arg: Box::new(arg),
+                            },
+                            span,
+                            depth,
+                        })
+                    }
+                    (first, _) => Err(self.err(
+                        span,
+                        format!(
+                            "`cast` takes 1 argument, {} given",
+                            if first.is_none() { "0" } else { "more than 1" }
+                        ),
+                        "wrong number of arguments",
+                        "write `cast<T>(e)` with exactly one expression",
+                    )),
+                }
+            }
+            Tok::Ident(name) => {
+                self.bump();
+                let ident = Ident {
+                    name: name.clone(),
+                    span: t.span,
+                };
+                if self.peek().tok == Tok::LParen {
+                    self.bump();
+                    self.enter()?;
+                    let r = self.list_tail(&format!(
+                        "separate the arguments of `{name}` with `,` and close with `)`"
+                    ));
+                    self.depth -= 1;
+                    let (args, close) = r?;
+                    let span = t.span.join(close);
+                    let depth = 1 + args.iter().map(|a| a.depth).max().unwrap_or(0);
+                    self.check_depth(depth, span)?;
+                    Ok(Expr {
+                        kind: ExprKind::Call { name: ident, args },
+                        span,
+                        depth,
+                    })
+                } else {
+                    Ok(Expr::leaf(ExprKind::Name(name), t.span))
+                }
+            }
+            _ => Err(self.unexpected(
+                &t,
+                "an expression",
+                "an expression is a number, a name, a tensor access `A(i, j)`, a call such as \
+                 `exp(x)`, or a parenthesised expression",
+            )),
+        }
+    }
+}
+
+fn t_span_join(a: Span, b: Span) -> Span {
+    a.join(b)
+}
+
+/// A hint for common misspellings of type names.
+fn type_hint(name: &str) -> String {
+    let guess = match name {
+        "float" | "float32" | "f" => "f32",
+        "double" | "float64" => "f64",
+        "half" | "float16" => "f16",
+        "int" | "int32" => "i32",
+        "long" | "int64" => "i64",
+        "char" | "int8" | "byte" => "i8",
+        _ => return String::new(),
+    };
+    format!(" (did you mean `{guess}`?)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_conv_chain() {
+        let src = SourceFile::new(
+            "c.tc",
+            "def conv_chain(f32(H, W) A, f32(KH, KW) B, f32 bias) -> (f32(H - KH + 1, W - KW + 1) C) {\n\
+             A(h, w) = A(h, w) + bias\n\
+             C(h, w) +=! A(h + kh, w + kw) * B(kh, kw)\n\
+             C(h, w) = abs(C(h, w)); C(h, w) = relu(C(h, w)) }",
+        );
+        let defs = parse(&src).unwrap();
+        assert_eq!(defs.len(), 1);
+        let d = &defs[0];
+        assert_eq!(d.name.name, "conv_chain");
+        assert_eq!(d.params.len(), 3);
+        assert_eq!(d.stmts.len(), 4);
+        assert!(d.stmts[1].init);
+        assert_eq!(d.stmts[1].op, AssignOp::Add);
+        assert_eq!(
+            &src.text[d.stmts[1].op_span.start..d.stmts[1].op_span.end],
+            "+=!"
+        );
+        assert_eq!(
+            &src.text[d.stmts[1].span.start..d.stmts[1].span.end],
+            "C(h, w) +=! A(h + kh, w + kw) * B(kh, kw)"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let text = format!(
+            "def f(f32(N) A) -> (B) {{ B(i) = {}A(i){} }}",
+            "(".repeat(5000),
+            ")".repeat(5000)
+        );
+        let src = SourceFile::new("d.tc", text);
+        let e = parse(&src).unwrap_err();
+        assert!(e.message.contains("nested too deeply"), "{}", e.message);
+        let text = format!(
+            "def f(f32(N) A) -> (B) {{ B(i) = A(i){} }}",
+            " + A(i)".repeat(5000)
+        );
+        let src = SourceFile::new("d.tc", text);
+        let e = parse(&src).unwrap_err();
+        assert!(e.message.contains("nested too deeply"), "{}", e.message);
+        let text = format!(
+            "def f(f32(N) A) -> (B) {{ B(i) = {}A(i) }}",
+            "-".repeat(5000)
+        );
+        let src = SourceFile::new("d.tc", text);
+        assert!(parse(&src).is_err());
+    }
+}

@@ -1,0 +1,1171 @@
+//! Name resolution, typing, statement numbering and shape inference: one [`ast::Def`] to
+//! an [`ir::Program`].
+
+use super::ast::{self, ExprKind, Ident, ParamDecl};
+use super::infer::{self, Access, Bounds};
+use super::lin::{Atom, Lin};
+use super::Res;
+use crate::diag::{SourceError, SourceFile};
+use crate::ir::{
+    self, AssignOp, DType, Func, InputRef, Iter, Param, Program, RangeSource, Scalar, Span,
+    StmtBody, Tensor, TensorId, TensorRole,
+};
+use std::collections::HashMap;
+
+/// The built-in functions, as listed in errors.
+const KNOWN_FUNCTIONS: &str =
+    "exp, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, max, min, select(cond, a, b), cast<T>(e)";
+
+const FUNCS: [Func; 10] = [
+    Func::Exp,
+    Func::Log,
+    Func::Sqrt,
+    Func::Rsqrt,
+    Func::Abs,
+    Func::Tanh,
+    Func::Sigmoid,
+    Func::Relu,
+    Func::Max,
+    Func::Min,
+];
+
+fn func_by_name(name: &str) -> Option<Func> {
+    FUNCS.into_iter().find(|f| f.name() == name)
+}
+
+fn is_builtin(name: &str) -> bool {
+    func_by_name(name).is_some() || matches!(name, "select" | "floordiv" | "cast")
+}
+
+/// Resolves and types one def.
+pub fn lower(src: &SourceFile, def: &ast::Def) -> Res<Program> {
+    let mut s = Sema {
+        src,
+        params: Vec::new(),
+        param_idx: HashMap::new(),
+        scalars: Vec::new(),
+        scalar_idx: HashMap::new(),
+        tensors: Vec::new(),
+        tensor_idx: HashMap::new(),
+        declared: HashMap::new(),
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        stmts: Vec::new(),
+        iters: Vec::new(),
+        lhs_names: HashMap::new(),
+    };
+    for st in &def.stmts {
+        s.lhs_names
+            .entry(st.lhs.name.clone())
+            .or_insert(st.lhs.span);
+    }
+    s.header(def)?;
+    for st in &def.stmts {
+        s.stmt(st)?;
+    }
+    s.finish(def)
+}
+
+/// A tensor while the def is being resolved.
+struct TInfo {
+    name: String,
+    dtype: Option<DType>,
+    shape: Option<Vec<Lin>>,
+    role: TensorRole,
+    /// Declaration, or the first write for a temporary.
+    span: Span,
+    /// True once a statement has written it (inputs count as written).
+    written: bool,
+}
+
+/// How a name inside an index, shape or bound is resolved.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// A shape in the header: unknown names become sizes.
+    Shape,
+    /// A tensor index: unknown names become iterators.
+    Index,
+    /// A `where` bound of the iterator at this position: unknown names become sizes.
+    Where(usize),
+}
+
+impl Mode {
+    fn what(self) -> &'static str {
+        match self {
+            Mode::Shape => "extent",
+            Mode::Index => "index",
+            Mode::Where(_) => "bound",
+        }
+    }
+}
+
+struct Sema<'a> {
+    src: &'a SourceFile,
+    params: Vec<Param>,
+    param_idx: HashMap<String, usize>,
+    scalars: Vec<Scalar>,
+    scalar_idx: HashMap<String, usize>,
+    tensors: Vec<TInfo>,
+    tensor_idx: HashMap<String, TensorId>,
+    /// Every name declared in the header, with its declaration.
+    declared: HashMap<String, Span>,
+    inputs: Vec<InputRef>,
+    outputs: Vec<TensorId>,
+    stmts: Vec<ir::Stmt>,
+    /// The current statement's iterators and their first mentions.
+    iters: Vec<(String, Span)>,
+    /// The first write of every name written in the def.
+    lhs_names: HashMap<String, Span>,
+}
+
+impl<'a> Sema<'a> {
+    fn err(
+        &self,
+        span: Span,
+        message: impl Into<String>,
+        label: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Box<SourceError> {
+        Box::new(self.src.error(span, message, label, help))
+    }
+
+    fn line(&self, span: Span) -> usize {
+        self.src.line_col(span.start).0
+    }
+
+    // ---- header ----
+
+    fn header(&mut self, def: &ast::Def) -> Res<()> {
+        let names = def
+            .params
+            .iter()
+            .map(|p| p.name())
+            .chain(def.outputs.iter().map(|o| &o.name));
+        for n in names {
+            if let Some(prev) = self.declared.get(&n.name) {
+                return Err(Box::new(
+                    self.src
+                        .error(
+                            n.span,
+                            format!("`{}` is declared twice", n.name),
+                            "second declaration",
+                            "give every input and output of a def its own name",
+                        )
+                        .with_related(super::note(
+                            self.src,
+                            *prev,
+                            "the first declaration",
+                            "first declared here",
+                        )),
+                ));
+            }
+            self.declared.insert(n.name.clone(), n.span);
+        }
+        for p in &def.params {
+            match p {
+                ParamDecl::Tensor { ty, shape, name } => {
+                    let shape = self.shape(shape)?;
+                    let id = self.add_tensor(TInfo {
+                        name: name.name.clone(),
+                        dtype: Some(ty.dtype),
+                        shape: Some(shape),
+                        role: TensorRole::Input,
+                        span: name.span,
+                        written: true,
+                    });
+                    self.inputs.push(InputRef::Tensor(id));
+                }
+                ParamDecl::Scalar { ty, name } => {
+                    let id = self.scalars.len();
+                    self.scalars.push(Scalar {
+                        name: name.name.clone(),
+                        dtype: ty.dtype,
+                        span: name.span,
+                    });
+                    self.scalar_idx.insert(name.name.clone(), id);
+                    self.inputs.push(InputRef::Scalar(id));
+                }
+            }
+        }
+        for o in &def.outputs {
+            let shape = match &o.shape {
+                Some(sh) => Some(self.shape(sh)?),
+                None => None,
+            };
+            let id = self.add_tensor(TInfo {
+                name: o.name.name.clone(),
+                dtype: o.ty.map(|t| t.dtype),
+                shape,
+                role: TensorRole::Output,
+                span: o.name.span,
+                written: false,
+            });
+            self.outputs.push(id);
+        }
+        Ok(())
+    }
+
+    fn add_tensor(&mut self, t: TInfo) -> TensorId {
+        let id = self.tensors.len();
+        self.tensor_idx.insert(t.name.clone(), id);
+        self.tensors.push(t);
+        id
+    }
+
+    fn shape(&mut self, dims: &[ast::Expr]) -> Res<Vec<Lin>> {
+        dims.iter().map(|e| self.lin(e, Mode::Shape)).collect()
+    }
+
+    // ---- affine expressions ----
+
+    fn non_affine(
+        &self,
+        mode: Mode,
+        span: Span,
+        label: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Box<SourceError> {
+        self.err(span, format!("non-affine {}", mode.what()), label, help)
+    }
+
+    fn overflow(&self, mode: Mode, span: Span) -> Box<SourceError> {
+        self.err(
+            span,
+            format!("integer overflow in {}", mode.what()),
+            "the value does not fit in 64 bits",
+            "use smaller constants",
+        )
+    }
+
+    /// A positive integer constant (the divisor of `floordiv` and `%`).
+    fn divisor(&mut self, e: &ast::Expr, mode: Mode, op: &str) -> Res<i64> {
+        let l = self.lin(e, mode)?;
+        match l.as_const() {
+            Some(c) if c > 0 => Ok(c),
+            Some(c) => Err(self.non_affine(
+                mode,
+                e.span,
+                format!("divisor {c} is not positive"),
+                format!("{op} needs a positive integer constant divisor"),
+            )),
+            None => Err(self.non_affine(
+                mode,
+                e.span,
+                "not a constant",
+                format!(
+                    "{op} needs a positive integer constant divisor; a division by an index \
+                     or a size is not affine"
+                ),
+            )),
+        }
+    }
+
+    fn lin(&mut self, e: &ast::Expr, mode: Mode) -> Res<Lin> {
+        let ovf = |s: &Self| s.overflow(mode, e.span);
+        match &e.kind {
+            ExprKind::Int(v) => Ok(Lin::constant(*v)),
+            ExprKind::Float(_) => Err(self.non_affine(
+                mode,
+                e.span,
+                "not an integer",
+                "indices, extents and bounds are integer affine expressions",
+            )),
+            ExprKind::Name(n) => self.name_lin(n, e.span, mode),
+            ExprKind::Neg(a) => self.lin(a, mode)?.scale(-1).ok_or_else(|| ovf(self)),
+            ExprKind::Bin(op, a, b) => {
+                use ir::BinOp::*;
+                match op {
+                    Add | Sub | Mul => {
+                        let la = self.lin(a, mode)?;
+                        let lb = self.lin(b, mode)?;
+                        let r = match op {
+                            Add => la.add(&lb),
+                            Sub => la.sub(&lb),
+                            _ => match (la.as_const(), lb.as_const()) {
+                                (Some(k), _) => lb.scale(k),
+                                (_, Some(k)) => la.scale(k),
+                                _ => {
+                                    return Err(self.non_affine(
+                                        mode,
+                                        e.span,
+                                        "product of two non-constant expressions",
+                                        "an affine expression multiplies indices and sizes \
+                                         by integer constants only, e.g. `2 * i`",
+                                    ))
+                                }
+                            },
+                        };
+                        r.ok_or_else(|| ovf(self))
+                    }
+                    Div => Err(self.non_affine(
+                        mode,
+                        e.span,
+                        "`/` is not affine",
+                        "write `floordiv(e, c)` to divide by a positive integer constant",
+                    )),
+                    Rem => {
+                        let la = self.lin(a, mode)?;
+                        let d = self.divisor(b, mode, "`%`")?;
+                        la.modulo(d).ok_or_else(|| ovf(self))
+                    }
+                }
+            }
+            ExprKind::Cmp(..) => Err(self.non_affine(
+                mode,
+                e.span,
+                "a comparison",
+                "indices, extents and bounds are integer affine expressions",
+            )),
+            ExprKind::Cast { .. } => Err(self.non_affine(
+                mode,
+                e.span,
+                "a cast",
+                "indices, extents and bounds are integer affine expressions",
+            )),
+            ExprKind::Call { name, args } => {
+                if name.name == "floordiv" {
+                    if args.len() != 2 {
+                        return Err(self.err(
+                            e.span,
+                            format!("`floordiv` takes 2 arguments, {} given", args.len()),
+                            "wrong number of arguments",
+                            "write `floordiv(e, c)` with a positive integer constant `c`",
+                        ));
+                    }
+                    let la = self.lin(&args[0], mode)?;
+                    let d = self.divisor(&args[1], mode, "`floordiv`")?;
+                    return la.floordiv(d).ok_or_else(|| ovf(self));
+                }
+                if self.tensor_idx.contains_key(&name.name)
+                    || self.declared.contains_key(&name.name)
+                {
+                    return Err(self.non_affine(
+                        mode,
+                        e.span,
+                        "a tensor read",
+                        "an index cannot depend on tensor values (indirect access is not \
+                         affine); indices use iterators, sizes and integer constants",
+                    ));
+                }
+                Err(self.non_affine(
+                    mode,
+                    e.span,
+                    format!("`{}(…)` is not affine", name.name),
+                    "inside indices, extents and bounds only + - `*` by a constant, \
+                     floordiv(e, c) and `e % c` (c a positive constant) are allowed",
+                ))
+            }
+        }
+    }
+
+    fn name_lin(&mut self, n: &str, span: Span, mode: Mode) -> Res<Lin> {
+        if let Some(&p) = self.param_idx.get(n) {
+            return Ok(Lin::param(p));
+        }
+        if self.scalar_idx.contains_key(n) {
+            return Err(self.non_affine(
+                mode,
+                span,
+                format!("`{n}` is a scalar input"),
+                "scalar values cannot be used in indices, extents or bounds; use a size (a \
+                 name that appears in a shape)",
+            ));
+        }
+        if self.tensor_idx.contains_key(n) || self.declared.contains_key(n) {
+            return Err(self.non_affine(
+                mode,
+                span,
+                format!("`{n}` is a tensor"),
+                format!(
+                    "a tensor cannot be an index, extent or bound; read an element with \
+                     `{n}(…)` in the right-hand side instead"
+                ),
+            ));
+        }
+        match mode {
+            Mode::Shape => Ok(Lin::param(self.new_param(n, span))),
+            Mode::Index => {
+                if let Some(k) = self.iters.iter().position(|(x, _)| x == n) {
+                    Ok(Lin::iter(k))
+                } else {
+                    self.iters.push((n.to_string(), span));
+                    Ok(Lin::iter(self.iters.len() - 1))
+                }
+            }
+            Mode::Where(pos) => match self.iters.iter().position(|(x, _)| x == n) {
+                Some(k) if k < pos => Ok(Lin::iter(k)),
+                Some(k) => {
+                    let me = &self.iters[pos].0;
+                    let order = self
+                        .iters
+                        .iter()
+                        .map(|(x, _)| format!("`{x}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    Err(self.err(
+                        span,
+                        format!("the range of `{me}` uses `{n}`, which comes after it"),
+                        if k == pos {
+                            "the index being bounded".to_string()
+                        } else {
+                            format!("`{n}` is not bound yet")
+                        },
+                        format!(
+                            "the bounds of an index may use sizes and the indices before it \
+                             only; this statement's indices are {order} (left-hand indices \
+                             first, then reduction indices in order of appearance)"
+                        ),
+                    ))
+                }
+                None => Ok(Lin::param(self.new_param(n, span))),
+            },
+        }
+    }
+
+    fn new_param(&mut self, n: &str, span: Span) -> usize {
+        let p = self.params.len();
+        self.params.push(Param {
+            name: n.to_string(),
+            span,
+        });
+        self.param_idx.insert(n.to_string(), p);
+        p
+    }
+
+    // ---- statements ----
+
+    fn stmt(&mut self, st: &ast::Stmt) -> Res<()> {
+        let lhs = self.lhs_tensor(&st.lhs, st.lhs_span)?;
+        self.check_rank(lhs, st.lhs_index.len(), st.lhs_span)?;
+        let first_write = !self.tensors[lhs].written;
+        if first_write
+            && self.tensors[lhs].role == TensorRole::Temp
+            && st.op != AssignOp::Assign
+            && !st.init
+        {
+            let sym = st.op.symbol();
+            return Err(self.err(
+                st.op_span,
+                format!(
+                    "`{}` is updated with `{sym}` before it holds a value",
+                    st.lhs.name
+                ),
+                "reads the temporary before any write",
+                format!(
+                    "write `{sym}!` to start the reduction from its identity, or assign \
+                     `{}` in an earlier statement",
+                    st.lhs.name
+                ),
+            ));
+        }
+
+        // Iterators: left-hand indices, then the reads' indices in order.
+        self.iters.clear();
+        let mut lhs_index = Vec::with_capacity(st.lhs_index.len());
+        for e in &st.lhs_index {
+            lhs_index.push(self.lin(e, Mode::Index)?);
+        }
+        let n_lhs = self.iters.len();
+        self.collect(&st.rhs)?;
+
+        // A `where` may also introduce an index that the right-hand side uses only as a
+        // value (`s() +=! k where k in 0:K`); it comes after the others.
+        for r in &st.ranges {
+            if !self.iters.iter().any(|(x, _)| *x == r.iter.name)
+                && !self.param_idx.contains_key(&r.iter.name)
+                && !self.scalar_idx.contains_key(&r.iter.name)
+            {
+                if let Some(span) = value_use(&st.rhs, &r.iter.name) {
+                    self.iters.push((r.iter.name.clone(), span));
+                }
+            }
+        }
+
+        // Explicit ranges.
+        let mut fixed: Vec<Option<Bounds>> = vec![None; self.iters.len()];
+        let mut where_span: Vec<Option<Span>> = vec![None; self.iters.len()];
+        for r in &st.ranges {
+            let Some(pos) = self.iters.iter().position(|(x, _)| *x == r.iter.name) else {
+                let list = self
+                    .iters
+                    .iter()
+                    .map(|(x, _)| format!("`{x}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(self.err(
+                    r.iter.span,
+                    format!("`{}` is not an index of this statement", r.iter.name),
+                    "not used in the statement",
+                    if list.is_empty() {
+                        "this statement has no indices; remove the range".to_string()
+                    } else {
+                        format!(
+                            "this statement's indices are {list}; remove the range or fix the name"
+                        )
+                    },
+                ));
+            };
+            if let Some(prev) = where_span[pos] {
+                return Err(Box::new(
+                    self.src
+                        .error(
+                            r.iter.span,
+                            format!("`{}` has two ranges", r.iter.name),
+                            "second range",
+                            "give each index at most one `where` range",
+                        )
+                        .with_related(super::note(
+                            self.src,
+                            prev,
+                            "the first range",
+                            "first range here",
+                        )),
+                ));
+            }
+            let lo = self.lin(&r.lo, Mode::Where(pos))?;
+            let hi = self.lin(&r.hi, Mode::Where(pos))?;
+            fixed[pos] = Some(Bounds {
+                lower: vec![lo],
+                upper: vec![hi],
+            });
+            where_span[pos] = Some(r.span);
+        }
+
+        // Type.
+        let dtype = match self.tensors[lhs].dtype {
+            Some(d) => d,
+            None => match self.first_read_type(&st.rhs) {
+                Some(d) => d,
+                None => {
+                    let t = &self.tensors[lhs];
+                    let help = if t.role == TensorRole::Output {
+                        format!(
+                            "declare the type of `{}` in the def's outputs, e.g. `f32 {}` or \
+                             `f32(N) {}`",
+                            t.name, t.name, t.name
+                        )
+                    } else {
+                        format!(
+                            "the type of a temporary is that of the first tensor (or else \
+                             scalar) its first statement reads; read one here, or make `{}` \
+                             an output with a declared type",
+                            t.name
+                        )
+                    };
+                    return Err(self.err(
+                        st.lhs_span,
+                        format!("cannot infer the element type of `{}`", t.name),
+                        "this statement reads no tensor or scalar",
+                        help,
+                    ));
+                }
+            },
+        };
+
+        // The right-hand side, with its accesses.
+        let mut reads: Vec<(TensorId, Vec<Lin>)> = Vec::new();
+        let rhs = self.value(&st.rhs, dtype, &mut reads)?;
+
+        // Ranges.
+        let accesses: Vec<Access> = std::iter::once((lhs, &lhs_index))
+            .chain(reads.iter().map(|(t, idx)| (*t, idx)))
+            .map(|(t, idx)| Access {
+                index: idx.as_slice(),
+                extents: self.tensors[t].shape.as_deref(),
+            })
+            .collect();
+        let bounds = infer::infer(&fixed, &accesses).map_err(|_| {
+            self.err(
+                st.span,
+                "integer overflow while inferring ranges",
+                "the bounds of this statement do not fit in 64 bits",
+                "use smaller constants or add explicit `where` ranges",
+            )
+        })?;
+        let mut iters = Vec::with_capacity(bounds.len());
+        let mut inferred: Vec<Bounds> = Vec::with_capacity(bounds.len());
+        for (k, b) in bounds.into_iter().enumerate() {
+            let (name, span) = self.iters[k].clone();
+            let Some(b) = b else {
+                let in_known = accesses
+                    .iter()
+                    .any(|a| a.extents.is_some() && a.index.iter().any(|e| e.mentions_iter(k)));
+                return Err(self.err(
+                    span,
+                    format!("cannot infer the range of `{name}`"),
+                    if in_known {
+                        format!("the accesses do not bound `{name}` on their own")
+                    } else {
+                        format!("`{name}` indexes no tensor of known shape")
+                    },
+                    format!("add `where {name} in lo:hi` (half-open) at the end of the statement"),
+                ));
+            };
+            iters.push(Iter {
+                name,
+                lower: b.lower.iter().map(Lin::to_aff).collect(),
+                upper: b.upper.iter().map(Lin::to_aff).collect(),
+                source: if fixed[k].is_some() {
+                    RangeSource::Where
+                } else {
+                    RangeSource::Inferred
+                },
+                span,
+            });
+            inferred.push(b);
+        }
+
+        // Statements.
+        let lhs_aff: Vec<ir::Aff> = lhs_index.iter().map(Lin::to_aff).collect();
+        if st.init {
+            let name = format!("S_{}", self.stmts.len());
+            self.stmts.push(ir::Stmt {
+                name,
+                iters: iters[..n_lhs].to_vec(),
+                n_lhs_iters: n_lhs,
+                lhs,
+                lhs_index: lhs_aff.clone(),
+                body: StmtBody::Init(st.op),
+                dtype,
+                span: st.span,
+                lhs_span: st.lhs_span,
+            });
+        }
+        let name = format!("S_{}", self.stmts.len());
+        self.stmts.push(ir::Stmt {
+            name,
+            iters,
+            n_lhs_iters: n_lhs,
+            lhs,
+            lhs_index: lhs_aff,
+            body: StmtBody::Update(st.op, rhs),
+            dtype,
+            span: st.span,
+            lhs_span: st.lhs_span,
+        });
+
+        // What the write tells about the tensor.
+        let t = &mut self.tensors[lhs];
+        t.written = true;
+        if t.dtype.is_none() {
+            t.dtype = Some(dtype);
+        }
+        if t.shape.is_none() {
+            let shape = self.infer_shape(lhs, st, &lhs_index, &inferred)?;
+            self.tensors[lhs].shape = Some(shape);
+        }
+        Ok(())
+    }
+
+    /// The tensor a statement writes; creates temporaries.
+    fn lhs_tensor(&mut self, name: &Ident, lhs_span: Span) -> Res<TensorId> {
+        if self.scalar_idx.contains_key(&name.name) {
+            return Err(self.err(
+                name.span,
+                format!("cannot write to scalar `{}`", name.name),
+                "a scalar input",
+                "scalar inputs are read-only; write the value into a tensor (a new name \
+                 makes a temporary, e.g. `t() = …` for a 0-d one)",
+            ));
+        }
+        if self.param_idx.contains_key(&name.name) {
+            return Err(self.err(
+                name.span,
+                format!("cannot write to size `{}`", name.name),
+                "a size used in a shape",
+                "sizes are fixed for the whole def; write into a tensor with another name",
+            ));
+        }
+        if let Some(&id) = self.tensor_idx.get(&name.name) {
+            return Ok(id);
+        }
+        if is_builtin(&name.name) {
+            return Err(self.err(
+                name.span,
+                format!("`{}` is a built-in function", name.name),
+                "cannot be a tensor name",
+                "choose another name for the tensor",
+            ));
+        }
+        Ok(self.add_tensor(TInfo {
+            name: name.name.clone(),
+            dtype: None,
+            shape: None,
+            role: TensorRole::Temp,
+            span: lhs_span,
+            written: false,
+        }))
+    }
+
+    fn check_rank(&self, t: TensorId, n: usize, span: Span) -> Res<()> {
+        let info = &self.tensors[t];
+        let Some(shape) = &info.shape else {
+            return Ok(());
+        };
+        if shape.len() == n {
+            return Ok(());
+        }
+        let dims = |k: usize| if k == 1 { "dimension" } else { "dimensions" };
+        let idx = |k: usize| if k == 1 { "index" } else { "indices" };
+        let origin = match info.role {
+            TensorRole::Temp => "first written",
+            _ => "declared",
+        };
+        Err(self.err(
+            span,
+            format!(
+                "`{}` has {} {} but {} {} given",
+                info.name,
+                shape.len(),
+                dims(shape.len()),
+                n,
+                if n == 1 { "index is" } else { "indices are" }
+            ),
+            format!("expected {} {}", shape.len(), idx(shape.len())),
+            format!(
+                "`{}` is {origin} at line {}; give one index per dimension",
+                info.name,
+                self.line(info.span)
+            ),
+        ))
+    }
+
+    /// Checks the reads of `e` and collects the iterators of their indices.
+    fn collect(&mut self, e: &ast::Expr) -> Res<()> {
+        match &e.kind {
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Name(_) => Ok(()),
+            ExprKind::Neg(a) => self.collect(a),
+            ExprKind::Cast { arg, .. } => self.collect(arg),
+            ExprKind::Bin(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.collect(a)?;
+                self.collect(b)
+            }
+            ExprKind::Call { name, args } => {
+                if let Some(t) = self.readable(name, e.span)? {
+                    self.check_rank(t, args.len(), e.span)?;
+                    for a in args {
+                        self.lin(a, Mode::Index)?;
+                    }
+                    Ok(())
+                } else {
+                    for a in args {
+                        self.collect(a)?;
+                    }
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// `Some(tensor)` for a readable tensor, `None` for a built-in, an error otherwise.
+    fn readable(&self, name: &Ident, span: Span) -> Res<Option<TensorId>> {
+        if let Some(&t) = self.tensor_idx.get(&name.name) {
+            let info = &self.tensors[t];
+            if info.written {
+                return Ok(Some(t));
+            }
+            let what = if info.role == TensorRole::Output {
+                "output"
+            } else {
+                "temporary"
+            };
+            return Err(self.err(
+                span,
+                format!("`{}` is read before it is written", name.name),
+                format!("this {what} has no value yet"),
+                format!(
+                    "statements run in textual order: write `{}` in an earlier statement \
+                     (a reduction into it can start from the identity with `+=!`, `max=!`, …)",
+                    name.name
+                ),
+            ));
+        }
+        if is_builtin(&name.name) {
+            return Ok(None);
+        }
+        if self.scalar_idx.contains_key(&name.name) || self.param_idx.contains_key(&name.name) {
+            let what = if self.scalar_idx.contains_key(&name.name) {
+                "a scalar"
+            } else {
+                "a size"
+            };
+            return Err(self.err(
+                span,
+                format!("`{}` is {what}, not a tensor", name.name),
+                "cannot be indexed",
+                format!("write `{}` without parentheses to use its value", name.name),
+            ));
+        }
+        let upper = name
+            .name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_uppercase());
+        let later = self.lhs_names.get(&name.name);
+        if upper || later.is_some() {
+            let help = match later {
+                Some(w) => format!(
+                    "`{}` is first written at line {}; statements run in textual order, so \
+                     move that statement before this one",
+                    name.name,
+                    self.line(*w)
+                ),
+                None => format!(
+                    "declare `{}` as an input of the def, or write it in a statement before \
+                     this one",
+                    name.name
+                ),
+            };
+            Err(self.err(
+                name.span,
+                format!("undefined tensor `{}`", name.name),
+                "not an input, an output or an earlier temporary",
+                help,
+            ))
+        } else {
+            Err(self.err(
+                name.span,
+                format!("unknown function `{}`", name.name),
+                "not a built-in function or a known tensor",
+                format!(
+                    "the functions are {KNOWN_FUNCTIONS}; a tensor must be an input or be \
+                     written before it is read"
+                ),
+            ))
+        }
+    }
+
+    /// The element type of the first tensor read, else of the first scalar.
+    fn first_read_type(&self, e: &ast::Expr) -> Option<DType> {
+        fn tensors(s: &Sema, e: &ast::Expr) -> Option<DType> {
+            match &e.kind {
+                ExprKind::Call { name, args } => {
+                    if let Some(&t) = s.tensor_idx.get(&name.name) {
+                        return s.tensors[t].dtype;
+                    }
+                    args.iter().find_map(|a| tensors(s, a))
+                }
+                ExprKind::Neg(a) | ExprKind::Cast { arg: a, .. } => tensors(s, a),
+                ExprKind::Bin(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                    tensors(s, a).or_else(|| tensors(s, b))
+                }
+                _ => None,
+            }
+        }
+        fn scalars(s: &Sema, e: &ast::Expr) -> Option<DType> {
+            match &e.kind {
+                ExprKind::Name(n) => s.scalar_idx.get(n).map(|&k| s.scalars[k].dtype),
+                ExprKind::Call { name, args } => {
+                    if s.tensor_idx.contains_key(&name.name) {
+                        return None;
+                    }
+                    args.iter().find_map(|a| scalars(s, a))
+                }
+                ExprKind::Neg(a) | ExprKind::Cast { arg: a, .. } => scalars(s, a),
+                ExprKind::Bin(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                    scalars(s, a).or_else(|| scalars(s, b))
+                }
+                _ => None,
+            }
+        }
+        tensors(self, e).or_else(|| scalars(self, e))
+    }
+
+    fn type_mismatch(&self, span: Span, dtype: DType, label: String) -> Box<SourceError> {
+        self.err(
+            span,
+            format!("type mismatch: this statement computes in {dtype}"),
+            label,
+            format!(
+                "arithmetic happens in the type of the written tensor ({dtype}); declare that \
+                 tensor with a floating-point type (f16, f32, f64), or write an integer \
+                 expression"
+            ),
+        )
+    }
+
+    fn value(
+        &mut self,
+        e: &ast::Expr,
+        dt: DType,
+        reads: &mut Vec<(TensorId, Vec<Lin>)>,
+    ) -> Res<ir::Expr> {
+        Ok(match &e.kind {
+            ExprKind::Int(v) => {
+                let fits = match dt {
+                    DType::I8 => i8::try_from(*v).is_ok(),
+                    DType::I32 => i32::try_from(*v).is_ok(),
+                    _ => true,
+                };
+                if !fits {
+                    return Err(self.err(
+                        e.span,
+                        format!("type mismatch: {v} does not fit in {dt}"),
+                        format!("out of range for {dt}"),
+                        format!(
+                            "this statement computes in {dt}, the type of the written tensor; \
+                             use a value in range, or declare that tensor with a wider type"
+                        ),
+                    ));
+                }
+                ir::Expr::Lit(*v as f64)
+            }
+            ExprKind::Float(v) => {
+                if !dt.is_float() {
+                    return Err(self.type_mismatch(
+                        e.span,
+                        dt,
+                        "a fractional literal in an integer statement".into(),
+                    ));
+                }
+                ir::Expr::Lit(*v)
+            }
+            ExprKind::Name(n) => {
+                if let Some(k) = self.iters.iter().position(|(x, _)| x == n) {
+                    ir::Expr::IterValue(k)
+                } else if let Some(&k) = self.scalar_idx.get(n) {
+                    ir::Expr::Scalar(k)
+                } else if let Some(&p) = self.param_idx.get(n) {
+                    ir::Expr::SizeValue(p)
+                } else if self.tensor_idx.contains_key(n) || self.declared.contains_key(n) {
+                    return Err(self.err(
+                        e.span,
+                        format!("tensor `{n}` is used without indices"),
+                        "a whole tensor is not a value",
+                        format!("read one element: `{n}(i, …)` with one index per dimension"),
+                    ));
+                } else {
+                    return Err(self.err(
+                        e.span,
+                        format!("unknown name `{n}`"),
+                        "not an index, a size or a scalar",
+                        "a value name is an index of this statement (one that appears in a \
+                         tensor access), a size, or a scalar input of the def",
+                    ));
+                }
+            }
+            ExprKind::Neg(a) => ir::Expr::Neg(Box::new(self.value(a, dt, reads)?)),
+            ExprKind::Bin(op, a, b) => ir::Expr::Bin(
+                *op,
+                Box::new(self.value(a, dt, reads)?),
+                Box::new(self.value(b, dt, reads)?),
+            ),
+            ExprKind::Cmp(op, a, b) => ir::Expr::Cmp(
+                *op,
+                Box::new(self.value(a, dt, reads)?),
+                Box::new(self.value(b, dt, reads)?),
+            ),
+            ExprKind::Cast { ty, arg } => {
+                ir::Expr::Cast(ty.dtype, Box::new(self.value(arg, dt, reads)?))
+            }
+            ExprKind::Call { name, args } => {
+                if let Some(t) = self.readable(name, e.span)? {
+                    let mut index = Vec::with_capacity(args.len());
+                    for a in args {
+                        index.push(self.lin(a, Mode::Index)?);
+                    }
+                    let aff = index.iter().map(Lin::to_aff).collect();
+                    reads.push((t, index));
+                    return Ok(ir::Expr::Read {
+                        tensor: t,
+                        index: aff,
+                        span: e.span,
+                    });
+                }
+                let arity_err = |s: &Self, want: usize, usage: &str| {
+                    s.err(
+                        e.span,
+                        format!(
+                            "`{}` takes {want} argument{}, {} given",
+                            name.name,
+                            if want == 1 { "" } else { "s" },
+                            args.len()
+                        ),
+                        "wrong number of arguments",
+                        format!("write {usage}"),
+                    )
+                };
+                match name.name.as_str() {
+                    "select" => {
+                        if args.len() != 3 {
+                            return Err(arity_err(self, 3, "`select(cond, a, b)`"));
+                        }
+                        ir::Expr::Select(
+                            Box::new(self.value(&args[0], dt, reads)?),
+                            Box::new(self.value(&args[1], dt, reads)?),
+                            Box::new(self.value(&args[2], dt, reads)?),
+                        )
+                    }
+                    "floordiv" => {
+                        return Err(self.err(
+                            name.span,
+                            "`floordiv` is only allowed in indices",
+                            "used as a value",
+                            "divide values with `/` (truncating for integers)",
+                        ))
+                    }
+                    "cast" => {
+                        return Err(self.err(
+                            name.span,
+                            "`cast` needs a type",
+                            "no target type",
+                            "write `cast<i32>(e)` (any of f16, f32, f64, i8, i32, i64)",
+                        ))
+                    }
+                    other => {
+                        let Some(f) = func_by_name(other) else {
+                            // `readable` reports unknown names.
+                            return Err(self.readable(name, e.span).err().unwrap_or_else(|| {
+                                self.err(
+                                    name.span,
+                                    format!("unknown function `{other}`"),
+                                    "not a built-in function",
+                                    format!("the functions are {KNOWN_FUNCTIONS}"),
+                                )
+                            }));
+                        };
+                        if args.len() != f.arity() {
+                            let usage = if f.arity() == 2 {
+                                format!("`{other}(a, b)`")
+                            } else {
+                                format!("`{other}(x)`")
+                            };
+                            return Err(arity_err(self, f.arity(), &usage));
+                        }
+                        if f.float_only() && !dt.is_float() {
+                            return Err(self.type_mismatch(
+                                name.span,
+                                dt,
+                                format!("`{other}` is defined for floating-point types only"),
+                            ));
+                        }
+                        let mut out = Vec::with_capacity(args.len());
+                        for a in args {
+                            out.push(self.value(a, dt, reads)?);
+                        }
+                        ir::Expr::Call(f, out)
+                    }
+                }
+            }
+        })
+    }
+
+    /// The shape of a tensor from its first write.
+    fn infer_shape(
+        &self,
+        t: TensorId,
+        st: &ast::Stmt,
+        lhs_index: &[Lin],
+        bounds: &[Bounds],
+    ) -> Res<Vec<Lin>> {
+        let info = &self.tensors[t];
+        let mut shape = Vec::with_capacity(lhs_index.len());
+        for (d, (idx, src)) in lhs_index.iter().zip(&st.lhs_index).enumerate() {
+            let plain = match idx.terms.iter().next() {
+                Some((Atom::Iter(k), 1)) if idx.terms.len() == 1 && idx.c == 0 => Some(*k),
+                _ => None,
+            };
+            let problem = match plain {
+                None => Some((
+                    src.span,
+                    format!("dimension {} is not indexed by a plain index", d + 1),
+                )),
+                Some(k) => {
+                    let b = &bounds[k];
+                    let name = &self.iters[k].0;
+                    match (b.lower.as_slice(), b.upper.as_slice()) {
+                        ([lo], [hi]) if lo.as_const() == Some(0) && hi.is_param_only() => {
+                            shape.push(hi.clone());
+                            None
+                        }
+                        ([lo], _) if lo.as_const() != Some(0) => Some((
+                            src.span,
+                            format!("the range of `{name}` does not start at 0"),
+                        )),
+                        ([_], [_]) => Some((
+                            src.span,
+                            format!("the range of `{name}` ends at a bound that uses indices"),
+                        )),
+                        _ => Some((
+                            src.span,
+                            format!("`{name}` has several bounds, so the extent is ambiguous"),
+                        )),
+                    }
+                }
+            };
+            if let Some((span, label)) = problem {
+                let help = if info.role == TensorRole::Output {
+                    format!(
+                        "declare the shape in the def's outputs, e.g. `f32(M, N) {}`",
+                        info.name
+                    )
+                } else {
+                    format!(
+                        "a temporary's shape comes from its first write: index it with plain \
+                         indices whose ranges are `0:extent` (add `where i in 0:N`), or make \
+                         `{}` an output with a declared shape",
+                        info.name
+                    )
+                };
+                return Err(Box::new(
+                    self.src
+                        .error(
+                            info.span,
+                            format!("cannot infer the shape of `{}`; declare it", info.name),
+                            "shape unknown",
+                            help,
+                        )
+                        .with_related(super::note(self.src, span, "in its first write", label)),
+                ));
+            }
+        }
+        Ok(shape)
+    }
+
+    fn finish(self, def: &ast::Def) -> Res<Program> {
+        let mut tensors = Vec::with_capacity(self.tensors.len());
+        for t in &self.tensors {
+            let (Some(dtype), Some(shape)) = (t.dtype, &t.shape) else {
+                return Err(self.err(
+                    t.span,
+                    format!("output `{}` is never written", t.name),
+                    "its type or shape is unknown",
+                    format!(
+                        "write `{}` in a statement, or declare its type and shape, e.g. \
+                         `f32(N) {}`",
+                        t.name, t.name
+                    ),
+                ));
+            };
+            tensors.push(Tensor {
+                name: t.name.clone(),
+                dtype,
+                shape: shape.iter().map(Lin::to_aff).collect(),
+                role: t.role,
+                span: t.span,
+            });
+        }
+        Ok(Program {
+            name: def.name.name.clone(),
+            params: self.params,
+            tensors,
+            scalars: self.scalars,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            stmts: self.stmts,
+        })
+    }
+}
+
+/// The first use of `name` as a bare value in `e`.
+fn value_use(e: &ast::Expr, name: &str) -> Option<Span> {
+    match &e.kind {
+        ExprKind::Name(n) => (n == name).then_some(e.span),
+        ExprKind::Int(_) | ExprKind::Float(_) => None,
+        ExprKind::Neg(a) | ExprKind::Cast { arg: a, .. } => value_use(a, name),
+        ExprKind::Bin(_, a, b) | ExprKind::Cmp(_, a, b) => {
+            value_use(a, name).or_else(|| value_use(b, name))
+        }
+        ExprKind::Call { args, .. } => args.iter().find_map(|a| value_use(a, name)),
+    }
+}

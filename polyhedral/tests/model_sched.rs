@@ -1,0 +1,137 @@
+//! The initial and isl schedules, as isl block YAML.
+mod model_support;
+
+use model_support::*;
+use polyhedral::deps::{check_schedule, Deps};
+use polyhedral::isl::ffi::schedule_to_block_yaml;
+use polyhedral::isl::isl_rs::Options;
+use polyhedral::isl::Ctx;
+use polyhedral::sched::{initial_schedule, isl_schedule, IslSchedOptions};
+use polyhedral::scop::Scop;
+
+fn schedules(case: &Case, vals: &[Option<i64>], opts: &[&str]) -> (String, String) {
+    let ctx = Ctx::new();
+    let scop = Scop::build(&ctx, &case.prog, vals, &case.src).expect("model builds");
+    let deps = Deps::compute(&scop).expect("dependences");
+    let init = initial_schedule(&scop, &deps).expect("initial schedule");
+    let opts: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
+    let opts = IslSchedOptions::parse(&opts).expect("options");
+    let isl = isl_schedule(&ctx, &scop, &deps, &opts).expect("isl schedule");
+    assert_eq!(check_schedule(&deps, &isl).unwrap(), Ok(()));
+    (
+        schedule_to_block_yaml(&init).expect("prints"),
+        schedule_to_block_yaml(&isl).expect("prints"),
+    )
+}
+
+#[test]
+fn matmul_schedules() {
+    let (init, isl) = schedules(&matmul(), &bound(&[4, 5, 6]), &[]);
+    insta::assert_snapshot!("matmul_initial_concrete", init);
+    insta::assert_snapshot!("matmul_isl_concrete", isl);
+    let (init, isl) = schedules(&matmul(), &symbolic(3), &[]);
+    insta::assert_snapshot!("matmul_initial_symbolic", init);
+    insta::assert_snapshot!("matmul_isl_symbolic", isl);
+}
+
+#[test]
+fn conv_chain_schedules() {
+    let (init, isl) = schedules(&conv_chain(), &bound(&[8, 8, 3, 3]), &[]);
+    insta::assert_snapshot!("conv_chain_initial_concrete", init);
+    insta::assert_snapshot!("conv_chain_isl_concrete", isl);
+    let (init, isl) = schedules(&conv_chain(), &symbolic(4), &[]);
+    insta::assert_snapshot!("conv_chain_initial_symbolic", init);
+    insta::assert_snapshot!("conv_chain_isl_symbolic", isl);
+    // serialize_sccs: no fusion across the chain.
+    let (_, isl) = schedules(&conv_chain(), &bound(&[8, 8, 3, 3]), &["serialize_sccs=1"]);
+    insta::assert_snapshot!("conv_chain_isl_serialize_sccs", isl);
+}
+
+#[test]
+fn jacobi_schedules() {
+    let (init, isl) = schedules(&jacobi(), &bound(&[10, 20]), &[]);
+    // Not permutable (distance (1, -1)); i is parallel for a fixed t.
+    assert_eq!(
+        init,
+        r#"domain: "{ S_0[t, i] : 0 <= t <= 8 and 0 < i <= 18 }"
+child:
+  schedule: "[{ S_0[t, i] -> [(t)] }, { S_0[t, i] -> [(i)] }]"
+  coincident: [ 0, 1 ]
+"#
+    );
+    // isl skews to make the band permutable.
+    assert_eq!(
+        isl,
+        r#"domain: "{ S_0[t, i] : 0 <= t <= 8 and 0 < i <= 18 }"
+child:
+  schedule: "[{ S_0[t, i] -> [(t)] }, { S_0[t, i] -> [(t + i)] }]"
+  permutable: 1
+"#
+    );
+    let (init, isl) = schedules(&jacobi(), &symbolic(2), &[]);
+    insta::assert_snapshot!("jacobi_initial_symbolic", init);
+    insta::assert_snapshot!("jacobi_isl_symbolic", isl);
+}
+
+#[test]
+fn triangular_and_sum_schedules() {
+    let (init, isl) = schedules(&triangular(), &symbolic(1), &[]);
+    insta::assert_snapshot!("trmv_initial_symbolic", init);
+    insta::assert_snapshot!("trmv_isl_symbolic", isl);
+    // A statement without iterators gets a filter and no band.
+    let (init, _) = schedules(&sum(), &bound(&[4]), &[]);
+    assert_eq!(
+        init,
+        r#"domain: "{ S_1[i] : 0 <= i <= 3; S_0[] }"
+child:
+  sequence:
+  - filter: "{ S_0[] }"
+  - filter: "{ S_1[i] : 0 <= i <= 3 }"
+    child:
+      schedule: "[{ S_1[i] -> [(i)] }]"
+      permutable: 1
+"#
+    );
+}
+
+#[test]
+fn empty_statements_get_no_filter() {
+    let (init, _) = schedules(&conv_chain(), &bound(&[2, 8, 3, 3]), &[]);
+    assert_eq!(
+        init,
+        r#"domain: "{ S_0[h, w] : 0 <= h <= 1 and 0 <= w <= 7 }"
+child:
+  schedule: "[{ S_0[h, w] -> [(h)] }, { S_0[h, w] -> [(w)] }]"
+  permutable: 1
+  coincident: [ 1, 1 ]
+"#
+    );
+}
+
+#[test]
+fn isl_options_are_restored() {
+    let ctx = Ctx::new();
+    let get = |c: &Ctx| {
+        (
+            Options::get_schedule_serialize_sccs(&c.isl).unwrap(),
+            Options::get_schedule_max_coefficient(&c.isl).unwrap(),
+            Options::get_schedule_outer_coincidence(&c.isl).unwrap(),
+            Options::get_schedule_algorithm(&c.isl).unwrap(),
+        )
+    };
+    let before = get(&ctx);
+    let m = matmul();
+    let scop = Scop::build(&ctx, &m.prog, &bound(&[4, 5, 6]), &m.src).unwrap();
+    let deps = Deps::compute(&scop).unwrap();
+    let opts = IslSchedOptions::parse(&[
+        "serialize_sccs=1".into(),
+        "max_coefficient=2".into(),
+        "outer_coincidence=1".into(),
+        "algorithm=feautrier".into(),
+    ])
+    .unwrap();
+    let s = isl_schedule(&ctx, &scop, &deps, &opts).unwrap();
+    assert_eq!(check_schedule(&deps, &s).unwrap(), Ok(()));
+    assert_eq!(get(&ctx), before);
+    assert_eq!(before, (0, -1, 0, 0));
+}

@@ -1,0 +1,251 @@
+//! `polyc run`: build the emitted C, execute it on real data, and check it against an
+//! oracle.
+//!
+//! The oracle is the reference interpreter (the original program in its reference order)
+//! when the work is small enough, otherwise the untransformed program (reference order, no
+//! passes) built through the same emitter. Outputs, and inputs the program updates in
+//! place, are compared with per-dtype tolerances (exact for integers).
+
+use crate::options::CompileOptions;
+use crate::pipeline::{compile, Compiled, Mode};
+use miette::{miette, Result};
+use polyhedral::data::TensorData;
+use polyhedral::data::{compare, generate_inputs, Comparison};
+use polyhedral::interp::{count_instances, interpret};
+use polyhedral::ir::{InputRef, Program, TensorRole};
+use polyhedral::npy::{read_npy, write_npy};
+use std::path::PathBuf;
+
+/// Which oracle `--check` compares against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OracleChoice {
+    /// The interpreter when the instance count is at most the limit, else the untransformed
+    /// program.
+    Auto,
+    /// Always the reference interpreter.
+    Interpreter,
+    /// Always the untransformed program through the C emitter.
+    Untransformed,
+}
+
+/// Options of `polyc run`.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Compare with an oracle.
+    pub check: bool,
+    /// Seed for generated inputs.
+    pub seed: u64,
+    /// Load inputs from `DIR/NAME.npy` instead of generating them.
+    pub inputs_dir: Option<PathBuf>,
+    /// Write every input and output as `DIR/NAME.npy`.
+    pub save_io: Option<PathBuf>,
+    /// The oracle.
+    pub oracle: OracleChoice,
+    /// The largest instance count the interpreter is used for under [`OracleChoice::Auto`].
+    pub max_interp_instances: u64,
+}
+
+/// The check of one tensor.
+#[derive(Clone, Debug)]
+pub struct TensorCheck {
+    /// Tensor name.
+    pub name: String,
+    /// Errors against the oracle.
+    pub comparison: Comparison,
+}
+
+/// What `polyc run` measured.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// `reference interpreter (N instances)` or `untransformed program through the C emitter`.
+    pub oracle: Option<String>,
+    /// One entry per compared tensor (outputs, then inputs updated in place).
+    pub checks: Vec<TensorCheck>,
+    /// Time to compile the C, in ms.
+    pub cc_ms: f64,
+    /// Time of the kernel call, in ms.
+    pub run_ms: f64,
+}
+
+impl RunReport {
+    /// True when every compared tensor matches.
+    pub fn all_ok(&self) -> bool {
+        self.checks.iter().all(|c| c.comparison.ok)
+    }
+    /// The largest absolute error over all checks.
+    pub fn max_abs_err(&self) -> f64 {
+        self.checks
+            .iter()
+            .map(|c| c.comparison.max_abs_err)
+            .fold(0.0, f64::max)
+    }
+}
+
+/// Every size's value; an error lists the unbound ones.
+pub fn concrete_sizes(compiled: &Compiled) -> Result<Vec<i64>> {
+    let unbound = compiled.unbound_sizes();
+    if !unbound.is_empty() {
+        let example: Vec<String> = unbound.iter().map(|n| format!("{n}=64")).collect();
+        return Err(miette!(
+            help = format!("bind every size, e.g. --param {}", example.join(",")),
+            "polyc run needs concrete sizes, but {} {} symbolic",
+            unbound.join(", "),
+            if unbound.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    Ok(compiled
+        .param_values
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .collect())
+}
+
+/// Tensors whose final values are compared: outputs, then inputs written in place.
+fn compared_tensors(program: &Program) -> Vec<usize> {
+    let mut v: Vec<usize> = program.outputs.clone();
+    for (i, t) in program.tensors.iter().enumerate() {
+        if t.role == TensorRole::Input && program.stmts.iter().any(|s| s.lhs == i) {
+            v.push(i);
+        }
+    }
+    v
+}
+
+/// Loads `DIR/NAME.npy` for every input, checking dtype and shape.
+fn load_inputs(
+    program: &Program,
+    sizes: &[i64],
+    dir: &std::path::Path,
+    tensors: &mut [TensorData],
+    scalars: &mut [TensorData],
+) -> Result<()> {
+    for input in &program.inputs {
+        let (name, dtype, shape, slot): (&str, _, Vec<usize>, &mut TensorData) = match *input {
+            InputRef::Tensor(t) => (
+                &program.tensors[t].name,
+                program.tensors[t].dtype,
+                TensorData::shape_of(program, t, sizes),
+                &mut tensors[t],
+            ),
+            InputRef::Scalar(s) => (
+                &program.scalars[s].name,
+                program.scalars[s].dtype,
+                Vec::new(),
+                &mut scalars[s],
+            ),
+        };
+        let path = dir.join(format!("{name}.npy"));
+        let data = read_npy(&path)?;
+        if data.dtype() != dtype || data.shape != shape {
+            return Err(miette!(
+                help = "write the array with the dtype and shape the program declares (numpy: np.save(path, a.astype(...)))",
+                "{}: `{name}` must be {dtype} with shape {:?}, but the file holds {} with shape {:?}",
+                path.display(),
+                shape,
+                data.dtype(),
+                data.shape
+            ));
+        }
+        *slot = data;
+    }
+    Ok(())
+}
+
+/// Runs the compiled program and, with `check`, compares it with the oracle.
+pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> Result<RunReport> {
+    let program = &compiled.program;
+    let sizes = concrete_sizes(compiled)?;
+    let (mut tensors, mut scalars) = generate_inputs(program, &sizes, ropts.seed);
+    if let Some(dir) = &ropts.inputs_dir {
+        load_inputs(program, &sizes, dir, &mut tensors, &mut scalars)?;
+    }
+    if let Some(dir) = &ropts.save_io {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| miette!("cannot create --save-io directory {}: {e}", dir.display()))?;
+        for input in &program.inputs {
+            let (name, data) = match *input {
+                InputRef::Tensor(t) => (&program.tensors[t].name, &tensors[t]),
+                InputRef::Scalar(s) => (&program.scalars[s].name, &scalars[s]),
+            };
+            write_npy(&dir.join(format!("{name}.npy")), data)?;
+        }
+    }
+    let inputs_snapshot = tensors.to_vec();
+
+    let cc_start = std::time::Instant::now();
+    let kernel = targets::compile_c(&compiled.c_source, &targets::CcOptions::default())?;
+    let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
+    let stats = targets::run(&kernel, program, &sizes, &mut tensors, &scalars)?;
+
+    if let Some(dir) = &ropts.save_io {
+        for &t in &compared_tensors(program) {
+            let name = &program.tensors[t].name;
+            let file = if program.tensors[t].role == TensorRole::Input {
+                format!("{name}.out.npy")
+            } else {
+                format!("{name}.npy")
+            };
+            write_npy(&dir.join(file), &tensors[t])?;
+        }
+    }
+
+    let mut report = RunReport {
+        oracle: None,
+        checks: Vec::new(),
+        cc_ms,
+        run_ms: stats.run_ms,
+    };
+    if !ropts.check {
+        return Ok(report);
+    }
+
+    let instances = count_instances(program, &sizes);
+    let use_interp = match ropts.oracle {
+        OracleChoice::Interpreter => true,
+        OracleChoice::Untransformed => false,
+        OracleChoice::Auto => instances <= ropts.max_interp_instances,
+    };
+    let mut reference = inputs_snapshot;
+    if use_interp {
+        interpret(program, &sizes, &mut reference, &scalars)?;
+        report.oracle = Some(format!("reference interpreter ({instances} instances)"));
+    } else {
+        let base = compile(copts, Mode::Untransformed)?;
+        let k = targets::compile_c(&base.c_source, &targets::CcOptions::default())?;
+        targets::run(&k, program, &sizes, &mut reference, &scalars)?;
+        report.oracle = Some(format!(
+            "untransformed program through the C emitter ({instances} instances is over the interpreter's limit of {})",
+            ropts.max_interp_instances
+        ));
+    }
+    for &t in &compared_tensors(program) {
+        report.checks.push(TensorCheck {
+            name: program.tensors[t].name.clone(),
+            comparison: compare(&reference[t], &tensors[t]),
+        });
+    }
+    Ok(report)
+}
+
+/// One line per compared tensor: `C: max_abs_err=… max_rel_err=… ok`.
+pub fn format_checks(report: &RunReport) -> String {
+    let mut s = String::new();
+    for c in &report.checks {
+        let cmp = &c.comparison;
+        s.push_str(&format!(
+            "{}: max_abs_err={:.3e} max_rel_err={:.3e} {}",
+            c.name,
+            cmp.max_abs_err,
+            cmp.max_rel_err,
+            if cmp.ok { "ok" } else { "MISMATCH" }
+        ));
+        if let (false, Some((idx, got, want))) = (cmp.ok, &cmp.first_mismatch) {
+            s.push_str(&format!(
+                " ({} elements differ; first at {:?}: got {got}, expected {want})",
+                cmp.mismatches, idx
+            ));
+        }
+        s.push('\n');
+    }
+    s
+}

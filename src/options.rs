@@ -1,0 +1,90 @@
+//! Typed, immutable configuration parsed once from the command line (or a suite entry).
+
+use miette::{miette, Result};
+use polyhedral::sched::{IslSchedOptions, SchedulerKind};
+
+/// A `--load-tree STAGE=FILE` request.
+#[derive(Clone, Debug)]
+pub struct LoadTree {
+    /// The stage whose output is replaced.
+    pub stage: String,
+    /// The file holding the tree in isl's YAML form.
+    pub file: String,
+}
+
+/// Everything that decides what a compilation produces.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// The `.tc` file.
+    pub program: String,
+    /// `--entry`: which `def` to compile.
+    pub entry: Option<String>,
+    /// `--param NAME=VALUE,...`: bound sizes, in the order given.
+    pub params: Vec<(String, i64)>,
+    /// `--scheduler`.
+    pub scheduler: SchedulerKind,
+    /// `--isl-option NAME=VALUE` settings, raw (validated by [`IslSchedOptions::parse`]).
+    pub isl_options: Vec<String>,
+    /// `--load-tree` requests.
+    pub load_trees: Vec<LoadTree>,
+}
+
+/// Parses `H=64,W=64` (one or more `--param` flags) into name/value pairs.
+///
+/// Errors name the offending text and show the expected form.
+pub fn parse_params(flags: &[String]) -> Result<Vec<(String, i64)>> {
+    let mut out: Vec<(String, i64)> = Vec::new();
+    for flag in flags {
+        for item in flag.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((name, value)) = item.split_once('=') else {
+                return Err(miette!(
+                    help = "write sizes as NAME=VALUE pairs separated by commas, e.g. --param H=64,W=64",
+                    "--param: `{item}` is not of the form NAME=VALUE"
+                ));
+            };
+            let name = name.trim();
+            let value: i64 = value.trim().parse().map_err(|_| {
+                miette!(
+                    help = "size values are integers, e.g. --param H=64",
+                    "--param: the value of `{name}` is `{}`, which is not an integer",
+                    value.trim()
+                )
+            })?;
+            if value < 1 {
+                return Err(miette!(
+                    help = "sizes are extents and must be at least 1",
+                    "--param: `{name}={value}` is not a positive size"
+                ));
+            }
+            if out.iter().any(|(n, _)| n == name) {
+                return Err(miette!(
+                    help = "give each size once",
+                    "--param: `{name}` is given twice"
+                ));
+            }
+            out.push((name.to_string(), value));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `STAGE=FILE` for `--load-tree`.
+pub fn parse_load_tree(s: &str) -> Result<LoadTree> {
+    match s.split_once('=') {
+        Some((stage, file)) if !stage.is_empty() && !file.is_empty() => Ok(LoadTree {
+            stage: stage.to_string(),
+            file: file.to_string(),
+        }),
+        _ => Err(miette!(
+            help = "write --load-tree STAGE=FILE, e.g. --load-tree scheduled=my_tree.yaml",
+            "--load-tree: `{s}` is not of the form STAGE=FILE"
+        )),
+    }
+}
+
+impl CompileOptions {
+    /// Validated isl scheduler options.
+    pub fn isl_sched_options(&self) -> Result<IslSchedOptions> {
+        IslSchedOptions::parse(&self.isl_options)
+    }
+}

@@ -1,0 +1,339 @@
+//! The compilation pipeline: parse → model → dependences → schedule → passes → C.
+//!
+//! Every stage leaves a schedule tree behind ([`Stage`]), so `polyc dump` can show any of
+//! them and `--load-tree STAGE=FILE` can replace one. A loaded tree is checked before use:
+//! it must cover the same statement instances and respect every dependence.
+
+use crate::options::CompileOptions;
+use miette::{miette, Result};
+use polyhedral::deps::{check_schedule, Deps};
+use polyhedral::diag::SourceFile;
+use polyhedral::ir::Program;
+use polyhedral::isl::{Ctx, IslResultExt};
+use polyhedral::sched::{initial_schedule, isl_schedule, SchedulerKind};
+use polyhedral::scop::{param_texts, Scop};
+use schedule_tree::{Pass, ScheduleTree};
+use std::time::Instant;
+
+/// What a pass sees besides the tree: the program and its polyhedral model.
+pub struct PassCx<'a> {
+    /// The isl context every object belongs to.
+    pub ctx: &'a Ctx,
+    /// The resolved program.
+    pub program: &'a Program,
+    /// Its polyhedral model.
+    pub scop: &'a Scop,
+    /// Its dependences.
+    pub deps: &'a Deps,
+}
+
+/// The schedule tree after one stage.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    /// `initial`, `scheduled`, or a pass name.
+    pub name: String,
+    /// The tree after the stage.
+    pub tree: ScheduleTree,
+}
+
+/// Wall time of one step of the pipeline.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    /// The step (`parse`, `model`, `deps`, `schedule`, a pass name, `codegen`).
+    pub step: String,
+    /// Milliseconds.
+    pub ms: f64,
+}
+
+/// The result of compiling one `def`.
+pub struct Compiled {
+    /// The source file.
+    pub source: SourceFile,
+    /// The resolved program.
+    pub program: Program,
+    /// Each size's value if bound (in `program.params` order).
+    pub param_values: Vec<Option<i64>>,
+    /// Each size as the emitted code writes it: its value if bound, else its name.
+    pub param_texts: Vec<String>,
+    /// The tree after every stage, in pipeline order; the last is the `final` tree.
+    pub stages: Vec<Stage>,
+    /// The emitted C translation unit.
+    pub c_source: String,
+    /// Per-step wall times.
+    pub timings: Vec<Timing>,
+}
+
+/// How far [`compile`] goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The full pipeline as the options say.
+    Optimised,
+    /// Reference order, no passes: the untransformed program, used as an oracle when the
+    /// interpreter would take too long.
+    Untransformed,
+}
+
+/// The CPU pass list. Each pass is a value with a name; the pipeline runs them in order and
+/// records the tree after each.
+pub fn cpu_passes<'a>() -> Vec<Box<dyn Pass<PassCx<'a>>>> {
+    vec![Box::new(MarkParallel)]
+}
+
+/// Marks the outermost coincident loop of every band path for OpenMP.
+struct MarkParallel;
+
+impl<'a> Pass<PassCx<'a>> for MarkParallel {
+    fn name(&self) -> &'static str {
+        "parallel"
+    }
+    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        let schedule = tree.to_isl(cx.ctx)?;
+        let marked = targets::mark_outer_parallel(schedule)?;
+        ScheduleTree::from_isl(&marked)
+    }
+}
+
+/// Stage names a `--load-tree` or `--stage` may use, in order, for error messages.
+pub fn stage_names() -> Vec<String> {
+    let mut v = vec!["initial".to_string(), "scheduled".to_string()];
+    v.extend(cpu_passes().iter().map(|p| p.name().to_string()));
+    v.push("final".to_string());
+    v
+}
+
+/// Binds `--param` values to the program's sizes; an unknown name is an error that lists
+/// the sizes the program has.
+pub fn bind_params(program: &Program, given: &[(String, i64)]) -> Result<Vec<Option<i64>>> {
+    let mut values = vec![None; program.params.len()];
+    for (name, value) in given {
+        match program.param_index(name) {
+            Some(i) => values[i] = Some(*value),
+            None => {
+                let names = program.param_names();
+                return Err(miette!(
+                    help = if names.is_empty() {
+                        "this def has no sizes; drop --param".to_string()
+                    } else {
+                        format!("the sizes of `{}` are: {}", program.name, names.join(", "))
+                    },
+                    "--param: `{name}` is not a size of `{}`",
+                    program.name
+                ));
+            }
+        }
+    }
+    Ok(values)
+}
+
+struct Timer {
+    timings: Vec<Timing>,
+    start: Instant,
+}
+
+impl Timer {
+    fn new() -> Self {
+        Timer {
+            timings: Vec::new(),
+            start: Instant::now(),
+        }
+    }
+    fn lap(&mut self, step: &str) {
+        let now = Instant::now();
+        self.timings.push(Timing {
+            step: step.to_string(),
+            ms: (now - self.start).as_secs_f64() * 1e3,
+        });
+        self.start = now;
+    }
+}
+
+/// Compiles one `def` as the options say.
+pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
+    let mut timer = Timer::new();
+    let source = SourceFile::read(&opts.program)?;
+    let program = polyhedral::lang::compile(&source, opts.entry.as_deref())?;
+    let param_values = bind_params(&program, &opts.params)?;
+    let texts = param_texts(&program, &param_values);
+    timer.lap("parse");
+
+    let ctx = Ctx::new();
+    let scop = Scop::build(&ctx, &program, &param_values, &source)?;
+    timer.lap("model");
+    let deps = Deps::compute(&scop)?;
+    timer.lap("deps");
+
+    let loads = validate_load_requests(opts)?;
+    let mut stages = Vec::new();
+    let initial = initial_schedule(&scop, &deps)?;
+    let mut tree = ScheduleTree::from_isl(&initial)?;
+    tree = apply_load(&ctx, &scop, &deps, "initial", tree, &loads)?;
+    stages.push(Stage {
+        name: "initial".into(),
+        tree: tree.clone(),
+    });
+
+    let scheduler = match mode {
+        Mode::Optimised => opts.scheduler,
+        Mode::Untransformed => SchedulerKind::Initial,
+    };
+    if scheduler == SchedulerKind::Isl {
+        if loads.iter().any(|l| l.stage == "initial") {
+            return Err(miette!(
+                help = "load the tree as `scheduled` to replace the isl scheduler's result, or use --scheduler initial",
+                "--load-tree initial=…: the isl scheduler computes its schedule from the dependences and does not read the initial tree"
+            ));
+        }
+        let sched_opts = opts.isl_sched_options()?;
+        let s = isl_schedule(&ctx, &scop, &deps, &sched_opts)?;
+        tree = ScheduleTree::from_isl(&s)?;
+    }
+    tree = apply_load(&ctx, &scop, &deps, "scheduled", tree, &loads)?;
+    stages.push(Stage {
+        name: "scheduled".into(),
+        tree: tree.clone(),
+    });
+    timer.lap("schedule");
+
+    if mode == Mode::Optimised {
+        let cx = PassCx {
+            ctx: &ctx,
+            program: &program,
+            scop: &scop,
+            deps: &deps,
+        };
+        for pass in cpu_passes() {
+            tree = pass.run(tree, &cx)?;
+            tree = apply_load(&ctx, &scop, &deps, pass.name(), tree, &loads)?;
+            stages.push(Stage {
+                name: pass.name().into(),
+                tree: tree.clone(),
+            });
+            timer.lap(pass.name());
+        }
+    }
+    tree = apply_load(&ctx, &scop, &deps, "final", tree, &loads)?;
+    stages.push(Stage {
+        name: "final".into(),
+        tree: tree.clone(),
+    });
+
+    let schedule = tree.to_isl(&ctx)?;
+    let kernel = targets::lower(&ctx, &program, &schedule)?;
+    let c_source = targets::emit_c(
+        &program,
+        &texts,
+        &kernel,
+        &targets::EmitOptions { poison_temps: true },
+    );
+    timer.lap("codegen");
+    drop(schedule);
+    drop(deps);
+    drop(scop);
+    drop(ctx);
+    Ok(Compiled {
+        source,
+        program,
+        param_values,
+        param_texts: texts,
+        stages,
+        c_source,
+        timings: timer.timings,
+    })
+}
+
+fn validate_load_requests(opts: &CompileOptions) -> Result<Vec<crate::options::LoadTree>> {
+    let names = stage_names();
+    for l in &opts.load_trees {
+        if !names.contains(&l.stage) {
+            return Err(miette!(
+                help = format!("the stages are: {}", names.join(", ")),
+                "--load-tree: there is no stage `{}`",
+                l.stage
+            ));
+        }
+    }
+    Ok(opts.load_trees.clone())
+}
+
+/// Replaces `tree` with the loaded one if a `--load-tree` names this stage, after checking
+/// it covers the same instances and respects every dependence.
+fn apply_load(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    stage: &str,
+    tree: ScheduleTree,
+    loads: &[crate::options::LoadTree],
+) -> Result<ScheduleTree> {
+    let Some(load) = loads.iter().find(|l| l.stage == stage) else {
+        return Ok(tree);
+    };
+    let file = SourceFile::read(&load.file)?;
+    let loaded = ScheduleTree::from_yaml_file(ctx, &file)?;
+    let schedule = loaded.to_isl(ctx)?;
+    verify_tree(scop, deps, &schedule, &load.file)?;
+    Ok(loaded)
+}
+
+/// Checks that `schedule` covers exactly the model's instances and orders every dependence
+/// source before its target.
+pub fn verify_tree(
+    scop: &Scop,
+    deps: &Deps,
+    schedule: &polyhedral::isl::isl_rs::Schedule,
+    what: &str,
+) -> Result<()> {
+    let domain = schedule
+        .get_domain()
+        .isl("reading the loaded tree's domain")?;
+    let same = domain
+        .is_equal(&scop.domain)
+        .isl("comparing the loaded tree's domain")?;
+    if !same {
+        let missing = scop
+            .domain
+            .copy()
+            .isl("copying the domain")?
+            .subtract(domain.copy().isl("copying the domain")?)
+            .isl("comparing domains")?;
+        let extra = domain
+            .subtract(scop.domain.copy().isl("copying the domain")?)
+            .isl("comparing domains")?;
+        return Err(miette!(
+            help = "a loaded tree must schedule exactly the program's statement instances; start from `polyc dump --format isl` of the same program and sizes",
+            "{what}: the tree does not cover the program's instances\n  missing: {}\n  extra:   {}",
+            missing.to_str().unwrap_or("?"),
+            extra.to_str().unwrap_or("?")
+        ));
+    }
+    match check_schedule(deps, schedule)? {
+        Ok(()) => Ok(()),
+        Err(violation) => Err(miette!(
+            help = "the tree must run every dependence source before its target; reorder the sequence or change the band so that this dependence is respected",
+            "{what}: the tree violates a dependence: {violation}"
+        )),
+    }
+}
+
+impl Compiled {
+    /// The tree after `stage` (`final` is the last one).
+    pub fn stage(&self, stage: &str) -> Result<&Stage> {
+        self.stages.iter().find(|s| s.name == stage).ok_or_else(|| {
+            let names: Vec<&str> = self.stages.iter().map(|s| s.name.as_str()).collect();
+            miette!(
+                help = format!("the stages are: {}", names.join(", ")),
+                "there is no stage `{stage}`"
+            )
+        })
+    }
+    /// Sizes that are still symbolic.
+    pub fn unbound_sizes(&self) -> Vec<String> {
+        self.program
+            .params
+            .iter()
+            .zip(&self.param_values)
+            .filter(|(_, v)| v.is_none())
+            .map(|(p, _)| p.name.clone())
+            .collect()
+    }
+}

@@ -1,0 +1,1056 @@
+//! The C emitter: one complete C11 (GNU) translation unit per `def`.
+//!
+//! # The emitted C contract
+//!
+//! **Headers.** `stdint.h`, `stdlib.h`, `string.h`, `math.h`; nothing else is needed.
+//!
+//! **The kernel function.**
+//! `void <def>(<sizes>, <inputs in def order>, <outputs in order>)`:
+//! - every *symbolic* size first, as `int64_t NAME`, in the order of `Program::params`
+//!   (sizes bound to a number are compiled in as constants and are not parameters);
+//! - then each entry of `Program::inputs`, in order: a tensor as `T *restrict NAME`
+//!   (`const T *restrict NAME` when no statement writes it), a scalar by value as `T NAME`;
+//! - then each output tensor as `T *restrict NAME`.
+//!
+//! `T` is [`DType::c_type`] (`_Float16`, `float`, `double`, `int8_t`, `int32_t`,
+//! `int64_t`). Tensors are row-major and contiguous; element `(i0, …, in)` of a tensor of
+//! shape `(d0, …, dn)` is at `((i0 · d1 + i1) · d2 + …) · dn + in`. Temporaries are
+//! `malloc`ed at the start of the function and `free`d at its end (with
+//! [`EmitOptions::poison_temps`] they are first filled with `0xFF` bytes: NaN for floats,
+//! −1 for integers). A name that is a C keyword or clashes with the prelude (for example
+//! `int`, `exp`, `free`, anything starting with `polyc_`) gets a trailing `_` in C.
+//!
+//! **The entry wrapper** (the only symbol the runner calls):
+//! `int <def>__polyc_entry(void **args)`. `args` has one pointer per size of
+//! `Program::params` (to an `int64_t`; *every* size, bound or not), then one per input
+//! in `Program::inputs` order (a tensor's data pointer, or a pointer to a scalar's value),
+//! then one per output (data pointer). It returns 0 on success, `p + 1` when bound size
+//! `p` was passed a value other than the one compiled in (nothing runs then), and −1 when
+//! a temporary could not be allocated (the status is thread-local, so different threads
+//! may run the same kernel at once on different buffers).
+//!
+//! **Loops** come from isl's AST: `for (int64_t c0 = …; c0 <= …; c0 += 1)`. A loop of a
+//! [`KNode::For`] with `parallel` set gets `#pragma omp parallel for` on the line before
+//! it (only when its condition has OpenMP's canonical form `c <= e` / `c < e`).
+//!
+//! **Statement instances** are blocks that bind the statement's iterators and perform
+//! the update:
+//! `{ const int64_t h = c0; const int64_t w = c1 + 2; C[h * 64 + w] = …; }` (one
+//! declaration per line). Index expressions are [`polyhedral::ir::Aff::to_c`] with the
+//! size texts, parenthesised where needed; the prelude
+//! defines `polyc_floord`, `polyc_mod` (floor division and modulo towards −∞),
+//! `polyc_min` and `polyc_max` over `int64_t`.
+//!
+//! **Arithmetic** follows the typing rule of [`polyhedral::ir::Expr`]: every operation
+//! happens in the statement's type `S` (the left side's). Reads, scalars, iterator
+//! values and literals are converted to `S` first (`((float)A[…])`), comparisons give
+//! `(S)1` or `(S)0`, `select(c, a, b)` is `c != 0 ? a : b`, and `cast<T>(e)` is
+//! `(S)((T)(e))`. In detail:
+//! - `f16`: values are `_Float16`; every `+ - * / %` converts both operands to `float`,
+//!   computes, and rounds back to `_Float16` after *each* operation (`polyc_add_f16`, …),
+//!   which equals IEEE half arithmetic with per-operation rounding (float has more than
+//!   twice half's precision). Every built-in function is evaluated in `float` (`expf`,
+//!   …) and rounded to half once. Negation is exact.
+//! - `i8`: every operand is converted to `int8_t` (wrapping) and promoted to `int32_t`
+//!   (`((int32_t)(int8_t)x)`; literals too), arithmetic happens in `int32_t` as C's
+//!   integer promotion does, and the result is converted to `int8_t` only at the store
+//!   (wrapping modulo 2⁸; gcc and clang define this conversion).
+//! - Integer `+ - *` wrap (the runner compiles with `-fwrapv`); `/` truncates and `%` is
+//!   C's remainder. Integer division by zero (and `MIN / -1`) is undefined in C, as it
+//!   is not checked.
+//! - Float `%` is `fmodf`/`fmod`.
+//! - Functions: `exp`, `log`, `sqrt`, `tanh` → `expf`/`exp`, … (`logf`, `sqrtf`,
+//!   `tanhf`); `rsqrt(x)` = `1/sqrt(x)`; `sigmoid(x)` = `1/(1+exp(-x))`; `abs` is
+//!   `fabsf`/`fabs` for floats and `x < 0 ? -x : x` for integers; `relu(x)` =
+//!   `x > 0 ? x : 0`; `max(a, b)` = `a > b ? a : b`; `min(a, b)` = `a < b ? a : b`.
+//!   (Float-only functions applied to an integer statement are evaluated in `double`.)
+//! - Reductions: the init sets 0 (`+`), 1 (`*`), the lowest value (`max`: `-INFINITY`,
+//!   `INT8_MIN`, `INT32_MIN`, `INT64_MIN`) or the highest (`min`: `INFINITY`,
+//!   `INT8_MAX`, …). Updates: `lhs = lhs + v`, `lhs = lhs * v`, `max=`:
+//!   `lhs = v > lhs ? v : lhs` (that is `max(v, lhs)`), `min=`: `lhs = v < lhs ? v : lhs`.
+//!   The current value of `lhs` is converted to `S` like any read.
+//! - The runner compiles with `-ffp-contract=off`, so no multiply-add is fused and every
+//!   float operation rounds as written.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use polyhedral::ir::{
+    AssignOp, BinOp, CmpOp, DType, Expr, Func, InputRef, Program, Stmt, StmtBody, TensorId,
+};
+
+use crate::kir::{KCmp, KExpr, KNode, Kernel};
+
+/// Options of [`emit_c`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmitOptions {
+    /// Fill temporaries with `0xFF` bytes right after `malloc` (for `--check`: a read of
+    /// a temporary element that no statement wrote shows up as NaN or −1).
+    pub poison_temps: bool,
+}
+
+/// The name of the entry wrapper that runners call: `<def>__polyc_entry`.
+pub fn entry_symbol(prog: &Program) -> String {
+    format!("{}__polyc_entry", c_ident(&prog.name))
+}
+
+/// True when `param_texts[p]` is a number, i.e. the size is bound and compiled in.
+pub fn is_bound(text: &str) -> bool {
+    text.trim().parse::<i64>().is_ok()
+}
+
+/// The C spelling of a program name: the name itself, or the name with a trailing `_`
+/// when it is a C keyword or clashes with a name the emitted code uses.
+pub fn c_ident(name: &str) -> String {
+    const RESERVED: &[&str] = &[
+        // C keywords (C11 and common extensions)
+        "auto",
+        "break",
+        "case",
+        "char",
+        "const",
+        "continue",
+        "default",
+        "do",
+        "double",
+        "else",
+        "enum",
+        "extern",
+        "float",
+        "for",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "register",
+        "restrict",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "struct",
+        "switch",
+        "typedef",
+        "union",
+        "unsigned",
+        "void",
+        "volatile",
+        "while",
+        "asm",
+        "typeof",
+        "_Bool",
+        "_Complex",
+        "_Imaginary",
+        "_Float16",
+        "_Alignas",
+        "_Alignof",
+        "_Atomic",
+        "_Generic",
+        "_Noreturn",
+        "_Static_assert",
+        "_Thread_local",
+        // names the emitted code and its headers use
+        "int8_t",
+        "int32_t",
+        "int64_t",
+        "size_t",
+        "NULL",
+        "malloc",
+        "free",
+        "memset",
+        "abs",
+        "exp",
+        "expf",
+        "log",
+        "logf",
+        "sqrt",
+        "sqrtf",
+        "tanh",
+        "tanhf",
+        "fabs",
+        "fabsf",
+        "fmod",
+        "fmodf",
+        "INFINITY",
+        "NAN",
+        "main",
+    ];
+    if RESERVED.contains(&name) || name.starts_with("polyc_") || name.starts_with("__") {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The suffix of the per-type helper functions (`polyc_max_f32`, …).
+fn suffix(t: DType) -> &'static str {
+    match t {
+        DType::F16 => "f16",
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::I8 | DType::I32 => "i32",
+        DType::I64 => "i64",
+    }
+}
+
+/// The type arithmetic of a statement of type `t` happens in.
+fn compute_type(t: DType) -> DType {
+    if t == DType::I8 {
+        DType::I32
+    } else {
+        t
+    }
+}
+
+fn uses_f16(prog: &Program) -> bool {
+    fn expr_has(e: &Expr) -> bool {
+        match e {
+            Expr::Cast(t, a) => *t == DType::F16 || expr_has(a),
+            Expr::Lit(_)
+            | Expr::Scalar(_)
+            | Expr::IterValue(_)
+            | Expr::SizeValue(_)
+            | Expr::Read { .. } => false,
+            Expr::Neg(a) => expr_has(a),
+            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => expr_has(a) || expr_has(b),
+            Expr::Call(_, v) => v.iter().any(expr_has),
+            Expr::Select(c, a, b) => expr_has(c) || expr_has(a) || expr_has(b),
+        }
+    }
+    prog.tensors.iter().any(|t| t.dtype == DType::F16)
+        || prog.scalars.iter().any(|s| s.dtype == DType::F16)
+        || prog.stmts.iter().any(|s| {
+            s.dtype == DType::F16 || matches!(&s.body, StmtBody::Update(_, e) if expr_has(e))
+        })
+}
+
+/// The integer helpers every emitted file defines.
+const INDEX_HELPERS: &str = r#"/* Index helpers: floor division and modulo towards -infinity, min, max. */
+static inline int64_t polyc_floord(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t polyc_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* 0: success; -1: a temporary could not be allocated. */
+static _Thread_local int polyc_status;
+"#;
+
+fn prelude(prog: &Program) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <math.h>\n\n",
+    );
+    s.push_str(INDEX_HELPERS);
+    let mut types: Vec<DType> = Vec::new();
+    for st in &prog.stmts {
+        let t = compute_type(st.dtype);
+        if !types.contains(&t) {
+            types.push(t);
+        }
+    }
+    let f16 = uses_f16(prog);
+    if f16 && !types.contains(&DType::F16) {
+        types.push(DType::F16);
+    }
+    types.sort_by_key(|t| DType::ALL.iter().position(|u| u == t));
+    if !types.is_empty() {
+        s.push_str("\n/* Value helpers, one set per arithmetic type. */\n");
+    }
+    for t in types {
+        let c = t.c_type();
+        let x = suffix(t);
+        if t == DType::F16 {
+            s.push_str("/* f16: compute in float, round to half after every operation. */\n");
+            for (name, op) in [("add", "+"), ("sub", "-"), ("mul", "*"), ("div", "/")] {
+                let _ = writeln!(
+                    s,
+                    "static inline _Float16 polyc_{name}_f16(_Float16 a, _Float16 b) {{ return (_Float16)((float)a {op} (float)b); }}"
+                );
+            }
+            s.push_str(
+                "static inline _Float16 polyc_rem_f16(_Float16 a, _Float16 b) { return (_Float16)fmodf((float)a, (float)b); }\n",
+            );
+        }
+        let _ = writeln!(
+            s,
+            "static inline {c} polyc_max_{x}({c} a, {c} b) {{ return a > b ? a : b; }}"
+        );
+        let _ = writeln!(
+            s,
+            "static inline {c} polyc_min_{x}({c} a, {c} b) {{ return a < b ? a : b; }}"
+        );
+        let _ = writeln!(
+            s,
+            "static inline {c} polyc_relu_{x}({c} x) {{ return x > 0 ? x : ({c})0; }}"
+        );
+        let abs = match t {
+            DType::F16 => "(_Float16)fabsf((float)x)",
+            DType::F32 => "fabsf(x)",
+            DType::F64 => "fabs(x)",
+            _ => "x < 0 ? -x : x",
+        };
+        let _ = writeln!(
+            s,
+            "static inline {c} polyc_abs_{x}({c} x) {{ return {abs}; }}"
+        );
+    }
+    s
+}
+
+/// Emits the complete C translation unit for `kernel` (see the module documentation for
+/// the contract). `param_texts[p]` is the value (`"64"`) of a bound size or the name
+/// (`"H"`) of a symbolic one, one per `Program::params` entry.
+pub fn emit_c(
+    prog: &Program,
+    param_texts: &[String],
+    kernel: &Kernel,
+    opts: &EmitOptions,
+) -> String {
+    let e = Emitter::new(prog, param_texts);
+    let mut out = String::new();
+    let _ = writeln!(out, "/* Generated by polyc from `def {}`. */", prog.name);
+    out.push_str(&prelude(prog));
+    out.push('\n');
+
+    // The kernel function.
+    let written: HashSet<TensorId> = prog.stmts.iter().map(|s| s.lhs).collect();
+    let mut params: Vec<String> = Vec::new();
+    for (p, param) in prog.params.iter().enumerate() {
+        if !e.bound[p] {
+            params.push(format!("int64_t {}", c_ident(&param.name)));
+        }
+    }
+    for input in &prog.inputs {
+        match *input {
+            InputRef::Tensor(t) => {
+                let ten = &prog.tensors[t];
+                let konst = if written.contains(&t) { "" } else { "const " };
+                params.push(format!(
+                    "{konst}{} *restrict {}",
+                    ten.dtype.c_type(),
+                    c_ident(&ten.name)
+                ));
+            }
+            InputRef::Scalar(s) => {
+                let sc = &prog.scalars[s];
+                params.push(format!("{} {}", sc.dtype.c_type(), c_ident(&sc.name)));
+            }
+        }
+    }
+    for &t in &prog.outputs {
+        let ten = &prog.tensors[t];
+        params.push(format!(
+            "{} *restrict {}",
+            ten.dtype.c_type(),
+            c_ident(&ten.name)
+        ));
+    }
+    let fname = c_ident(&prog.name);
+    let params_text = if params.is_empty() {
+        "void".to_string()
+    } else {
+        params.join(", ")
+    };
+    let _ = writeln!(out, "void {fname}({params_text}) {{");
+
+    let temps: Vec<TensorId> = prog.temps().collect();
+    for &t in &temps {
+        let ten = &prog.tensors[t];
+        let c = ten.dtype.c_type();
+        let name = c_ident(&ten.name);
+        let n = e.numel(t);
+        let _ = writeln!(
+            out,
+            "  {c} *restrict {name} = ({c} *)malloc(sizeof({c}) * (size_t)polyc_max(1, {n}));"
+        );
+    }
+    if !temps.is_empty() {
+        let cond = temps
+            .iter()
+            .map(|&t| format!("!{}", c_ident(&prog.tensors[t].name)))
+            .collect::<Vec<_>>()
+            .join(" || ");
+        let _ = writeln!(out, "  if ({cond}) {{");
+        for &t in &temps {
+            let _ = writeln!(out, "    free({});", c_ident(&prog.tensors[t].name));
+        }
+        out.push_str("    polyc_status = -1;\n    return;\n  }\n");
+        if opts.poison_temps {
+            for &t in &temps {
+                let ten = &prog.tensors[t];
+                let _ = writeln!(
+                    out,
+                    "  memset({}, 0xFF, sizeof({}) * (size_t)polyc_max(1, {}));",
+                    c_ident(&ten.name),
+                    ten.dtype.c_type(),
+                    e.numel(t)
+                );
+            }
+        }
+    }
+    e.node(&mut out, &kernel.body, 1);
+    for &t in &temps {
+        let _ = writeln!(out, "  free({});", c_ident(&prog.tensors[t].name));
+    }
+    out.push_str("}\n\n");
+
+    // The entry wrapper.
+    let _ = writeln!(out, "int {}(void **args) {{", entry_symbol(prog));
+    let mut call_args = Vec::new();
+    let mut k = 0usize;
+    for (p, param) in prog.params.iter().enumerate() {
+        if e.bound[p] {
+            let _ = writeln!(
+                out,
+                "  if (*(const int64_t *)args[{k}] != {}) return {}; /* size {} is compiled in */",
+                e.texts[p],
+                p + 1,
+                param.name
+            );
+        } else {
+            call_args.push(format!("*(const int64_t *)args[{k}]"));
+        }
+        k += 1;
+    }
+    for input in &prog.inputs {
+        match *input {
+            InputRef::Tensor(t) => {
+                let ten = &prog.tensors[t];
+                let konst = if written.contains(&t) { "" } else { "const " };
+                call_args.push(format!("({konst}{} *)args[{k}]", ten.dtype.c_type()));
+            }
+            InputRef::Scalar(s) => {
+                let c = prog.scalars[s].dtype.c_type();
+                call_args.push(format!("*(const {c} *)args[{k}]"));
+            }
+        }
+        k += 1;
+    }
+    for &t in &prog.outputs {
+        call_args.push(format!("({} *)args[{k}]", prog.tensors[t].dtype.c_type()));
+        k += 1;
+    }
+    out.push_str("  polyc_status = 0;\n");
+    let _ = writeln!(out, "  {fname}({});", call_args.join(", "));
+    out.push_str("  return polyc_status;\n}\n");
+    out
+}
+
+struct Emitter<'a> {
+    prog: &'a Program,
+    /// C text of each size: the number, or the (escaped) name.
+    texts: Vec<String>,
+    bound: Vec<bool>,
+}
+
+fn indent(out: &mut String, level: usize) {
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+impl<'a> Emitter<'a> {
+    fn new(prog: &'a Program, param_texts: &[String]) -> Self {
+        let mut texts = Vec::new();
+        let mut bound = Vec::new();
+        for (p, param) in prog.params.iter().enumerate() {
+            let t = param_texts
+                .get(p)
+                .cloned()
+                .unwrap_or_else(|| param.name.clone());
+            if is_bound(&t) {
+                let t = t.trim().to_string();
+                texts.push(if t.starts_with('-') {
+                    format!("({t})")
+                } else {
+                    t
+                });
+                bound.push(true);
+            } else {
+                texts.push(c_ident(&t));
+                bound.push(false);
+            }
+        }
+        Emitter { prog, texts, bound }
+    }
+
+    /// Number of elements of tensor `t`, as a C `int64_t` expression.
+    fn numel(&self, t: TensorId) -> String {
+        let shape = &self.prog.tensors[t].shape;
+        if shape.is_empty() {
+            return "1".into();
+        }
+        shape
+            .iter()
+            .map(|a| paren(&a.to_c(&[], &self.texts)))
+            .collect::<Vec<_>>()
+            .join(" * ")
+    }
+
+    /// `NAME[flat index]` for an access of tensor `t` with C index texts.
+    fn access(&self, t: TensorId, index: &[String]) -> String {
+        let ten = &self.prog.tensors[t];
+        let mut flat = String::new();
+        for (d, ix) in index.iter().enumerate() {
+            let ix = paren(ix);
+            if d == 0 {
+                flat = ix;
+            } else {
+                let ext = paren(&ten.shape[d].to_c(&[], &self.texts));
+                flat = if d == 1 {
+                    format!("{flat} * {ext} + {ix}")
+                } else {
+                    format!("({flat}) * {ext} + {ix}")
+                };
+            }
+        }
+        if flat.is_empty() {
+            flat = "0".into();
+        }
+        format!("{}[{flat}]", c_ident(&ten.name))
+    }
+
+    fn node(&self, out: &mut String, n: &KNode, level: usize) {
+        match n {
+            KNode::Block(v) => {
+                for c in v {
+                    self.node(out, c, level);
+                }
+            }
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body,
+                parallel,
+            } => {
+                if *parallel && is_canonical(iter, cond) {
+                    indent(out, level);
+                    out.push_str("#pragma omp parallel for\n");
+                }
+                indent(out, level);
+                let _ = writeln!(
+                    out,
+                    "for (int64_t {iter} = {}; {}; {iter} += {step}) {{",
+                    self.kexpr(init, 0),
+                    self.kexpr(cond, 0)
+                );
+                self.node(out, body, level + 1);
+                indent(out, level);
+                out.push_str("}\n");
+            }
+            KNode::If { cond, then, els } => {
+                indent(out, level);
+                let _ = writeln!(out, "if ({}) {{", self.kexpr(cond, 0));
+                self.node(out, then, level + 1);
+                indent(out, level);
+                if let Some(e) = els {
+                    out.push_str("} else {\n");
+                    self.node(out, e, level + 1);
+                    indent(out, level);
+                }
+                out.push_str("}\n");
+            }
+            KNode::Stmt { stmt, args } => self.stmt(out, &self.prog.stmts[*stmt], args, level),
+        }
+    }
+
+    fn stmt(&self, out: &mut String, st: &Stmt, args: &[KExpr], level: usize) {
+        indent(out, level);
+        out.push_str("{\n");
+        let names: Vec<String> = st.iters.iter().map(|i| c_ident(&i.name)).collect();
+        for (name, a) in names.iter().zip(args) {
+            indent(out, level + 1);
+            let _ = writeln!(out, "const int64_t {name} = {};", self.kexpr(a, 0));
+        }
+        let idx: Vec<String> = st
+            .lhs_index
+            .iter()
+            .map(|a| a.to_c(&names, &self.texts))
+            .collect();
+        let lhs = self.access(st.lhs, &idx);
+        let store = st.dtype;
+        let ct = compute_type(store);
+        let c = ct.c_type();
+        let x = suffix(ct);
+        let conv = |v: String| -> String {
+            if store == ct {
+                v
+            } else {
+                format!("({})({v})", store.c_type())
+            }
+        };
+        let old = if store == ct {
+            lhs.clone()
+        } else {
+            format!("(({c}){lhs})")
+        };
+        indent(out, level + 1);
+        match &st.body {
+            StmtBody::Init(op) => {
+                let v = match op {
+                    AssignOp::Assign | AssignOp::Add => format!("({})0", store.c_type()),
+                    AssignOp::Mul => format!("({})1", store.c_type()),
+                    AssignOp::Max => lowest(store),
+                    AssignOp::Min => highest(store),
+                };
+                let _ = writeln!(out, "{lhs} = {v};");
+            }
+            StmtBody::Update(op, e) => {
+                let v = self.expr(st, &names, e);
+                let text = match op {
+                    AssignOp::Assign => format!("{lhs} = {};", conv(v)),
+                    AssignOp::Add | AssignOp::Mul if ct == DType::F16 => {
+                        let f = if *op == AssignOp::Add { "add" } else { "mul" };
+                        format!("{lhs} = polyc_{f}_f16({old}, {v});")
+                    }
+                    AssignOp::Add | AssignOp::Mul if store == ct => {
+                        let o = if *op == AssignOp::Add { "+" } else { "*" };
+                        format!("{lhs} {o}= {v};")
+                    }
+                    AssignOp::Add | AssignOp::Mul => {
+                        let o = if *op == AssignOp::Add { "+" } else { "*" };
+                        format!("{lhs} = {};", conv(format!("{old} {o} {v}")))
+                    }
+                    AssignOp::Max => {
+                        format!("{lhs} = {};", conv(format!("polyc_max_{x}({v}, {old})")))
+                    }
+                    AssignOp::Min => {
+                        format!("{lhs} = {};", conv(format!("polyc_min_{x}({v}, {old})")))
+                    }
+                };
+                out.push_str(&text);
+                out.push('\n');
+            }
+        }
+        indent(out, level);
+        out.push_str("}\n");
+    }
+
+    /// A right-hand side in the statement's compute type; the result is always an atom
+    /// (a name, an access, a call or a parenthesised expression).
+    fn expr(&self, st: &Stmt, names: &[String], e: &Expr) -> String {
+        let ct = compute_type(st.dtype);
+        let c = ct.c_type();
+        let x = suffix(ct);
+        let sub = |a: &Expr| self.expr(st, names, a);
+        // Conversion to the statement's type: in an i8 statement (computed in int32_t)
+        // a value is first wrapped to int8_t, then promoted, as C would hold it.
+        let narrow = st.dtype != ct;
+        let conv_from = |from: Option<DType>, v: String| -> String {
+            if from == Some(st.dtype) && !narrow {
+                v
+            } else if from == Some(st.dtype) || !narrow {
+                format!("(({c}){v})")
+            } else {
+                format!("(({c})(int8_t){v})")
+            }
+        };
+        match e {
+            Expr::Lit(v) if narrow => conv_from(None, literal(*v, DType::I64)),
+            Expr::Lit(v) => literal(*v, ct),
+            Expr::Scalar(s) => {
+                let sc = &self.prog.scalars[*s];
+                conv_from(Some(sc.dtype), c_ident(&sc.name))
+            }
+            Expr::IterValue(i) => conv_from(None, names[*i].clone()),
+            Expr::SizeValue(p) => conv_from(None, paren(&self.texts[*p])),
+            Expr::Read { tensor, index, .. } => {
+                let idx: Vec<String> = index.iter().map(|a| a.to_c(names, &self.texts)).collect();
+                conv_from(
+                    Some(self.prog.tensors[*tensor].dtype),
+                    self.access(*tensor, &idx),
+                )
+            }
+            Expr::Neg(a) => format!("(-{})", sub(a)),
+            Expr::Bin(op, a, b) => {
+                let (a, b) = (sub(a), sub(b));
+                if ct == DType::F16 {
+                    let f = match op {
+                        BinOp::Add => "add",
+                        BinOp::Sub => "sub",
+                        BinOp::Mul => "mul",
+                        BinOp::Div => "div",
+                        BinOp::Rem => "rem",
+                    };
+                    return format!("polyc_{f}_f16({a}, {b})");
+                }
+                match (op, ct) {
+                    (BinOp::Rem, DType::F32) => format!("fmodf({a}, {b})"),
+                    (BinOp::Rem, DType::F64) => format!("fmod({a}, {b})"),
+                    _ => {
+                        let o = match op {
+                            BinOp::Add => "+",
+                            BinOp::Sub => "-",
+                            BinOp::Mul => "*",
+                            BinOp::Div => "/",
+                            BinOp::Rem => "%",
+                        };
+                        format!("({a} {o} {b})")
+                    }
+                }
+            }
+            Expr::Cmp(op, a, b) => {
+                let o = match op {
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                    CmpOp::Eq => "==",
+                    CmpOp::Ne => "!=",
+                };
+                format!("({} {o} {} ? ({c})1 : ({c})0)", sub(a), sub(b))
+            }
+            Expr::Call(f, args) => {
+                let a = args.first().map(&sub).unwrap_or_else(|| "0".into());
+                let b = args.get(1).map(&sub).unwrap_or_else(|| "0".into());
+                match f {
+                    Func::Max => format!("polyc_max_{x}({a}, {b})"),
+                    Func::Min => format!("polyc_min_{x}({a}, {b})"),
+                    Func::Relu => format!("polyc_relu_{x}({a})"),
+                    Func::Abs => format!("polyc_abs_{x}({a})"),
+                    _ => math(*f, ct, &a),
+                }
+            }
+            Expr::Select(cnd, a, b) => {
+                format!("({} != 0 ? {} : {})", sub(cnd), sub(a), sub(b))
+            }
+            Expr::Cast(t, a) => {
+                let inner = sub(a);
+                if *t == ct && !narrow {
+                    inner
+                } else {
+                    conv_from(Some(*t), format!("(({}){inner})", t.c_type()))
+                }
+            }
+        }
+    }
+
+    /// An index expression at C precedence `want` (0: any).
+    fn kexpr(&self, e: &KExpr, want: u8) -> String {
+        let (text, prec) = self.kexpr_prec(e);
+        if prec < want {
+            format!("({text})")
+        } else {
+            text
+        }
+    }
+
+    fn kexpr_prec(&self, e: &KExpr) -> (String, u8) {
+        match e {
+            KExpr::Int(v) => {
+                if *v == i64::MIN {
+                    ("INT64_MIN".into(), 9)
+                } else if *v < 0 {
+                    (v.to_string(), 8)
+                } else {
+                    (v.to_string(), 9)
+                }
+            }
+            KExpr::Var(n) => match self.prog.param_index(n) {
+                Some(p) => {
+                    let t = self.texts[p].clone();
+                    (t, 9)
+                }
+                None => (n.clone(), 9),
+            },
+            KExpr::Add(a, b) => (format!("{} + {}", self.kexpr(a, 6), self.kexpr(b, 7)), 6),
+            KExpr::Sub(a, b) => (format!("{} - {}", self.kexpr(a, 6), self.kexpr(b, 7)), 6),
+            KExpr::Mul(a, b) => (format!("{} * {}", self.kexpr(a, 7), self.kexpr(b, 8)), 7),
+            KExpr::Div(a, b) => (format!("{} / {}", self.kexpr(a, 7), self.kexpr(b, 8)), 7),
+            KExpr::Rem(a, b) => (format!("{} % {}", self.kexpr(a, 7), self.kexpr(b, 8)), 7),
+            KExpr::Neg(a) => (format!("-{}", self.kexpr(a, 9)), 8),
+            KExpr::FloorDiv(a, b) => (
+                format!("polyc_floord({}, {})", self.kexpr(a, 0), self.kexpr(b, 0)),
+                9,
+            ),
+            KExpr::Min(v) | KExpr::Max(v) => {
+                let f = if matches!(e, KExpr::Min(_)) {
+                    "polyc_min"
+                } else {
+                    "polyc_max"
+                };
+                let mut it = v.iter().rev();
+                let mut acc = it
+                    .next()
+                    .map(|x| self.kexpr(x, 0))
+                    .unwrap_or_else(|| "0".into());
+                for x in it {
+                    acc = format!("{f}({}, {acc})", self.kexpr(x, 0));
+                }
+                (acc, 9)
+            }
+            KExpr::Cmp(op, a, b) => {
+                if *op == KCmp::Eq {
+                    (format!("{} == {}", self.kexpr(a, 5), self.kexpr(b, 5)), 4)
+                } else {
+                    (
+                        format!("{} {} {}", self.kexpr(a, 6), op.c_op(), self.kexpr(b, 6)),
+                        5,
+                    )
+                }
+            }
+            KExpr::And(a, b) => (format!("{} && {}", self.kexpr(a, 3), self.kexpr(b, 4)), 3),
+            KExpr::Or(a, b) => (format!("{} || {}", self.kexpr(a, 2), self.kexpr(b, 3)), 2),
+            KExpr::Select(c, a, b) => (
+                format!(
+                    "{} ? {} : {}",
+                    self.kexpr(c, 2),
+                    self.kexpr(a, 1),
+                    self.kexpr(b, 1)
+                ),
+                1,
+            ),
+        }
+    }
+}
+
+/// `text` in parentheses unless it already is an atom: a name, an integer, a call or a
+/// parenthesised expression.
+fn paren(text: &str) -> String {
+    let t = text.trim();
+    let is_name = !t.is_empty()
+        && t.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+        && !t.starts_with(|ch: char| ch.is_ascii_digit());
+    let is_int = t.strip_prefix('-').unwrap_or(t).parse::<u64>().is_ok();
+    // A call `f(...)` or a group `(...)` whose first `(` closes at the very end.
+    let closes_at_end = |from: usize| -> bool {
+        let mut depth = 0i32;
+        for (i, ch) in t[from..].char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return from + i + 1 == t.len();
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    };
+    let is_group = match t.find('(') {
+        Some(0) => closes_at_end(0),
+        Some(k) => {
+            t[..k]
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                && closes_at_end(k)
+        }
+        None => false,
+    };
+    if is_name || is_int || is_group {
+        t.to_string()
+    } else {
+        format!("({t})")
+    }
+}
+
+/// True for a loop condition in OpenMP's canonical form (`iter <= e` or `iter < e`).
+fn is_canonical(iter: &str, cond: &KExpr) -> bool {
+    match cond {
+        KExpr::Cmp(KCmp::Le | KCmp::Lt, a, _) => matches!(&**a, KExpr::Var(n) if n == iter),
+        KExpr::Cmp(KCmp::Ge | KCmp::Gt, _, b) => matches!(&**b, KExpr::Var(n) if n == iter),
+        _ => false,
+    }
+}
+
+/// A literal converted to the compute type `ct`.
+fn literal(v: f64, ct: DType) -> String {
+    let c = ct.c_type();
+    if ct.is_float() {
+        if v.is_nan() {
+            format!("(({c})NAN)")
+        } else if v.is_infinite() {
+            let s = if v < 0.0 { "-" } else { "" };
+            format!("(({c}){s}INFINITY)")
+        } else {
+            format!("(({c}){v:?})")
+        }
+    } else if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        format!("(({c}){})", v as i64)
+    } else {
+        format!("(({c})({v:?}))")
+    }
+}
+
+/// The lowest value of a type (the identity of `max`).
+fn lowest(t: DType) -> String {
+    match t {
+        DType::F16 | DType::F32 | DType::F64 => format!("({})-INFINITY", t.c_type()),
+        DType::I8 => "INT8_MIN".into(),
+        DType::I32 => "INT32_MIN".into(),
+        DType::I64 => "INT64_MIN".into(),
+    }
+}
+
+/// The highest value of a type (the identity of `min`).
+fn highest(t: DType) -> String {
+    match t {
+        DType::F16 | DType::F32 | DType::F64 => format!("({})INFINITY", t.c_type()),
+        DType::I8 => "INT8_MAX".into(),
+        DType::I32 => "INT32_MAX".into(),
+        DType::I64 => "INT64_MAX".into(),
+    }
+}
+
+/// A float-only built-in (`exp`, `log`, `sqrt`, `rsqrt`, `tanh`, `sigmoid`) of `a`, in
+/// the compute type `ct`.
+fn math(f: Func, ct: DType, a: &str) -> String {
+    // The body in a floating type `ft` with literal suffix `s`, function suffix `fs`.
+    let body = |x: &str, fs: &str, one: &str| -> String {
+        match f {
+            Func::Exp => format!("exp{fs}({x})"),
+            Func::Log => format!("log{fs}({x})"),
+            Func::Sqrt => format!("sqrt{fs}({x})"),
+            Func::Tanh => format!("tanh{fs}({x})"),
+            Func::Rsqrt => format!("({one} / sqrt{fs}({x}))"),
+            Func::Sigmoid => format!("({one} / ({one} + exp{fs}(-{x})))"),
+            // Handled by the caller; kept total for safety.
+            Func::Abs => format!("fabs{fs}({x})"),
+            Func::Relu => format!("({x} > 0 ? {x} : 0)"),
+            Func::Max | Func::Min => x.to_string(),
+        }
+    };
+    match ct {
+        DType::F32 => body(a, "f", "1.0f"),
+        DType::F64 => body(a, "", "1.0"),
+        DType::F16 => format!(
+            "((_Float16){})",
+            body(&format!("((float){a})"), "f", "1.0f")
+        ),
+        _ => format!(
+            "(({}){})",
+            ct.c_type(),
+            body(&format!("((double){a})"), "", "1.0")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyhedral::ir::{Param, Span};
+
+    fn prog() -> Program {
+        Program {
+            name: "p".into(),
+            params: vec![Param {
+                name: "N".into(),
+                span: Span::default(),
+            }],
+            tensors: vec![],
+            scalars: vec![],
+            inputs: vec![],
+            outputs: vec![],
+            stmts: vec![],
+        }
+    }
+
+    fn v(n: &str) -> Box<KExpr> {
+        Box::new(KExpr::var(n))
+    }
+    fn i(x: i64) -> Box<KExpr> {
+        Box::new(KExpr::Int(x))
+    }
+
+    #[test]
+    fn index_expressions_print_with_minimal_correct_parentheses() {
+        let p = prog();
+        let e = Emitter::new(&p, &["N".to_string()]);
+        let cases: Vec<(KExpr, &str)> = vec![
+            (
+                KExpr::Sub(v("a"), Box::new(KExpr::Add(v("b"), v("c")))),
+                "a - (b + c)",
+            ),
+            (
+                KExpr::Add(Box::new(KExpr::Sub(v("a"), v("b"))), v("c")),
+                "a - b + c",
+            ),
+            (
+                KExpr::Mul(i(2), Box::new(KExpr::Add(v("a"), i(1)))),
+                "2 * (a + 1)",
+            ),
+            (KExpr::Neg(Box::new(KExpr::Neg(v("a")))), "-(-a)"),
+            (KExpr::Neg(i(-3)), "-(-3)"),
+            (
+                KExpr::Div(v("a"), Box::new(KExpr::Mul(v("b"), v("c")))),
+                "a / (b * c)",
+            ),
+            (
+                KExpr::Cmp(
+                    KCmp::Le,
+                    v("c0"),
+                    Box::new(KExpr::Min(vec![
+                        KExpr::var("N"),
+                        KExpr::Add(v("c1"), i(7)),
+                        KExpr::Int(3),
+                    ])),
+                ),
+                "c0 <= polyc_min(N, polyc_min(c1 + 7, 3))",
+            ),
+            (
+                KExpr::Or(
+                    Box::new(KExpr::And(v("a"), v("b"))),
+                    Box::new(KExpr::Cmp(
+                        KCmp::Eq,
+                        Box::new(KExpr::Rem(v("a"), i(4))),
+                        i(0),
+                    )),
+                ),
+                "a && b || a % 4 == 0",
+            ),
+            (
+                KExpr::FloorDiv(Box::new(KExpr::Sub(v("N"), i(1))), i(8)),
+                "polyc_floord(N - 1, 8)",
+            ),
+        ];
+        for (k, want) in cases {
+            assert_eq!(e.kexpr(&k, 0), want);
+        }
+        // A bound size prints as its value.
+        let e = Emitter::new(&p, &["-5".to_string()]);
+        assert_eq!(e.kexpr(&KExpr::Sub(i(1), v("N")), 0), "1 - (-5)");
+    }
+
+    #[test]
+    fn paren_keeps_atoms_and_wraps_the_rest() {
+        assert_eq!(paren("i"), "i");
+        assert_eq!(paren("64"), "64");
+        assert_eq!(paren("-1"), "-1");
+        assert_eq!(paren("(i + 1)"), "(i + 1)");
+        assert_eq!(paren("polyc_mod((i + 5), 7)"), "polyc_mod((i + 5), 7)");
+        assert_eq!(paren("(a) + (b)"), "((a) + (b))");
+        assert_eq!(paren("f(a) + g(b)"), "(f(a) + g(b))");
+        assert_eq!(paren("a + b"), "(a + b)");
+    }
+
+    #[test]
+    fn c_keywords_and_prelude_names_are_escaped() {
+        assert_eq!(c_ident("int"), "int_");
+        assert_eq!(c_ident("exp"), "exp_");
+        assert_eq!(c_ident("polyc_x"), "polyc_x_");
+        assert_eq!(c_ident("A"), "A");
+    }
+
+    #[test]
+    fn literals_take_the_statement_type() {
+        assert_eq!(literal(0.5, DType::F32), "((float)0.5)");
+        assert_eq!(literal(2.0, DType::I32), "((int32_t)2)");
+        assert_eq!(literal(1e-5, DType::F64), "((double)1e-5)");
+        assert_eq!(
+            literal(f64::NEG_INFINITY, DType::F16),
+            "((_Float16)-INFINITY)"
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! The kernel IR: loops, guards and statement instances, as isl's AST generator produces
+//! them, in a form that the emitters (C today; CUDA and OpenCL later) print without
+//! touching isl.
+//!
+//! All integer expressions ([`KExpr`]) are over `int64_t` loop iterators and size
+//! parameters. Their division and remainder operators keep isl's distinctions so that an
+//! emitter can pick the cheapest correct C operator for each.
+
+/// A comparison operator in a [`KExpr::Cmp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KCmp {
+    /// `==`
+    Eq,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl KCmp {
+    /// The C spelling.
+    pub fn c_op(self) -> &'static str {
+        match self {
+            KCmp::Eq => "==",
+            KCmp::Lt => "<",
+            KCmp::Le => "<=",
+            KCmp::Gt => ">",
+            KCmp::Ge => ">=",
+        }
+    }
+}
+
+/// An integer expression of the kernel IR (64-bit, signed).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KExpr {
+    /// A constant.
+    Int(i64),
+    /// A loop iterator (named as in [`KNode::For::iter`]) or a size parameter (named as in
+    /// `Program::params`; the emitter replaces bound sizes by their value).
+    Var(String),
+    /// `a + b`
+    Add(Box<KExpr>, Box<KExpr>),
+    /// `a - b`
+    Sub(Box<KExpr>, Box<KExpr>),
+    /// `a * b`
+    Mul(Box<KExpr>, Box<KExpr>),
+    /// `-a`
+    Neg(Box<KExpr>),
+    /// Floor division `⌊a / b⌋` (isl `fdiv_q`; `b` is positive). C: `polyc_floord(a, b)`.
+    FloorDiv(Box<KExpr>, Box<KExpr>),
+    /// Division where C's truncating `/` is correct: isl `div` (exact) and `pdiv_q`
+    /// (non-negative dividend, positive divisor).
+    Div(Box<KExpr>, Box<KExpr>),
+    /// C's remainder `a % b`, used for isl `pdiv_r` (non-negative dividend, so it equals
+    /// the mathematical modulo) and `zdiv_r` (only ever compared with zero, where C's `%`
+    /// is equally correct).
+    Rem(Box<KExpr>, Box<KExpr>),
+    /// Minimum of two or more values.
+    Min(Vec<KExpr>),
+    /// Maximum of two or more values.
+    Max(Vec<KExpr>),
+    /// A comparison, 1 or 0.
+    Cmp(KCmp, Box<KExpr>, Box<KExpr>),
+    /// Logical and (short-circuit; isl `and` and `and_then`).
+    And(Box<KExpr>, Box<KExpr>),
+    /// Logical or (short-circuit; isl `or` and `or_else`).
+    Or(Box<KExpr>, Box<KExpr>),
+    /// `c ? a : b` (isl `cond` and `select`).
+    Select(Box<KExpr>, Box<KExpr>, Box<KExpr>),
+}
+
+impl KExpr {
+    /// A variable.
+    pub fn var(name: &str) -> KExpr {
+        KExpr::Var(name.to_string())
+    }
+    /// Replaces every [`KExpr::Var`] with `f(name)` where `f` returns `Some`.
+    pub fn substitute(&self, f: &impl Fn(&str) -> Option<KExpr>) -> KExpr {
+        let b = |e: &KExpr| Box::new(e.substitute(f));
+        match self {
+            KExpr::Int(v) => KExpr::Int(*v),
+            KExpr::Var(n) => f(n).unwrap_or_else(|| KExpr::Var(n.clone())),
+            KExpr::Add(x, y) => KExpr::Add(b(x), b(y)),
+            KExpr::Sub(x, y) => KExpr::Sub(b(x), b(y)),
+            KExpr::Mul(x, y) => KExpr::Mul(b(x), b(y)),
+            KExpr::Neg(x) => KExpr::Neg(b(x)),
+            KExpr::FloorDiv(x, y) => KExpr::FloorDiv(b(x), b(y)),
+            KExpr::Div(x, y) => KExpr::Div(b(x), b(y)),
+            KExpr::Rem(x, y) => KExpr::Rem(b(x), b(y)),
+            KExpr::Min(v) => KExpr::Min(v.iter().map(|e| e.substitute(f)).collect()),
+            KExpr::Max(v) => KExpr::Max(v.iter().map(|e| e.substitute(f)).collect()),
+            KExpr::Cmp(op, x, y) => KExpr::Cmp(*op, b(x), b(y)),
+            KExpr::And(x, y) => KExpr::And(b(x), b(y)),
+            KExpr::Or(x, y) => KExpr::Or(b(x), b(y)),
+            KExpr::Select(c, x, y) => KExpr::Select(b(c), b(x), b(y)),
+        }
+    }
+    /// Evaluates with the given variable values (for tests and simulators). `None` if a
+    /// variable is unknown or a division by zero occurs.
+    pub fn eval(&self, env: &impl Fn(&str) -> Option<i64>) -> Option<i64> {
+        let bin = |x: &KExpr, y: &KExpr| Some((x.eval(env)?, y.eval(env)?));
+        Some(match self {
+            KExpr::Int(v) => *v,
+            KExpr::Var(n) => env(n)?,
+            KExpr::Add(x, y) => {
+                let (a, b) = bin(x, y)?;
+                a.wrapping_add(b)
+            }
+            KExpr::Sub(x, y) => {
+                let (a, b) = bin(x, y)?;
+                a.wrapping_sub(b)
+            }
+            KExpr::Mul(x, y) => {
+                let (a, b) = bin(x, y)?;
+                a.wrapping_mul(b)
+            }
+            KExpr::Neg(x) => x.eval(env)?.wrapping_neg(),
+            KExpr::FloorDiv(x, y) => {
+                let (a, b) = bin(x, y)?;
+                if b == 0 {
+                    return None;
+                }
+                a.div_euclid(b) - if b < 0 && a.rem_euclid(b) != 0 { 1 } else { 0 }
+            }
+            KExpr::Div(x, y) => {
+                let (a, b) = bin(x, y)?;
+                a.checked_div(b)?
+            }
+            KExpr::Rem(x, y) => {
+                let (a, b) = bin(x, y)?;
+                a.checked_rem(b)?
+            }
+            KExpr::Min(v) => v
+                .iter()
+                .map(|e| e.eval(env))
+                .collect::<Option<Vec<_>>>()?
+                .into_iter()
+                .min()?,
+            KExpr::Max(v) => v
+                .iter()
+                .map(|e| e.eval(env))
+                .collect::<Option<Vec<_>>>()?
+                .into_iter()
+                .max()?,
+            KExpr::Cmp(op, x, y) => {
+                let (a, b) = bin(x, y)?;
+                let r = match op {
+                    KCmp::Eq => a == b,
+                    KCmp::Lt => a < b,
+                    KCmp::Le => a <= b,
+                    KCmp::Gt => a > b,
+                    KCmp::Ge => a >= b,
+                };
+                r as i64
+            }
+            KExpr::And(x, y) => (x.eval(env)? != 0 && y.eval(env)? != 0) as i64,
+            KExpr::Or(x, y) => (x.eval(env)? != 0 || y.eval(env)? != 0) as i64,
+            KExpr::Select(c, x, y) => {
+                if c.eval(env)? != 0 {
+                    x.eval(env)?
+                } else {
+                    y.eval(env)?
+                }
+            }
+        })
+    }
+}
+
+/// A node of the kernel IR.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KNode {
+    /// Children run in order.
+    Block(Vec<KNode>),
+    /// `for (int64_t iter = init; cond; iter += step) body`.
+    For {
+        /// The iterator's name (unique within the kernel, never a program name).
+        iter: String,
+        /// Initial value.
+        init: KExpr,
+        /// Loop condition (usually `iter <= upper`).
+        cond: KExpr,
+        /// Increment (positive).
+        step: i64,
+        /// The loop body.
+        body: Box<KNode>,
+        /// Iterations may run in parallel (OpenMP `parallel for` on the CPU).
+        parallel: bool,
+    },
+    /// A guard.
+    If {
+        /// Condition.
+        cond: KExpr,
+        /// Runs when `cond` is non-zero.
+        then: Box<KNode>,
+        /// Runs otherwise.
+        els: Option<Box<KNode>>,
+    },
+    /// One instance of a statement.
+    Stmt {
+        /// Index into `Program::stmts`.
+        stmt: usize,
+        /// The value of each of the statement's iterators, in `Stmt::iters` order.
+        args: Vec<KExpr>,
+    },
+}
+
+impl KNode {
+    /// True for a node that does nothing (an empty block, or blocks of empty blocks).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            KNode::Block(v) => v.iter().all(KNode::is_empty),
+            _ => false,
+        }
+    }
+    /// Calls `f` on every node, parents before children.
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a KNode)) {
+        f(self);
+        match self {
+            KNode::Block(v) => v.iter().for_each(|n| n.walk(f)),
+            KNode::For { body, .. } => body.walk(f),
+            KNode::If { then, els, .. } => {
+                then.walk(f);
+                if let Some(e) = els {
+                    e.walk(f);
+                }
+            }
+            KNode::Stmt { .. } => {}
+        }
+    }
+    /// The statement indices that occur in the tree, in order of first occurrence.
+    pub fn stmts(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.walk(&mut |n| {
+            if let KNode::Stmt { stmt, .. } = n {
+                if !out.contains(stmt) {
+                    out.push(*stmt);
+                }
+            }
+        });
+        out
+    }
+}
+
+/// A whole kernel: the loop nest of one `def`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// The loop nest.
+    pub body: KNode,
+    /// Every loop iterator name used in [`Kernel::body`], in order of first use. Each is
+    /// declared by its own `for`; none collides with a name of the program.
+    pub loop_iters: Vec<String>,
+}

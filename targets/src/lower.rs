@@ -1,0 +1,562 @@
+//! Lowering a schedule tree to the kernel IR with isl's AST generator.
+//!
+//! [`lower`] runs `isl_ast_build_node_from_schedule` (with `atomic_upper_bound` and
+//! `detect_min_max` set, so loop bounds come out as `c <= min(a, b)` rather than as
+//! conjunctions) and translates isl's AST into [`KNode`]s:
+//!
+//! - isl `for` → [`KNode::For`] (a degenerate, single-iteration `for` becomes a loop
+//!   with condition `iter <= init`);
+//! - isl `if` → [`KNode::If`], isl blocks → [`KNode::Block`];
+//! - isl user nodes, which are calls `S_i(e0, e1, …)`, → [`KNode::Stmt`] for the
+//!   statement whose name is `S_i`, with the `e_k` as the values of its iterators;
+//! - mark nodes are typed with [`Mark::from_isl_name`]: [`Mark::Skipped`] drops its
+//!   subtree, [`Mark::Parallel`] sets `parallel` on the loop of the first member of the
+//!   band below it (and on nothing if isl did not need a loop for that member because it
+//!   has a single value), and every other mark is transparent. An unknown mark is an
+//!   error.
+//!
+//! Loop iterators are isl's `c0, c1, …` (`c<depth>`). If any of those names is also a
+//! name in the program (a tensor, scalar, size, statement iterator or the `def`), every
+//! loop iterator is renamed to `polyc_c<depth>` instead.
+
+use std::collections::{BTreeSet, HashSet};
+use std::ffi::CString;
+
+use isl_rs::{
+    ASTExpr, ASTExprOpType, ASTExprType, ASTNode, Id, Schedule, ScheduleNode, ScheduleNodeType, Set,
+};
+use miette::{miette, Result};
+use polyhedral::ir::Program;
+use polyhedral::isl::ffi::ast_build::{self as ffi, AstNodeKind};
+use polyhedral::isl::{Ctx, IslResultExt};
+use schedule_tree::mark::Mark;
+
+use crate::kir::{KCmp, KExpr, KNode, Kernel};
+
+/// Lowers `schedule` (whose domain names statements `S_0`, `S_1`, … of `prog`) to a
+/// kernel with isl's AST generator. See the module documentation for how each isl AST
+/// node and each mark is translated.
+///
+/// `ctx` must be the context the schedule belongs to. The AST-generation options
+/// `ast_build_atomic_upper_bound` and `ast_build_detect_min_max` are switched on in it.
+pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
+    // SAFETY: plain option setters on a live context.
+    unsafe {
+        ffi::isl_options_set_ast_build_atomic_upper_bound(ctx.ptr(), 1);
+        ffi::isl_options_set_ast_build_detect_min_max(ctx.ptr(), 1);
+    }
+    let schedule = schedule
+        .copy()
+        .isl("copying the schedule for code generation")?;
+    let schedule = tag_parallel_marks(ctx, schedule)?;
+
+    let space = schedule
+        .get_domain()
+        .isl("reading the schedule's domain")?
+        .get_space()
+        .isl("reading the schedule's parameter space")?
+        .params()
+        .isl("reading the schedule's parameter space")?;
+    let mut context = Set::universe(space).isl("building the code generation context")?;
+    context.do_not_free_on_drop();
+    let mut schedule = schedule;
+    schedule.do_not_free_on_drop();
+    // SAFETY: `from_context` takes the set, `node_from_schedule` keeps the build and takes
+    // the schedule (ownership of both was released above), and the build is freed here.
+    let ast_ptr = unsafe {
+        let build = ffi::isl_ast_build_from_context(context.ptr);
+        if build == 0 {
+            ffi::isl_ast_build_free(0);
+            0
+        } else {
+            let node = ffi::isl_ast_build_node_from_schedule(build, schedule.ptr);
+            ffi::isl_ast_build_free(build);
+            node
+        }
+    };
+    if ast_ptr == 0 {
+        let msg = ctx
+            .take_error()
+            .unwrap_or_else(|| "unknown isl error".into());
+        return Err(miette!(
+            help = "this is an internal error in polyc's use of isl; please report it with the program",
+            "isl failed to generate an AST from the schedule: {msg}"
+        ));
+    }
+    let ast = ASTNode {
+        ptr: ast_ptr,
+        should_free_on_drop: true,
+    };
+
+    let mut lw = Lowerer {
+        prog,
+        scope: Vec::new(),
+    };
+    let body = prune(lw.node(&ast)?);
+
+    // Rename loop iterators if they collide with a program name.
+    let mut iters = Vec::new();
+    body.walk(&mut |n| {
+        if let KNode::For { iter, .. } = n {
+            if !iters.contains(iter) {
+                iters.push(iter.clone());
+            }
+        }
+    });
+    let taken = program_names(prog);
+    let body = if iters.iter().any(|i| taken.contains(i)) {
+        let renamed: Vec<String> = iters.iter().map(|i| format!("polyc_{i}")).collect();
+        let body = rename_iters(&body, &|n: &str| {
+            iters
+                .iter()
+                .position(|i| i == n)
+                .map(|p| renamed[p].clone())
+        });
+        iters = renamed;
+        body
+    } else {
+        body
+    };
+    Ok(Kernel {
+        body,
+        loop_iters: iters,
+    })
+}
+
+/// Every name a program declares (tensors, scalars, sizes, statement iterators, the def).
+fn program_names(prog: &Program) -> HashSet<String> {
+    let mut s = HashSet::new();
+    s.insert(prog.name.clone());
+    s.extend(prog.params.iter().map(|p| p.name.clone()));
+    s.extend(prog.tensors.iter().map(|t| t.name.clone()));
+    s.extend(prog.scalars.iter().map(|t| t.name.clone()));
+    for st in &prog.stmts {
+        s.extend(st.iters.iter().map(|i| i.name.clone()));
+    }
+    s
+}
+
+/// Replaces every `parallel` mark with an equal-named mark whose id carries the schedule
+/// depth of the mark (as the id's user pointer, plus one), so that the AST walk knows
+/// which loop the mark refers to. Checks every mark name on the way.
+fn tag_parallel_marks(ctx: &Ctx, schedule: Schedule) -> Result<Schedule> {
+    let root = schedule.get_root().isl("reading the schedule's root")?;
+    let root = tag_node(ctx, root)?;
+    root.get_schedule().isl("rebuilding the schedule")
+}
+
+fn tag_node(ctx: &Ctx, node: ScheduleNode) -> Result<ScheduleNode> {
+    let mut node = node;
+    if node.get_type().isl("reading a schedule node's type")? == ScheduleNodeType::Mark {
+        let id = node.mark_get_id().isl("reading a mark")?;
+        let name = id.get_name().isl("reading a mark's name")?.to_string();
+        let mark = parse_mark(&name)?;
+        if mark == Mark::Parallel {
+            let depth = node
+                .get_schedule_depth()
+                .isl("reading a mark's schedule depth")?;
+            node = node.delete().isl("replacing a parallel mark")?;
+            let tagged = alloc_id(ctx, &name, depth as usize + 1)?;
+            node = node.insert_mark(tagged).isl("replacing a parallel mark")?;
+        }
+    }
+    let n = node.n_children().isl("counting a node's children")?;
+    for i in 0..n {
+        node = node.child(i).isl("visiting a schedule node")?;
+        node = tag_node(ctx, node)?;
+        node = node.parent().isl("visiting a schedule node")?;
+    }
+    Ok(node)
+}
+
+/// An isl id with a name and an integer stored as its user pointer.
+fn alloc_id(ctx: &Ctx, name: &str, user: usize) -> Result<Id> {
+    let cname = CString::new(name).map_err(|_| miette!("mark name {name:?} contains NUL"))?;
+    // SAFETY: isl copies the name; the user pointer is an integer isl never dereferences
+    // (no free_user callback is set).
+    let ptr = unsafe { ffi::isl_id_alloc(ctx.ptr(), cname.as_ptr(), user as *mut _) };
+    if ptr == 0 {
+        return Err(miette!("isl failed to allocate the id {name:?}"));
+    }
+    Ok(Id {
+        ptr,
+        should_free_on_drop: true,
+    })
+}
+
+/// The typed mark for an isl mark name, or an error listing the known names.
+fn parse_mark(name: &str) -> Result<Mark> {
+    Mark::from_isl_name(name).ok_or_else(|| {
+        miette!(
+            help = format!("known marks: {}", Mark::known_names().join(", ")),
+            "unknown mark {name:?} in the schedule tree"
+        )
+    })
+}
+
+struct Lowerer<'a> {
+    prog: &'a Program,
+    /// isl names of the loop iterators in scope.
+    scope: Vec<String>,
+}
+
+impl Lowerer<'_> {
+    fn node(&mut self, n: &ASTNode) -> Result<KNode> {
+        match ffi::ast_node_kind(n.ptr) {
+            AstNodeKind::For => {
+                let iter = n
+                    .for_get_iterator()
+                    .isl("reading a loop iterator")?
+                    .get_id()
+                    .isl("reading a loop iterator")?
+                    .get_name()
+                    .isl("reading a loop iterator")?
+                    .to_string();
+                let init = self.expr(&n.for_get_init().isl("reading a loop's start")?)?;
+                self.scope.push(iter.clone());
+                let cond = self.expr(&n.for_get_cond().isl("reading a loop's condition")?);
+                let inc = self.expr(&n.for_get_inc().isl("reading a loop's increment")?);
+                let body = n
+                    .for_get_body()
+                    .isl("reading a loop's body")
+                    .and_then(|b| self.node(&b));
+                self.scope.pop();
+                let step = match inc? {
+                    KExpr::Int(s) if s > 0 => s,
+                    other => {
+                        return Err(miette!(
+                        "isl generated a loop with a non-constant or non-positive step {other:?}"
+                    ))
+                    }
+                };
+                Ok(KNode::For {
+                    iter,
+                    init,
+                    cond: cond?,
+                    step,
+                    body: Box::new(body?),
+                    parallel: false,
+                })
+            }
+            AstNodeKind::If => {
+                let cond = self.expr(&n.if_get_cond().isl("reading a guard")?)?;
+                let then = self.node(&n.if_get_then_node().isl("reading a guard's body")?)?;
+                let els = if n.if_has_else_node().isl("reading a guard")? {
+                    Some(Box::new(self.node(
+                        &n.if_get_else_node().isl("reading a guard's else")?,
+                    )?))
+                } else {
+                    None
+                };
+                Ok(KNode::If {
+                    cond,
+                    then: Box::new(then),
+                    els,
+                })
+            }
+            AstNodeKind::Block => {
+                let list = n.block_get_children().isl("reading a block")?;
+                let k = list.n_ast_node().isl("reading a block")?;
+                let mut out = Vec::with_capacity(k as usize);
+                for i in 0..k {
+                    out.push(self.node(&list.get_at(i).isl("reading a block")?)?);
+                }
+                Ok(KNode::Block(out))
+            }
+            AstNodeKind::Mark => {
+                let id = n.mark_get_id().isl("reading a mark")?;
+                let name = id.get_name().isl("reading a mark's name")?.to_string();
+                let mark = parse_mark(&name)?;
+                if mark == Mark::Skipped {
+                    return Ok(KNode::Block(Vec::new()));
+                }
+                let mut child = self.node(&n.mark_get_node().isl("reading a mark's child")?)?;
+                if mark == Mark::Parallel {
+                    // SAFETY: `id` is a live isl id; the user pointer is only read.
+                    let tag = unsafe { ffi::isl_id_get_user(id.ptr) } as usize;
+                    if tag > 0 {
+                        mark_first_loop(&mut child, &format!("c{}", tag - 1));
+                    }
+                }
+                Ok(child)
+            }
+            AstNodeKind::User => {
+                let call = n.user_get_expr().isl("reading a statement call")?;
+                self.user(&call)
+            }
+            AstNodeKind::Error => Err(miette!("isl returned an invalid AST node")),
+        }
+    }
+
+    fn user(&mut self, call: &ASTExpr) -> Result<KNode> {
+        let is_call = call.get_type().isl("reading a statement call")? == ASTExprType::Op
+            && call.get_op_type().isl("reading a statement call")? == ASTExprOpType::Call;
+        if !is_call {
+            return Err(miette!("isl produced a user node that is not a call"));
+        }
+        let n = call.get_op_n_arg().isl("reading a statement call")?;
+        let f = call.get_op_arg(0).isl("reading a statement call")?;
+        let name = f
+            .get_id()
+            .isl("reading a statement name")?
+            .get_name()
+            .isl("reading a statement name")?
+            .to_string();
+        let stmt = self
+            .prog
+            .stmts
+            .iter()
+            .position(|s| s.name == name)
+            .ok_or_else(|| {
+                miette!(
+                    help = "the schedule's domain must name statements as the program does (S_0, S_1, …)",
+                    "the schedule mentions a statement {name:?} that the program `{}` does not have",
+                    self.prog.name
+                )
+            })?;
+        let mut args = Vec::new();
+        for i in 1..n {
+            args.push(self.expr(&call.get_op_arg(i).isl("reading a statement argument")?)?);
+        }
+        let want = self.prog.stmts[stmt].iters.len();
+        if args.len() != want {
+            return Err(miette!(
+                help = "each statement's domain tuple must have one dimension per iterator",
+                "statement {name} has {want} iterators but the schedule gives it {} dimensions",
+                args.len()
+            ));
+        }
+        Ok(KNode::Stmt { stmt, args })
+    }
+
+    fn expr(&mut self, e: &ASTExpr) -> Result<KExpr> {
+        match e.get_type().isl("reading an AST expression")? {
+            ASTExprType::Int => {
+                let v = e.get_val().isl("reading an integer")?;
+                if !v.is_int().isl("reading an integer")? {
+                    return Err(miette!("isl produced a non-integer constant in the AST"));
+                }
+                Ok(KExpr::Int(v.get_num_si().isl("reading an integer")?))
+            }
+            ASTExprType::Id => {
+                let name = e
+                    .get_id()
+                    .isl("reading an identifier")?
+                    .get_name()
+                    .isl("reading an identifier")?
+                    .to_string();
+                if self.scope.contains(&name) || self.prog.param_index(&name).is_some() {
+                    Ok(KExpr::Var(name))
+                } else {
+                    Err(miette!(
+                        help = "the schedule's parameters must be the program's sizes",
+                        "the generated code refers to {name:?}, which is neither a loop iterator nor a size of `{}`",
+                        self.prog.name
+                    ))
+                }
+            }
+            ASTExprType::Op => self.op(e),
+            ASTExprType::Error => Err(miette!("isl returned an invalid AST expression")),
+        }
+    }
+
+    fn op(&mut self, e: &ASTExpr) -> Result<KExpr> {
+        let ty = e.get_op_type().isl("reading an AST operation")?;
+        let n = e.get_op_n_arg().isl("reading an AST operation")?;
+        let mut args = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            args.push(self.expr(&e.get_op_arg(i).isl("reading an AST operand")?)?);
+        }
+        let want = |k: usize| -> Result<()> {
+            if args.len() == k {
+                Ok(())
+            } else {
+                Err(miette!(
+                    "isl AST operation {ty:?} has {} operands, expected {k}",
+                    args.len()
+                ))
+            }
+        };
+        use ASTExprOpType as O;
+        match ty {
+            O::Max | O::Min if !args.is_empty() => {}
+            O::Minus => want(1)?,
+            O::Cond | O::Select => want(3)?,
+            O::And
+            | O::AndThen
+            | O::Or
+            | O::OrElse
+            | O::Add
+            | O::Sub
+            | O::Mul
+            | O::Div
+            | O::FdivQ
+            | O::PdivQ
+            | O::PdivR
+            | O::ZdivR
+            | O::Eq
+            | O::Le
+            | O::Lt
+            | O::Ge
+            | O::Gt => want(2)?,
+            _ => {
+                return Err(miette!(
+                    "isl produced an AST operation polyc does not support: {ty:?}"
+                ))
+            }
+        }
+        if matches!(ty, O::Max | O::Min) {
+            return Ok(if ty == O::Max {
+                KExpr::Max(args)
+            } else {
+                KExpr::Min(args)
+            });
+        }
+        // The operand counts were checked above, so the defaults are never used.
+        let mut it = args.into_iter();
+        let mut next = || Box::new(it.next().unwrap_or(KExpr::Int(0)));
+        Ok(match ty {
+            O::Minus => KExpr::Neg(next()),
+            O::And | O::AndThen => KExpr::And(next(), next()),
+            O::Or | O::OrElse => KExpr::Or(next(), next()),
+            O::Add => KExpr::Add(next(), next()),
+            O::Sub => KExpr::Sub(next(), next()),
+            O::Mul => KExpr::Mul(next(), next()),
+            O::Div | O::PdivQ => KExpr::Div(next(), next()),
+            O::FdivQ => KExpr::FloorDiv(next(), next()),
+            O::PdivR | O::ZdivR => KExpr::Rem(next(), next()),
+            O::Cond | O::Select => KExpr::Select(next(), next(), next()),
+            O::Eq => KExpr::Cmp(KCmp::Eq, next(), next()),
+            O::Le => KExpr::Cmp(KCmp::Le, next(), next()),
+            O::Lt => KExpr::Cmp(KCmp::Lt, next(), next()),
+            O::Ge => KExpr::Cmp(KCmp::Ge, next(), next()),
+            _ => KExpr::Cmp(KCmp::Gt, next(), next()),
+        })
+    }
+}
+
+/// Sets `parallel` on every loop named `iter` that is the first loop on its path below
+/// `node`. A first loop with another name means isl needed no loop for the marked band
+/// member; nothing is marked on that path then.
+fn mark_first_loop(node: &mut KNode, iter: &str) {
+    match node {
+        KNode::For {
+            iter: name,
+            parallel,
+            ..
+        } => {
+            if name == iter {
+                *parallel = true;
+            }
+        }
+        KNode::Block(v) => v.iter_mut().for_each(|n| mark_first_loop(n, iter)),
+        KNode::If { then, els, .. } => {
+            mark_first_loop(then, iter);
+            if let Some(e) = els {
+                mark_first_loop(e, iter);
+            }
+        }
+        KNode::Stmt { .. } => {}
+    }
+}
+
+/// Removes empty loops, guards and blocks, and flattens nested blocks.
+fn prune(node: KNode) -> KNode {
+    match node {
+        KNode::Block(v) => {
+            let mut out = Vec::new();
+            for n in v {
+                match prune(n) {
+                    KNode::Block(inner) => out.extend(inner),
+                    other => out.push(other),
+                }
+            }
+            if out.len() == 1 {
+                out.pop().unwrap_or(KNode::Block(Vec::new()))
+            } else {
+                KNode::Block(out)
+            }
+        }
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            parallel,
+        } => {
+            let body = prune(*body);
+            if body.is_empty() {
+                return KNode::Block(Vec::new());
+            }
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body: Box::new(body),
+                parallel,
+            }
+        }
+        KNode::If { cond, then, els } => {
+            let then = prune(*then);
+            let els = els.map(|e| prune(*e)).filter(|e| !e.is_empty());
+            match (then.is_empty(), els) {
+                (true, None) => KNode::Block(Vec::new()),
+                (true, Some(e)) => KNode::If {
+                    cond: KExpr::Cmp(KCmp::Eq, Box::new(cond), Box::new(KExpr::Int(0))),
+                    then: Box::new(e),
+                    els: None,
+                },
+                (false, els) => KNode::If {
+                    cond,
+                    then: Box::new(then),
+                    els: els.map(Box::new),
+                },
+            }
+        }
+        s @ KNode::Stmt { .. } => s,
+    }
+}
+
+/// Renames loop iterators everywhere (`f` maps an old name to its new one).
+fn rename_iters(node: &KNode, f: &impl Fn(&str) -> Option<String>) -> KNode {
+    let sub = |e: &KExpr| e.substitute(&|n: &str| f(n).map(KExpr::Var));
+    match node {
+        KNode::Block(v) => KNode::Block(v.iter().map(|n| rename_iters(n, f)).collect()),
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            parallel,
+        } => KNode::For {
+            iter: f(iter).unwrap_or_else(|| iter.clone()),
+            init: sub(init),
+            cond: sub(cond),
+            step: *step,
+            body: Box::new(rename_iters(body, f)),
+            parallel: *parallel,
+        },
+        KNode::If { cond, then, els } => KNode::If {
+            cond: sub(cond),
+            then: Box::new(rename_iters(then, f)),
+            els: els.as_ref().map(|e| Box::new(rename_iters(e, f))),
+        },
+        KNode::Stmt { stmt, args } => KNode::Stmt {
+            stmt: *stmt,
+            args: args.iter().map(sub).collect(),
+        },
+    }
+}
+
+/// The names of the statements (`S_i`) that a kernel executes, sorted.
+pub fn executed_stmt_names(prog: &Program, kernel: &Kernel) -> BTreeSet<String> {
+    kernel
+        .body
+        .stmts()
+        .into_iter()
+        .map(|s| prog.stmts[s].name.clone())
+        .collect()
+}
