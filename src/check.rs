@@ -7,13 +7,15 @@
 //! place, are compared with per-dtype tolerances (exact for integers).
 
 use crate::options::CompileOptions;
-use crate::pipeline::{compile, Compiled, Mode};
+use crate::pipeline::{compile, target, Compiled, Mode};
 use miette::{miette, Result};
 use polyhedral::data::TensorData;
 use polyhedral::data::{compare, generate_inputs, Comparison};
 use polyhedral::interp::{count_instances, interpret};
-use polyhedral::ir::{InputRef, Program, TensorRole};
+use polyhedral::ir::{AssignOp, InputRef, Program, StmtBody, TensorRole};
 use polyhedral::npy::{read_npy, write_npy};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 
 /// Which oracle `--check` compares against.
@@ -100,6 +102,33 @@ pub fn concrete_sizes(compiled: &Compiled) -> Result<Vec<i64>> {
         .collect())
 }
 
+/// Outputs whose first write reads the old value (`C(i) += …` without `!`): the kernel
+/// updates what the caller passed in, so they start from generated data, not poison.
+pub fn inout_outputs(program: &Program) -> Vec<usize> {
+    program
+        .outputs
+        .iter()
+        .copied()
+        .filter(|&t| {
+            program.stmts.iter().find(|s| s.lhs == t).is_some_and(
+                |s| matches!(&s.body, StmtBody::Update(op, _) if *op != AssignOp::Assign),
+            )
+        })
+        .collect()
+}
+
+/// Generates inputs (and the initial values of in/out outputs) from the seed.
+fn seeded_data(program: &Program, sizes: &[i64], seed: u64) -> (Vec<TensorData>, Vec<TensorData>) {
+    let (mut tensors, scalars) = generate_inputs(program, sizes, seed);
+    // A separate stream, so adding an in/out output never changes the inputs of a seed.
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x00c0_ffee_0000_0001);
+    for t in inout_outputs(program) {
+        let shape = TensorData::shape_of(program, t, sizes);
+        tensors[t] = TensorData::random(program.tensors[t].dtype, shape, &mut rng);
+    }
+    (tensors, scalars)
+}
+
 /// Tensors whose final values are compared: outputs, then inputs written in place.
 fn compared_tensors(program: &Program) -> Vec<usize> {
     let mut v: Vec<usize> = program.outputs.clone();
@@ -155,7 +184,7 @@ fn load_inputs(
 pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> Result<RunReport> {
     let program = &compiled.program;
     let sizes = concrete_sizes(compiled)?;
-    let (mut tensors, mut scalars) = generate_inputs(program, &sizes, ropts.seed);
+    let (mut tensors, mut scalars) = seeded_data(program, &sizes, ropts.seed);
     if let Some(dir) = &ropts.inputs_dir {
         load_inputs(program, &sizes, dir, &mut tensors, &mut scalars)?;
     }
@@ -169,13 +198,17 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
             };
             write_npy(&dir.join(format!("{name}.npy")), data)?;
         }
+        for t in inout_outputs(program) {
+            let name = &program.tensors[t].name;
+            write_npy(&dir.join(format!("{name}.in.npy")), &tensors[t])?;
+        }
     }
     let inputs_snapshot = tensors.to_vec();
 
     let cc_start = std::time::Instant::now();
-    let kernel = targets::compile_c(&compiled.c_source, &targets::CcOptions::default())?;
+    let kernel = target().build(&compiled.c_source)?;
     let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
-    let stats = targets::run(&kernel, program, &sizes, &mut tensors, &scalars)?;
+    let stats = kernel.run(program, &sizes, &mut tensors, &scalars)?;
 
     if let Some(dir) = &ropts.save_io {
         for &t in &compared_tensors(program) {
@@ -211,8 +244,8 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
         report.oracle = Some(format!("reference interpreter ({instances} instances)"));
     } else {
         let base = compile(copts, Mode::Untransformed)?;
-        let k = targets::compile_c(&base.c_source, &targets::CcOptions::default())?;
-        targets::run(&k, program, &sizes, &mut reference, &scalars)?;
+        let k = target().build(&base.c_source)?;
+        k.run(program, &sizes, &mut reference, &scalars)?;
         report.oracle = Some(format!(
             "untransformed program through the C emitter ({instances} instances is over the interpreter's limit of {})",
             ropts.max_interp_instances

@@ -73,6 +73,13 @@ pub enum Mode {
     Untransformed,
 }
 
+/// The code-generation target. Only the CPU exists so far; everything downstream holds a
+/// `&dyn Target`, so a new target plugs in here.
+pub fn target() -> &'static dyn targets::Target {
+    static CPU: std::sync::OnceLock<targets::CpuTarget> = std::sync::OnceLock::new();
+    CPU.get_or_init(targets::CpuTarget::default)
+}
+
 /// The CPU pass list. Each pass is a value with a name; the pipeline runs them in order and
 /// records the tree after each.
 pub fn cpu_passes<'a>() -> Vec<Box<dyn Pass<PassCx<'a>>>> {
@@ -219,12 +226,12 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
 
     let schedule = tree.to_isl(&ctx)?;
     let kernel = targets::lower(&ctx, &program, &schedule)?;
-    let c_source = targets::emit_c(
+    let c_source = target().emit(
         &program,
         &texts,
         &kernel,
         &targets::EmitOptions { poison_temps: true },
-    );
+    )?;
     timer.lap("codegen");
     drop(schedule);
     drop(deps);

@@ -39,3 +39,46 @@ pub fn write(dir: &Path, name: &str, text: &str) -> String {
     std::fs::write(&p, text).expect("write");
     p.display().to_string()
 }
+
+/// The exit code (panics when polyc died from a signal).
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or_else(|| {
+        panic!(
+            "polyc died from a signal\nstdout:\n{}\nstderr:\n{}",
+            stdout(o),
+            stderr(o)
+        )
+    })
+}
+
+/// Asserts the exit code, showing both streams when it differs.
+pub fn assert_code(o: &Output, want: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(want),
+        "unexpected exit status\nstdout:\n{}\nstderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Runs polyc, asserts exit code 0 and returns standard output.
+pub fn polyc_ok(args: &[&str]) -> String {
+    let o = polyc(args);
+    assert_code(&o, 0);
+    stdout(&o)
+}
+
+/// Runs polyc, asserts exit code 1 (a user error), that nothing went to standard output,
+/// and returns standard error.
+pub fn polyc_err(args: &[&str]) -> String {
+    let o = polyc(args);
+    assert_code(&o, 1);
+    assert_eq!(stdout(&o), "", "a failing polyc printed on stdout");
+    stderr(&o)
+}
+
+/// `tests/fixtures/NAME` relative to the repository root (polyc runs from there).
+pub fn fixture(name: &str) -> String {
+    format!("tests/fixtures/{name}")
+}

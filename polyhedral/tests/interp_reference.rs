@@ -972,29 +972,6 @@ fn statements_without_iterators_run_once() {
     assert_eq!(ts[0].buf, Buffer::I64(vec![6]));
 }
 
-/// Measures the speed on a 256^3 f32 matmul (run with `--ignored --nocapture`, release).
-#[test]
-#[ignore]
-fn interpreter_speed() {
-    let prog = matmul(DType::F32, DType::F32);
-    let n = 256usize;
-    let sizes = [n as i64; 3];
-    let mut ts = vec![
-        with_f32(vec![n, n], |x| val(x, 1)),
-        with_f32(vec![n, n], |x| val(x, 2)),
-        TensorData::poisoned(DType::F32, vec![n, n]),
-    ];
-    let t0 = std::time::Instant::now();
-    let st = interpret(&prog, &sizes, &mut ts, &[]).unwrap();
-    let dt = t0.elapsed().as_secs_f64();
-    println!(
-        "{} instances in {:.3} s: {:.1} M instances/s",
-        st.instances,
-        dt,
-        st.instances as f64 / dt / 1e6
-    );
-}
-
 #[test]
 fn product_and_min_reductions() {
     // P(i) *=! X(i, j) ; M(i) min=! X(i, j)   (i64)

@@ -82,16 +82,34 @@ fn brackets_to_parens(s: &str) -> String {
         .collect()
 }
 
+/// Sort key that orders statement names naturally: `S_2` before `S_10`.
+pub(crate) fn natural_key(name: &str) -> (String, u64, String) {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, num) = name.split_at(name.len() - digits);
+    (
+        stem.to_string(),
+        num.parse::<u64>().unwrap_or(0),
+        name.to_string(),
+    )
+}
+
+/// The statement name a piece of an isl union object starts with (`S_0` in `S_0[h] -> …`).
+fn piece_name(piece: &str) -> &str {
+    piece.split(['[', '(']).next().unwrap_or("").trim()
+}
+
 /// Tree-text form of an isl union set of statement instances (domain, filter):
 /// `{S_0(h, w) : 0 <= h <= 63; S_1(h)}`.
 fn instance_set(text: &str) -> String {
     match braces_body(strip_params(text)) {
         Some(body) => {
-            let parts: Vec<String> = split_top(body, ';')
+            let mut parts: Vec<String> = split_top(body, ';')
                 .into_iter()
                 .map(|p| brackets_to_parens(p.trim()))
                 .filter(|p| !p.is_empty())
                 .collect();
+            // isl prints union pieces in hash order; dumps list statements naturally.
+            parts.sort_by_cached_key(|p| natural_key(piece_name(p)));
             format!("{{{}}}", parts.join("; "))
         }
         None => text.trim().to_string(),
@@ -103,7 +121,8 @@ fn isl_object(text: &str) -> String {
     let s = strip_params(text);
     match braces_body(s) {
         Some(body) => {
-            let parts: Vec<&str> = split_top(body, ';').into_iter().map(str::trim).collect();
+            let mut parts: Vec<&str> = split_top(body, ';').into_iter().map(str::trim).collect();
+            parts.sort_by_cached_key(|p| natural_key(piece_name(p)));
             format!("{{{}}}", parts.join("; "))
         }
         None => s.to_string(),
@@ -210,6 +229,7 @@ fn band_schedule(text: &str) -> Option<String> {
             stmts[idx].1[m].push((expr, cond));
         }
     }
+    stmts.sort_by_cached_key(|(name, _)| natural_key(name));
     let rendered: Vec<String> = stmts
         .iter()
         .map(|(name, members)| {
@@ -406,7 +426,7 @@ mod tests {
                 "[N] -> [{ T[] -> [(0)]; S[i] -> [(i)] }, { T[] -> [(1)]; S[i] -> [(N - i)] }]"
             )
             .as_deref(),
-            Some("{T -> (0, 1); S -> (i, N - i)}")
+            Some("{S -> (i, N - i); T -> (0, 1)}")
         );
         assert_eq!(
             band_schedule("[{ S[i] -> [(i)] : i > 0; S[i] -> [(0)] : i <= 0 }]").as_deref(),
@@ -421,10 +441,10 @@ mod tests {
     }
 
     #[test]
-    fn instance_sets_use_parentheses() {
+    fn instance_sets_use_parentheses_and_natural_order() {
         assert_eq!(
             instance_set("[H] -> { S_1[h, w] : 0 <= h < H; S_0[i0] }"),
-            "{S_1(h, w) : 0 <= h < H; S_0(i0)}"
+            "{S_0(i0); S_1(h, w) : 0 <= h < H}"
         );
         assert_eq!(
             tuple_names("[H] -> { S_1[h, w] : 0 <= h < H; S_0[i0] }"),

@@ -269,11 +269,7 @@ impl ScheduleTree {
             .domain()
             .map(crate::text::tuple_names)
             .unwrap_or_default();
-        v.sort_by_cached_key(|n| {
-            let digits = n.len() - n.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-            let (stem, num) = n.split_at(n.len() - digits);
-            (stem.to_string(), num.parse::<u64>().unwrap_or(0), n.clone())
-        });
+        v.sort_by_cached_key(|n| crate::text::natural_key(n));
         v
     }
     /// The paths of every node whose kind satisfies `pred`, in pre-order.

@@ -45,7 +45,7 @@ fn block_and_flow_files_load_to_the_same_tree() {
     assert_eq!(a, b);
     assert_eq!(
         a.to_tree_text(),
-        "Domain {S_1(i) : 0 <= i < N; S_0(i) : 0 <= i < N}\n  Sequence\n    Filter {S_0(i)}\n      Mark \"skipped\"\n    Filter {S_1(i)}\n      Band {S_1 -> (i)} permutable coincident=[1]\n"
+        "Domain {S_0(i) : 0 <= i < N; S_1(i) : 0 <= i < N}\n  Sequence\n    Filter {S_0(i)}\n      Mark \"skipped\"\n    Filter {S_1(i)}\n      Band {S_1 -> (i)} permutable coincident=[1]\n"
     );
     assert_eq!(a.marks(), vec![(vec![0, 0, 0], Mark::Skipped)]);
 }
