@@ -4,7 +4,6 @@
 
 use polyc::options::CompileOptions;
 use polyc::pipeline::{compile, Mode};
-use polyhedral::sched::SchedulerKind;
 use std::path::Path;
 
 const RUNS: usize = 15;
@@ -26,12 +25,9 @@ fn main() {
     for case in &suite.cases {
         let shape = &case.shapes[0];
         let opts = CompileOptions {
-            program: dir.join(&case.program).display().to_string(),
             entry: case.entry.clone(),
             params: shape.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-            scheduler: SchedulerKind::Isl,
-            isl_options: Vec::new(),
-            load_trees: Vec::new(),
+            ..CompileOptions::for_program(dir.join(&case.program).display().to_string())
         };
         let mut totals = Vec::new();
         let mut steps: Vec<(String, Vec<f64>)> = Vec::new();

@@ -6,10 +6,12 @@
 //! - [`pipeline`]: parse → model → dependences → schedule → passes → C, keeping the schedule
 //!   tree of every stage for `polyc dump` and `--load-tree`.
 //! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
+//! - [`report`]: `polyc schedule-report`, isl's scheduler against polyc's ILP.
 //! - [`suite`]: `polyc suite`: programs × shapes from YAML, in parallel, with a summary.
 #![warn(missing_docs)]
 
 pub mod check;
 pub mod options;
 pub mod pipeline;
+pub mod report;
 pub mod suite;

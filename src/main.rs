@@ -52,6 +52,19 @@ enum Command {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Explain the tiling: per statement, its band, the sizes per level, the footprint of
+    /// one tile per tensor per buffer, and the capacity left.
+    Explain {
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Compare the isl and ilp schedulers on every case of a suite (first shape of each):
+    /// permutable band depth, fused groups, coincident dimensions, scheduling time.
+    ScheduleReport {
+        /// The suite whose programs and first shapes are compared.
+        #[arg(long, default_value = "specs/suites/smoke.yaml")]
+        suite: PathBuf,
+    },
     /// Run a regression suite (programs × shapes from a YAML file).
     Suite {
         /// The suite file, e.g. specs/suites/smoke.yaml.
@@ -89,6 +102,24 @@ struct CommonArgs {
     /// the domain and every dependence first.
     #[arg(long = "load-tree", value_name = "STAGE=FILE")]
     load_trees: Vec<String>,
+    /// Tile sizes per statement and memory level (see the README's tile-spec section).
+    #[arg(long = "tile-spec", value_name = "FILE")]
+    tile_spec: Option<String>,
+    /// Leave statements without a tile spec untiled (default: the target's policy tiles them).
+    #[arg(long = "no-default-tiling")]
+    no_default_tiling: bool,
+    /// A target description YAML (default: the built-in CPU, `specs/targets/cpu.yaml`).
+    #[arg(long = "target-desc", value_name = "FILE")]
+    target_desc: Option<String>,
+    /// ILP scheduler: Pluto's fusion strategy, `max`, `smart` (default) or `none`.
+    #[arg(long, default_value = "smart")]
+    fuse: String,
+    /// ILP scheduler: non-negative coefficients, no hyperplane mixes iterators (no skewing).
+    #[arg(long = "no-skew")]
+    no_skew: bool,
+    /// ILP scheduler: pinned loop orders, one `S_2=h,w,kh,kw` per line (`#` comments).
+    #[arg(long = "schedule-constraints", value_name = "FILE")]
+    schedule_constraints: Option<String>,
     /// Print the milliseconds of every pipeline step to standard error.
     #[arg(long)]
     timings: bool,
@@ -154,6 +185,8 @@ fn main() -> ExitCode {
         "run",
         "dump",
         "suite",
+        "explain",
+        "schedule-report",
         "help",
         "--help",
         "-h",
@@ -203,6 +236,13 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             .iter()
             .map(|s| parse_load_tree(s))
             .collect::<Result<_>>()?,
+        tile_spec: c.tile_spec.clone(),
+        no_default_tiling: c.no_default_tiling,
+        target_desc: c.target_desc.clone(),
+        explain: false,
+        fuse: c.fuse.parse()?,
+        no_skew: c.no_skew,
+        schedule_constraints: c.schedule_constraints.clone(),
     })
 }
 
@@ -210,6 +250,9 @@ fn compile_with_timings(opts: &CompileOptions, timings: bool) -> Result<Compiled
     // Validate isl options before any work, so a typo fails fast.
     opts.isl_sched_options()?;
     let compiled = compile(opts, Mode::Optimised)?;
+    for n in &compiled.notes {
+        eprintln!("polyc: {n}");
+    }
     if timings {
         let total: f64 = compiled.timings.iter().map(|t| t.ms).sum();
         for t in &compiled.timings {
@@ -278,10 +321,7 @@ fn dispatch(command: Command) -> Result<u8> {
             let report = polyc::check::run(&compiled, &opts, &ropts)?;
             let compile_ms: f64 = compiled.timings.iter().map(|t| t.ms).sum();
             if run.result_json {
-                println!(
-                    "{}",
-                    polyc::suite::result_json(&report, compile_ms).to_string()
-                );
+                println!("{}", polyc::suite::result_json(&report, compile_ms));
             } else {
                 eprintln!(
                     "polyc: compiled in {compile_ms:.1} ms, cc {:.0} ms, kernel ran in {:.3} ms",
@@ -293,6 +333,17 @@ fn dispatch(command: Command) -> Result<u8> {
                 print!("{}", format_checks(&report));
             }
             Ok(if report.all_ok() { 0 } else { EXIT_MISMATCH })
+        }
+        Command::Explain { common } => {
+            let mut opts = compile_options(&common)?;
+            opts.explain = true;
+            let compiled = compile_with_timings(&opts, common.timings)?;
+            print!("{}", compiled.explain.unwrap_or_default());
+            Ok(0)
+        }
+        Command::ScheduleReport { suite } => {
+            print!("{}", polyc::report::schedule_report(&suite)?);
+            Ok(0)
         }
         Command::Suite { file, jobs, json } => {
             let ok = polyc::suite::run_suite(&file, jobs, json.as_deref())?;

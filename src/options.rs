@@ -27,6 +27,21 @@ pub struct CompileOptions {
     pub isl_options: Vec<String>,
     /// `--load-tree` requests.
     pub load_trees: Vec<LoadTree>,
+    /// `--tile-spec FILE`.
+    pub tile_spec: Option<String>,
+    /// `--no-default-tiling`: statements without a spec stay untiled.
+    pub no_default_tiling: bool,
+    /// `--target-desc FILE`: a target description (default: the built-in CPU one, the same
+    /// text as `specs/targets/cpu.yaml`).
+    pub target_desc: Option<String>,
+    /// Compute the `polyc explain` report (tiles, footprints, capacity left).
+    pub explain: bool,
+    /// `--fuse` for the ILP scheduler.
+    pub fuse: polyhedral::ilp::Fuse,
+    /// `--no-skew` for the ILP scheduler.
+    pub no_skew: bool,
+    /// `--schedule-constraints FILE` for the ILP scheduler.
+    pub schedule_constraints: Option<String>,
 }
 
 /// Parses `H=64,W=64` (one or more `--param` flags) into name/value pairs.
@@ -83,6 +98,25 @@ pub fn parse_load_tree(s: &str) -> Result<LoadTree> {
 }
 
 impl CompileOptions {
+    /// Options for `program` with every default: no sizes bound, the isl scheduler, the
+    /// built-in CPU target with its default tiling.
+    pub fn for_program(program: impl Into<String>) -> Self {
+        CompileOptions {
+            program: program.into(),
+            entry: None,
+            params: Vec::new(),
+            scheduler: SchedulerKind::Isl,
+            isl_options: Vec::new(),
+            load_trees: Vec::new(),
+            tile_spec: None,
+            no_default_tiling: false,
+            target_desc: None,
+            explain: false,
+            fuse: polyhedral::ilp::Fuse::Smart,
+            no_skew: false,
+            schedule_constraints: None,
+        }
+    }
     /// Validated isl scheduler options.
     pub fn isl_sched_options(&self) -> Result<IslSchedOptions> {
         IslSchedOptions::parse(&self.isl_options)

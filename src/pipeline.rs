@@ -8,12 +8,27 @@ use crate::options::CompileOptions;
 use miette::{miette, Result};
 use polyhedral::deps::{check_schedule, Deps};
 use polyhedral::diag::SourceFile;
+use polyhedral::ilp::{ilp_schedule, parse_constraints, IlpOptions};
 use polyhedral::ir::Program;
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::sched::{initial_schedule, isl_schedule, SchedulerKind};
 use polyhedral::scop::{param_texts, Scop};
 use schedule_tree::{Pass, ScheduleTree};
 use std::time::Instant;
+
+/// The built-in CPU target description (`specs/targets/cpu.yaml`).
+pub const CPU_DESC: &str = include_str!("../specs/targets/cpu.yaml");
+
+/// Loads the target description the options name, or the built-in CPU one.
+pub fn load_target_desc(opts: &CompileOptions) -> Result<targets::desc::TargetDesc> {
+    match &opts.target_desc {
+        Some(path) => targets::desc::TargetDesc::load_path(path),
+        None => targets::desc::TargetDesc::load(&SourceFile::new(
+            "<built-in specs/targets/cpu.yaml>",
+            CPU_DESC,
+        )),
+    }
+}
 
 /// What a pass sees besides the tree: the program and its polyhedral model.
 pub struct PassCx<'a> {
@@ -25,6 +40,53 @@ pub struct PassCx<'a> {
     pub scop: &'a Scop,
     /// Its dependences.
     pub deps: &'a Deps,
+    /// The target's buffers, outermost first, with their capacities in bytes.
+    pub capacities: &'a [(schedule_tree::Buffer, u64)],
+    /// The parsed `--tile-spec` and its file, if any.
+    pub tile_spec: Option<&'a (tiling::TileSpec, SourceFile)>,
+    /// Whether statements without a spec get the target's default tiles.
+    pub default_tiling: bool,
+    /// Notes and warnings passes leave for the user (clamped sizes, derived specs, …).
+    pub notes: std::cell::RefCell<Vec<String>>,
+}
+
+impl PassCx<'_> {
+    fn tile_cx(&self) -> tiling::TileCx<'_> {
+        tiling::TileCx {
+            ctx: self.ctx,
+            program: self.program,
+            scop: self.scop,
+            deps: self.deps,
+            capacities: self.capacities,
+        }
+    }
+    /// The spec tiling applies: the user's, completed by the default policy unless
+    /// `--no-default-tiling`. `None` when there is nothing to tile.
+    pub fn effective_spec(
+        &self,
+        tree: &ScheduleTree,
+    ) -> Result<Option<(tiling::TileSpec, SourceFile)>> {
+        let cx = self.tile_cx();
+        let mut spec = match self.tile_spec {
+            Some((s, f)) => (s.clone(), f.clone()),
+            None => (
+                tiling::TileSpec {
+                    stmts: Vec::new(),
+                    buffers: self.capacities.iter().map(|(b, _)| *b).collect(),
+                },
+                SourceFile::new("<default tiling policy>", ""),
+            ),
+        };
+        if self.default_tiling {
+            let defaults = tiling::default_spec(tree, &cx, Some(&spec.0))?;
+            spec.0.stmts.extend(defaults.stmts);
+        }
+        Ok(if spec.0.stmts.is_empty() {
+            None
+        } else {
+            Some(spec)
+        })
+    }
 }
 
 /// The schedule tree after one stage.
@@ -61,6 +123,10 @@ pub struct Compiled {
     pub c_source: String,
     /// Per-step wall times.
     pub timings: Vec<Timing>,
+    /// Notes and warnings from the passes.
+    pub notes: Vec<String>,
+    /// The `polyc explain` report, when the options asked for it.
+    pub explain: Option<String>,
 }
 
 /// How far [`compile`] goes.
@@ -71,6 +137,8 @@ pub enum Mode {
     /// Reference order, no passes: the untransformed program, used as an oracle when the
     /// interpreter would take too long.
     Untransformed,
+    /// Stop after scheduling (no passes, no code): for `polyc schedule-report`.
+    ScheduleOnly,
 }
 
 /// The code-generation target. Only the CPU exists so far; everything downstream holds a
@@ -83,7 +151,26 @@ pub fn target() -> &'static dyn targets::Target {
 /// The CPU pass list. Each pass is a value with a name; the pipeline runs them in order and
 /// records the tree after each.
 pub fn cpu_passes<'a>() -> Vec<Box<dyn Pass<PassCx<'a>>>> {
-    vec![Box::new(MarkParallel)]
+    vec![Box::new(Tile), Box::new(MarkParallel)]
+}
+
+/// Tiles bands as the tile spec (and the default policy) say, with `Mem` marks.
+struct Tile;
+
+impl<'a> Pass<PassCx<'a>> for Tile {
+    fn name(&self) -> &'static str {
+        "tiled"
+    }
+    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        let Some((spec, file)) = cx.effective_spec(&tree)? else {
+            return Ok(tree);
+        };
+        let (tiled, report) = tiling::tile(tree, &cx.tile_cx(), &spec, &file)?;
+        let mut notes = cx.notes.borrow_mut();
+        notes.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
+        notes.extend(report.notes.iter().map(|n| format!("note: {n}")));
+        Ok(tiled)
+    }
 }
 
 /// Marks the outermost coincident loop of every band path for OpenMP.
@@ -170,6 +257,15 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     timer.lap("deps");
 
     let loads = validate_load_requests(opts)?;
+    let desc = load_target_desc(opts)?;
+    let capacities = desc.capacities();
+    let tile_spec = match &opts.tile_spec {
+        Some(path) => {
+            let file = SourceFile::read(path)?;
+            Some((tiling::parse_tile_spec(&file, &desc.buffer_order())?, file))
+        }
+        None => None,
+    };
     let mut stages = Vec::new();
     let initial = initial_schedule(&scop, &deps)?;
     let mut tree = ScheduleTree::from_isl(&initial)?;
@@ -180,19 +276,27 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     });
 
     let scheduler = match mode {
-        Mode::Optimised => opts.scheduler,
+        Mode::Optimised | Mode::ScheduleOnly => opts.scheduler,
         Mode::Untransformed => SchedulerKind::Initial,
     };
-    if scheduler == SchedulerKind::Isl {
-        if loads.iter().any(|l| l.stage == "initial") {
-            return Err(miette!(
-                help = "load the tree as `scheduled` to replace the isl scheduler's result, or use --scheduler initial",
-                "--load-tree initial=…: the isl scheduler computes its schedule from the dependences and does not read the initial tree"
-            ));
+    if scheduler != SchedulerKind::Initial && loads.iter().any(|l| l.stage == "initial") {
+        return Err(miette!(
+            help = "load the tree as `scheduled` to replace the scheduler's result, or use --scheduler initial",
+            "--load-tree initial=…: the {} scheduler computes its schedule from the dependences and does not read the initial tree",
+            scheduler.name()
+        ));
+    }
+    match scheduler {
+        SchedulerKind::Initial => {}
+        SchedulerKind::Isl => {
+            let sched_opts = opts.isl_sched_options()?;
+            let s = isl_schedule(&ctx, &scop, &deps, &sched_opts)?;
+            tree = ScheduleTree::from_isl(&s)?;
         }
-        let sched_opts = opts.isl_sched_options()?;
-        let s = isl_schedule(&ctx, &scop, &deps, &sched_opts)?;
-        tree = ScheduleTree::from_isl(&s)?;
+        SchedulerKind::Ilp => {
+            let s = ilp_schedule(&ctx, &scop, &deps, &ilp_options(opts, &scop)?)?;
+            tree = ScheduleTree::from_isl(&s)?;
+        }
     }
     tree = apply_load(&ctx, &scop, &deps, "scheduled", tree, &loads)?;
     stages.push(Stage {
@@ -200,14 +304,42 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
         tree: tree.clone(),
     });
     timer.lap("schedule");
+    if mode == Mode::ScheduleOnly {
+        return Ok(Compiled {
+            source,
+            program,
+            param_values,
+            param_texts: texts,
+            stages,
+            c_source: String::new(),
+            timings: timer.timings,
+            notes: Vec::new(),
+            explain: None,
+        });
+    }
 
+    let mut notes = Vec::new();
+    let mut explain = None;
     if mode == Mode::Optimised {
         let cx = PassCx {
             ctx: &ctx,
             program: &program,
             scop: &scop,
             deps: &deps,
+            capacities: &capacities,
+            tile_spec: tile_spec.as_ref(),
+            default_tiling: !opts.no_default_tiling,
+            notes: std::cell::RefCell::new(Vec::new()),
         };
+        if opts.explain {
+            explain = Some(match cx.effective_spec(&tree)? {
+                Some((spec, file)) => {
+                    let report = tiling::explain(&tree, &cx.tile_cx(), &spec, &file)?;
+                    format!("tile spec:\n{spec}\n{report}")
+                }
+                None => "no band is tiled (no --tile-spec, and --no-default-tiling)\n".into(),
+            });
+        }
         for pass in cpu_passes() {
             tree = pass.run(tree, &cx)?;
             tree = apply_load(&ctx, &scop, &deps, pass.name(), tree, &loads)?;
@@ -217,6 +349,7 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
             });
             timer.lap(pass.name());
         }
+        notes = cx.notes.into_inner();
     }
     tree = apply_load(&ctx, &scop, &deps, "final", tree, &loads)?;
     stages.push(Stage {
@@ -245,6 +378,23 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
         stages,
         c_source,
         timings: timer.timings,
+        notes,
+        explain,
+    })
+}
+
+/// The ILP scheduler's options from the command line, with the constraints file parsed
+/// against the model (so unknown statements and iterators are located errors).
+pub fn ilp_options(opts: &CompileOptions, scop: &Scop) -> Result<IlpOptions> {
+    let pins = match &opts.schedule_constraints {
+        Some(path) => parse_constraints(&SourceFile::read(path)?, scop)?,
+        None => Vec::new(),
+    };
+    Ok(IlpOptions {
+        fuse: opts.fuse,
+        no_skew: opts.no_skew,
+        pins,
+        ..IlpOptions::default()
     })
 }
 
@@ -313,7 +463,13 @@ pub fn verify_tree(
             extra.to_str().unwrap_or("?")
         ));
     }
-    match check_schedule(deps, schedule)? {
+    let checked = check_schedule(deps, schedule).map_err(|e| {
+        miette!(
+            help = "a loaded tree must schedule every statement instance exactly once; start from `polyc dump --format isl` of the same program and sizes",
+            "{what}: {e}"
+        )
+    })?;
+    match checked {
         Ok(()) => Ok(()),
         Err(violation) => Err(miette!(
             help = "the tree must run every dependence source before its target; reorder the sequence or change the band so that this dependence is respected",

@@ -82,3 +82,18 @@ pub fn polyc_err(args: &[&str]) -> String {
 pub fn fixture(name: &str) -> String {
     format!("tests/fixtures/{name}")
 }
+
+/// Runs the polyc binary with `dir` as the working directory (so relative file names in
+/// messages do not depend on where the temporary directory is).
+pub fn polyc_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_polyc"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("polyc starts")
+}
+
+/// `root()/rel` as a string, for runs from another working directory.
+pub fn abs(rel: &str) -> String {
+    root().join(rel).display().to_string()
+}

@@ -93,7 +93,7 @@ fn initial_is_program_order() {
     let filters: Vec<&str> = t
         .lines()
         .filter(|l| l.trim_start().starts_with("Filter"))
-        .map(|l| l.trim_start().split_whitespace().nth(1).unwrap())
+        .map(|l| l.split_whitespace().nth(1).unwrap())
         .collect();
     assert_eq!(
         filters,

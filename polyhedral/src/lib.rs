@@ -13,6 +13,7 @@
 pub mod data;
 pub mod deps;
 pub mod diag;
+pub mod ilp;
 pub mod interp;
 pub mod ir;
 pub mod isl;

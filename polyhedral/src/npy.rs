@@ -113,7 +113,13 @@ pub fn write_npy(path: &Path, t: &TensorData) -> Result<()> {
 
 /// Reads a `.npy` file.
 pub fn read_npy(path: &Path) -> Result<TensorData> {
-    let bytes = std::fs::read(path).map_err(|e| miette!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        miette!(
+            help = "polyc expects one NAME.npy per input in the --inputs directory (numpy's np.save writes them; `polyc run --save-io DIR` shows the layout)",
+            "cannot read {}: {e}",
+            path.display()
+        )
+    })?;
     from_npy_bytes(&bytes, &path.display().to_string())
 }
 

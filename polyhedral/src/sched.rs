@@ -22,16 +22,19 @@ pub enum SchedulerKind {
     Initial,
     /// isl's scheduler ([`isl_schedule`]).
     Isl,
+    /// The ILP scheduler on `good_lp` ([`crate::ilp::ilp_schedule`]).
+    Ilp,
 }
 
 impl SchedulerKind {
     /// The names `--scheduler` accepts.
-    pub const NAMES: [&'static str; 2] = ["initial", "isl"];
+    pub const NAMES: [&'static str; 3] = ["initial", "isl", "ilp"];
     /// The name of this scheduler.
     pub fn name(self) -> &'static str {
         match self {
             SchedulerKind::Initial => "initial",
             SchedulerKind::Isl => "isl",
+            SchedulerKind::Ilp => "ilp",
         }
     }
 }
@@ -48,10 +51,7 @@ impl FromStr for SchedulerKind {
         match s {
             "initial" => Ok(SchedulerKind::Initial),
             "isl" => Ok(SchedulerKind::Isl),
-            "ilp" => Err(miette::miette!(
-                help = "use `initial` or `isl` for now",
-                "the `ilp` scheduler is not implemented yet"
-            )),
+            "ilp" => Ok(SchedulerKind::Ilp),
             _ => Err(miette::miette!(
                 help = format!("valid schedulers: {}", Self::NAMES.join(", ")),
                 "unknown scheduler `{s}`"
@@ -517,13 +517,12 @@ mod tests {
             SchedulerKind::Initial
         );
         assert_eq!("isl".parse::<SchedulerKind>().unwrap(), SchedulerKind::Isl);
-        let e = "ilp".parse::<SchedulerKind>().unwrap_err();
-        assert_eq!(e.to_string(), "the `ilp` scheduler is not implemented yet");
+        assert_eq!("ilp".parse::<SchedulerKind>().unwrap(), SchedulerKind::Ilp);
         let e = "pluto".parse::<SchedulerKind>().unwrap_err();
         assert_eq!(e.to_string(), "unknown scheduler `pluto`");
         assert_eq!(
             e.help().map(|h| h.to_string()).as_deref(),
-            Some("valid schedulers: initial, isl")
+            Some("valid schedulers: initial, isl, ilp")
         );
     }
 

@@ -12,6 +12,7 @@
 
 pub mod c;
 pub mod cpu_runner;
+pub mod desc;
 pub mod kir;
 pub mod lower;
 pub mod parallel;

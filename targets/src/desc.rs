@@ -1,0 +1,347 @@
+//! Target descriptions: the data half of a target (`specs/targets/*.yaml`).
+//!
+//! A description names the target, its kind, a few machine figures, and its buffers from
+//! outermost to innermost (the order of tiling levels). One schema covers the CPU (cache
+//! levels and the register file), GPUs (shared memory and registers) and Gemmini
+//! (scratchpad and accumulator with element types and row widths):
+//!
+//! ```yaml
+//! name: cpu
+//! kind: cpu
+//! buffers:
+//!   - name: L2
+//!     bytes: 2097152
+//!   - name: L1
+//!     bytes: 49152
+//! ```
+//!
+//! Tiling does not depend on this crate: drivers pass [`TargetDesc::capacities`] to
+//! `tiling::TileCx` and [`TargetDesc::buffer_order`] to `tiling::parse_tile_spec`.
+
+use polyhedral::diag::SourceFile;
+use polyhedral::ir::{DType, Span};
+use schedule_tree::Buffer;
+use serde::{Deserialize, Serialize};
+
+/// What kind of machine a description is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// A CPU (C with OpenMP).
+    Cpu,
+    /// A GPU (CUDA / OpenCL).
+    Gpu,
+    /// The Gemmini NPU.
+    Gemmini,
+}
+
+/// A systolic array (Gemmini).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrayDesc {
+    /// The array is `dim × dim` processing elements.
+    pub dim: u32,
+    /// Supported dataflows (`ws`, `os`).
+    #[serde(default)]
+    pub dataflows: Vec<String>,
+}
+
+/// One buffer (memory level).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferDesc {
+    /// The name tile specs use (`L1`, `shared`, `scratchpad`, …; see
+    /// `schedule_tree::Buffer`).
+    pub name: String,
+    /// Capacity in bytes (what one tile may use).
+    pub bytes: u64,
+    /// Shared between cores (CPU L3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<bool>,
+    /// What the capacity is per: `block`, `sm`, `core`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per: Option<String>,
+    /// Number of registers, for register files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers: Option<u64>,
+    /// Bytes per register or row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_bytes: Option<u64>,
+    /// The element type the buffer holds, if fixed (`i8`, `i32`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elem: Option<String>,
+    /// Elements per row, if the buffer is row-addressed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_elems: Option<u64>,
+    /// Number of banks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub banks: Option<u32>,
+}
+
+impl BufferDesc {
+    /// The typed buffer (validated by [`TargetDesc::load`]).
+    pub fn buffer(&self) -> Option<Buffer> {
+        Buffer::from_name(&self.name)
+    }
+    /// The element type, if the buffer fixes one.
+    pub fn elem_type(&self) -> Option<DType> {
+        self.elem.as_deref().and_then(DType::from_name)
+    }
+}
+
+/// A target description.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetDesc {
+    /// The target's name.
+    pub name: String,
+    /// The kind of machine.
+    pub kind: TargetKind,
+    /// CPU cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// GPU streaming multiprocessors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sms: Option<u32>,
+    /// GPU threads per warp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warp_size: Option<u32>,
+    /// GPU threads per block, at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_threads_per_block: Option<u32>,
+    /// Asynchronous global→shared copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_copy: Option<bool>,
+    /// The systolic array (Gemmini).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<ArrayDesc>,
+    /// Buffers from outermost to innermost.
+    pub buffers: Vec<BufferDesc>,
+}
+
+/// Byte offset of a 1-based line and column.
+fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            let c: usize = l
+                .chars()
+                .take(col.saturating_sub(1))
+                .map(char::len_utf8)
+                .sum();
+            return (off + c).min(text.len());
+        }
+        off += l.len();
+    }
+    text.len()
+}
+
+/// The span of the first `name: VALUE` occurrence, for validation errors.
+fn find_value(text: &str, key: &str, value: &str) -> Span {
+    for (start, line) in text.split_inclusive('\n').scan(0usize, |off, l| {
+        let s = *off;
+        *off += l.len();
+        Some((s, l))
+    }) {
+        let t = line.trim_start().trim_start_matches("- ");
+        if let Some(rest) = t.strip_prefix(&format!("{key}:")) {
+            if rest.split('#').next().unwrap_or("").trim() == value {
+                if let Some(p) = line.find(value) {
+                    return Span::new(start + p, start + p + value.len());
+                }
+            }
+        }
+    }
+    Span::new(0, 0)
+}
+
+impl TargetDesc {
+    /// Parses and validates a description. Syntax and schema errors are located at the
+    /// line and column serde_yaml reports; unknown buffer names and element types at
+    /// their value.
+    pub fn load(file: &SourceFile) -> miette::Result<TargetDesc> {
+        let desc: TargetDesc = serde_yaml::from_str(&file.text).map_err(|e| {
+            let off = e
+                .location()
+                .map_or(0, |l| offset_of(&file.text, l.line(), l.column()));
+            let msg = e.to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            miette::Report::new(file.error(
+                Span::new(off, off),
+                format!("invalid target description: {msg}"),
+                "here",
+                "see specs/targets/cpu.yaml for the schema: name, kind (cpu, gpu, gemmini), buffers (name, bytes, …) from outermost to innermost",
+            ))
+        })?;
+        let known: Vec<&str> = Buffer::ALL.iter().map(|b| b.name()).collect();
+        let mut seen: Vec<Buffer> = Vec::new();
+        for b in &desc.buffers {
+            let span = find_value(&file.text, "name", &b.name);
+            let Some(buf) = b.buffer() else {
+                return Err(miette::Report::new(file.error(
+                    span,
+                    format!("unknown buffer `{}`", b.name),
+                    "not a buffer polyc knows",
+                    format!("buffer names are {}", known.join(", ")),
+                )));
+            };
+            if seen.contains(&buf) {
+                return Err(miette::Report::new(file.error(
+                    span,
+                    format!("buffer `{}` is listed twice", b.name),
+                    "duplicate",
+                    "list each buffer once, outermost first",
+                )));
+            }
+            seen.push(buf);
+            if b.bytes == 0 {
+                return Err(miette::Report::new(file.error(
+                    span,
+                    format!("buffer `{}` has a capacity of 0 bytes", b.name),
+                    "empty buffer",
+                    "give the capacity in bytes, e.g. `bytes: 49152`",
+                )));
+            }
+            if let Some(e) = &b.elem {
+                if DType::from_name(e).is_none() {
+                    let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+                    return Err(miette::Report::new(file.error(
+                        find_value(&file.text, "elem", e),
+                        format!("unknown element type `{e}`"),
+                        "not a type",
+                        format!("element types are {}", names.join(", ")),
+                    )));
+                }
+            }
+        }
+        Ok(desc)
+    }
+
+    /// Reads and loads a file.
+    pub fn load_path(path: &str) -> miette::Result<TargetDesc> {
+        TargetDesc::load(&SourceFile::read(path)?)
+    }
+
+    /// The buffers, outermost first (the order of tiling levels).
+    pub fn buffer_order(&self) -> Vec<Buffer> {
+        self.buffers.iter().filter_map(BufferDesc::buffer).collect()
+    }
+
+    /// `(buffer, bytes)` per buffer, outermost first: what `tiling::TileCx` takes.
+    pub fn capacities(&self) -> Vec<(Buffer, u64)> {
+        self.buffers
+            .iter()
+            .filter_map(|b| b.buffer().map(|x| (x, b.bytes)))
+            .collect()
+    }
+}
+
+/// One cache of this machine, from `/sys/devices/system/cpu/cpu0/cache/index*`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCache {
+    /// 1, 2, 3, …
+    pub level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    pub kind: String,
+    /// Size in bytes.
+    pub bytes: u64,
+}
+
+/// The caches of CPU 0 as Linux reports them (empty where `/sys` is not available), in
+/// index order. Instruction caches are included; filter on [`HostCache::kind`].
+pub fn detect_host_caches() -> Vec<HostCache> {
+    let mut out = Vec::new();
+    for i in 0..16 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+        else {
+            continue;
+        };
+        let Ok(level) = level.trim().parse::<u32>() else {
+            continue;
+        };
+        let Some(bytes) = parse_size(size.trim()) else {
+            continue;
+        };
+        out.push(HostCache {
+            level,
+            kind: kind.trim().to_string(),
+            bytes,
+        });
+    }
+    out
+}
+
+/// `48K` → 49152, `2048K` → 2097152, `260M`, plain bytes.
+fn parse_size(s: &str) -> Option<u64> {
+    let (num, mul) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1024),
+        'M' | 'm' => (&s[..s.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|v| v * mul)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> miette::Result<TargetDesc> {
+        TargetDesc::load(&SourceFile::new("t.yaml", text))
+    }
+
+    #[test]
+    fn shipped_descriptions_load() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/targets/");
+        let cpu = TargetDesc::load_path(&format!("{root}cpu.yaml")).expect("cpu.yaml");
+        assert_eq!(
+            cpu.capacities(),
+            vec![
+                (Buffer::L3, 272629760),
+                (Buffer::L2, 2097152),
+                (Buffer::L1, 49152),
+                (Buffer::Reg, 2048)
+            ]
+        );
+        let gpu = TargetDesc::load_path(&format!("{root}gpu.yaml")).expect("gpu.yaml");
+        assert_eq!(gpu.buffer_order(), vec![Buffer::Shared, Buffer::Register]);
+        assert_eq!(gpu.sms, Some(108));
+        let g = TargetDesc::load_path(&format!("{root}gemmini.yaml")).expect("gemmini.yaml");
+        assert_eq!(
+            g.capacities(),
+            vec![(Buffer::Scratchpad, 262144), (Buffer::Accumulator, 65536)]
+        );
+        assert_eq!(g.buffers[1].elem_type(), Some(DType::I32));
+        assert_eq!(g.array.as_ref().map(|a| a.dim), Some(16));
+    }
+
+    #[test]
+    fn errors_are_located() {
+        let e = load("name: x\nkind: cpu\nbuffers:\n  - name: L1\n    byts: 3\n").unwrap_err();
+        let text = format!("{e}");
+        assert!(
+            text.starts_with(
+                "t.yaml:5:5: invalid target description: buffers[0]: unknown field `byts`"
+            ),
+            "{text}"
+        );
+        let e = load("name: x\nkind: cpu\nbuffers:\n  - name: L9\n    bytes: 3\n").unwrap_err();
+        assert_eq!(format!("{e}"), "t.yaml:4:11: unknown buffer `L9`");
+        let e = load("name: x\nkind: tpu\nbuffers: []\n").unwrap_err();
+        assert!(
+            format!("{e}")
+                .starts_with("t.yaml:2:7: invalid target description: kind: unknown variant `tpu`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("48K"), Some(49152));
+        assert_eq!(parse_size("2048K"), Some(2097152));
+        assert_eq!(parse_size("260M"), Some(272629760));
+        assert_eq!(parse_size("x"), None);
+    }
+}

@@ -1,0 +1,504 @@
+//! What tiling needs to know about the bands of a tree, computed exactly with isl: which
+//! statements reach each band, the extent of each member, the permutable prefix (from the
+//! dependences), and the data footprint of one tile.
+
+use polyhedral::deps::{DepKind, Deps};
+use polyhedral::isl::ffi::model::union_set_text;
+use polyhedral::isl::isl_rs::{
+    DimType, Map, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionSet,
+};
+use polyhedral::isl::{Ctx, IslResultExt};
+use polyhedral::scop::Scop;
+use schedule_tree::{NodeKind, ScheduleTree};
+
+/// One band of the tree, with what the analyses found.
+pub struct BandInfo {
+    /// Child positions from the root.
+    pub path: Vec<usize>,
+    /// The band's partial schedule (isl text).
+    pub schedule: String,
+    /// Coincidence of each member.
+    pub coincident: Vec<bool>,
+    /// The tree text of the band node.
+    pub line: String,
+    /// The statements (by number) that reach the band.
+    pub stmts: Vec<usize>,
+    /// The statement instances that reach the band.
+    pub domain: UnionSet,
+    /// The band's partial schedule as a union map, restricted to [`BandInfo::domain`].
+    pub map: UnionMap,
+    /// The prefix schedule of the band (outer bands, as isl computes it).
+    pub prefix: UnionMap,
+    /// Extent of each member (`max - min + 1`) when the sizes are bound.
+    pub extents: Vec<Option<i64>>,
+    /// Indices (in the band list) of the bands enclosing this one, outermost first.
+    pub outer: Vec<usize>,
+}
+
+impl BandInfo {
+    /// Number of members.
+    pub fn n_members(&self) -> usize {
+        self.coincident.len()
+    }
+}
+
+/// The isl node at `path` of `schedule`.
+pub fn node_at(schedule: &Schedule, path: &[usize]) -> miette::Result<ScheduleNode> {
+    let mut n = schedule.get_root().isl("reading the schedule root")?;
+    for &i in path {
+        n = n.child(i as i32).isl("descending the schedule tree")?;
+    }
+    Ok(n)
+}
+
+/// Collects every band of `tree`, in pre-order.
+pub fn collect_bands(
+    ctx: &Ctx,
+    scop: &Scop,
+    tree: &ScheduleTree,
+) -> miette::Result<(Schedule, Vec<BandInfo>)> {
+    let schedule = tree.to_isl(ctx)?;
+    let mut bands: Vec<BandInfo> = Vec::new();
+    for path in tree.bands() {
+        let Some(node) = tree.node_at(&path) else {
+            continue;
+        };
+        let NodeKind::Band(b) = &node.kind else {
+            continue;
+        };
+        let inode = node_at(&schedule, &path)?;
+        let domain = inode.get_domain().isl("reading the domain at a band")?;
+        let map = inode
+            .band_get_partial_schedule_union_map()
+            .isl("reading a band's schedule")?
+            .intersect_domain(domain.copy().isl("copying a set")?)
+            .isl("restricting a band's schedule")?;
+        let prefix = inode
+            .get_prefix_schedule_union_map()
+            .isl("reading a prefix schedule")?
+            .intersect_domain(domain.copy().isl("copying a set")?)
+            .isl("restricting a prefix schedule")?;
+        let mut stmts = Vec::new();
+        for i in 0..scop.stmt_names.len() {
+            let part = domain
+                .extract_set(scop.stmt_space(i)?)
+                .isl("extracting a statement's instances")?;
+            if !part.is_empty().isl("testing a set for emptiness")? {
+                stmts.push(i);
+            }
+        }
+        let extents = member_extents(&map, b.n_members())?;
+        let outer = bands
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| path.starts_with(&o.path))
+            .map(|(k, _)| k)
+            .collect();
+        bands.push(BandInfo {
+            path: path.clone(),
+            schedule: b.schedule.clone(),
+            coincident: b.coincident.clone(),
+            line: schedule_tree::text::node_line(&node.kind),
+            stmts,
+            domain,
+            map,
+            prefix,
+            extents,
+            outer,
+        });
+    }
+    Ok((schedule, bands))
+}
+
+/// The schedule values of a band as one set in `[n]`, or `None` when the band schedules
+/// nothing.
+fn value_set(map: &UnionMap) -> miette::Result<Option<Set>> {
+    let range = map.copy().isl("copying a map")?.range().isl("band range")?;
+    if range.is_empty().isl("testing a set for emptiness")? {
+        return Ok(None);
+    }
+    Ok(Some(Set::from_union_set(range).isl("band range as a set")?))
+}
+
+fn member_extents(map: &UnionMap, n: usize) -> miette::Result<Vec<Option<i64>>> {
+    let Some(set) = value_set(map)? else {
+        return Ok(vec![None; n]);
+    };
+    let mut v = Vec::with_capacity(n);
+    for d in 0..n {
+        let lo = set.copy().isl("copying a set")?.dim_min_val(d as i32);
+        let hi = set.copy().isl("copying a set")?.dim_max_val(d as i32);
+        let ext = match (lo, hi) {
+            (Ok(lo), Ok(hi)) if lo.is_int().unwrap_or(false) && hi.is_int().unwrap_or(false) => {
+                match (lo.get_num_si(), hi.get_num_si()) {
+                    (Ok(l), Ok(h)) => Some(h - l + 1),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        v.push(ext);
+    }
+    Ok(v)
+}
+
+/// A dependence that forbids tiling a member of a band.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocker {
+    /// The member (0-based) with a negative distance.
+    pub member: usize,
+    /// RAW, WAR or WAW.
+    pub kind: DepKind,
+    /// Source statement.
+    pub source: String,
+    /// Target statement.
+    pub target: String,
+    /// One pair of instances with a negative distance, and the distance vector.
+    pub example: Option<String>,
+    /// Whether skewing the band would make it tilable: every such dependence is carried by
+    /// an earlier member, with a distance on this member bounded from below.
+    pub skew_helps: bool,
+}
+
+/// `n` names `t0, …` and the tuple text `[t0, …]`.
+fn tuple(n: usize, stem: &str) -> (Vec<String>, String) {
+    let names: Vec<String> = (0..n).map(|k| format!("{stem}{k}")).collect();
+    let t = format!("[{}]", names.join(", "));
+    (names, t)
+}
+
+/// The dependences that live at `band`: both ends reach it and the outer schedule does not
+/// separate them.
+fn live_deps(band: &BandInfo, rel: &UnionMap) -> miette::Result<UnionMap> {
+    let same_prefix = band
+        .prefix
+        .copy()
+        .isl("copying a map")?
+        .apply_range(
+            band.prefix
+                .copy()
+                .isl("copying a map")?
+                .reverse()
+                .isl("reverse")?,
+        )
+        .isl("pairs with equal prefix")?;
+    rel.copy()
+        .isl("copying dependences")?
+        .intersect_domain(band.domain.copy().isl("copying a set")?)
+        .isl("restricting dependences")?
+        .intersect_range(band.domain.copy().isl("copying a set")?)
+        .isl("restricting dependences")?
+        .intersect(same_prefix)
+        .isl("restricting dependences to the band")
+}
+
+/// Pairs of instances whose band values have a negative distance on `member` (and none on
+/// earlier members).
+fn negative_pairs(
+    ctx: &Ctx,
+    band: &BandInfo,
+    live: UnionMap,
+    member: usize,
+) -> miette::Result<UnionMap> {
+    let n = band.n_members();
+    let (a, at) = tuple(n, "a");
+    let (b, bt) = tuple(n, "b");
+    let mut cons: Vec<String> = (0..member)
+        .map(|k| format!("{} >= {}", b[k], a[k]))
+        .collect();
+    cons.push(format!("{} < {}", b[member], a[member]));
+    let text = format!("{{ {at} -> {bt} : {} }}", cons.join(" and "));
+    let neg = UnionMap::read_from_str(&ctx.isl, &text).isl("reading a distance condition")?;
+    let sel = band
+        .map
+        .copy()
+        .isl("copying a map")?
+        .apply_range(neg)
+        .isl("composing")?
+        .apply_range(
+            band.map
+                .copy()
+                .isl("copying a map")?
+                .reverse()
+                .isl("reverse")?,
+        )
+        .isl("composing")?;
+    live.intersect(sel).isl("selecting negative distances")
+}
+
+/// The number of leading members of `band` that can be tiled together (non-negative
+/// distance of every live dependence on each of them), and the dependence that stops the
+/// prefix (if it is shorter than `want`). Only the first `want` members are examined.
+pub fn permutable_prefix(
+    ctx: &Ctx,
+    deps: &Deps,
+    band: &BandInfo,
+    want: usize,
+) -> miette::Result<(usize, Option<Blocker>)> {
+    let live_all = live_deps(band, &deps.validity()?)?;
+    for m in 0..want.min(band.n_members()) {
+        let bad = negative_pairs(ctx, band, live_all.copy().isl("copying")?, m)?;
+        if bad.is_empty().isl("testing dependences")? {
+            continue;
+        }
+        // Name the first offending dependence: kind, then statement pair.
+        for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+            let live = live_deps(band, deps.of_kind(kind))?;
+            let bad = negative_pairs(ctx, band, live, m)?;
+            for &s in &band.stmts {
+                for &t in &band.stmts {
+                    let m_st = deps.between(kind, s, t)?;
+                    let part = bad
+                        .copy()
+                        .isl("copying")?
+                        .intersect(UnionMap::from_map(m_st).isl("converting")?)
+                        .isl("selecting a statement pair")?;
+                    if part.is_empty().isl("testing dependences")? {
+                        continue;
+                    }
+                    let pair = Map::from_union_map(part).isl("a statement pair's map")?;
+                    let example = example_pair(&pair, &deps.stmt_names[s], &deps.stmt_names[t]);
+                    let skew_helps = skew_helps(band, &pair, m)?;
+                    return Ok((
+                        m,
+                        Some(Blocker {
+                            member: m,
+                            kind,
+                            source: deps.stmt_names[s].clone(),
+                            target: deps.stmt_names[t].clone(),
+                            example,
+                            skew_helps,
+                        }),
+                    ));
+                }
+            }
+        }
+        return Ok((m, None));
+    }
+    Ok((want.min(band.n_members()), None))
+}
+
+/// Distance vectors of `pair` in the band's schedule.
+fn distances(band: &BandInfo, pair: &Map) -> miette::Result<Option<Set>> {
+    let d = UnionMap::from_map(pair.copy().isl("copying")?)
+        .isl("converting")?
+        .apply_domain(band.map.copy().isl("copying")?)
+        .isl("composing")?
+        .apply_range(band.map.copy().isl("copying")?)
+        .isl("composing")?
+        .deltas()
+        .isl("distances")?;
+    if d.is_empty().isl("testing")? {
+        return Ok(None);
+    }
+    Ok(Some(Set::from_union_set(d).isl("distances as a set")?))
+}
+
+fn skew_helps(band: &BandInfo, pair: &Map, member: usize) -> miette::Result<bool> {
+    if member == 0 {
+        return Ok(false);
+    }
+    let Some(d) = distances(band, pair)? else {
+        return Ok(false);
+    };
+    // Bounded below on `member`?
+    let lo = d.copy().isl("copying")?.dim_min_val(member as i32);
+    let bounded = matches!(lo, Ok(v) if v.is_int().unwrap_or(false));
+    // Carried by an earlier member: no distance has all earlier components <= 0.
+    let n = band.n_members();
+    let (x, xt) = tuple(n, "x");
+    let cons: Vec<String> = (0..member).map(|k| format!("{} <= 0", x[k])).collect();
+    let text = format!("{{ {xt} : {} }}", cons.join(" and "));
+    let uncarried = Set::read_from_str(&d.get_ctx(), &text).isl("reading a condition")?;
+    let rest = d.intersect(uncarried).isl("intersecting")?;
+    Ok(bounded && rest.is_empty().isl("testing")?)
+}
+
+/// `S_0[0, 2] -> S_0[1, 1]`: the lexicographically first pair of `m`.
+fn example_pair(m: &Map, src: &str, dst: &str) -> Option<String> {
+    let n_in = m.dim(DimType::In).ok()? as usize;
+    let n_out = m.dim(DimType::Out).ok()? as usize;
+    let n_par = m.dim(DimType::Param).ok()? as usize;
+    let pt = m
+        .copy()
+        .ok()?
+        .wrap()
+        .ok()?
+        .lexmin()
+        .ok()?
+        .sample_point()
+        .ok()?;
+    if pt.is_void().ok()? {
+        return None;
+    }
+    let c = |ty: DimType, k: usize| -> Option<i64> {
+        pt.get_coordinate_val(ty, k as i32).ok()?.get_num_si().ok()
+    };
+    let coords = |from: usize, len: usize| -> Option<String> {
+        let v = (from..from + len)
+            .map(|k| c(DimType::Set, k).map(|x| x.to_string()))
+            .collect::<Option<Vec<_>>>()?;
+        Some(v.join(", "))
+    };
+    let mut s = format!(
+        "{src}[{}] -> {dst}[{}]",
+        coords(0, n_in)?,
+        coords(n_in, n_out)?
+    );
+    if n_par > 0 {
+        let ps = (0..n_par)
+            .map(|k| {
+                let name = m.get_dim_name(DimType::Param, k as u32).ok()?;
+                c(DimType::Param, k).map(|v| format!("{name} = {v}"))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        s.push_str(&format!(" for {}", ps.join(", ")));
+    }
+    Some(s)
+}
+
+/// The data one tile touches in one tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorFootprint {
+    /// Tensor name.
+    pub tensor: String,
+    /// Tensor id.
+    pub tensor_id: usize,
+    /// The sizes of the smallest fixed-size box holding the tile's elements, when isl finds
+    /// one (always, for rectangular tiles and affine accesses with bound sizes).
+    pub box_sizes: Option<Vec<u64>>,
+    /// Elements in the box.
+    pub elements: Option<u64>,
+    /// Bytes in the box.
+    pub bytes: Option<u64>,
+}
+
+/// The footprint of one tile of `band`, where member `d` of the band is restricted to a
+/// window of `windows[d]` consecutive values (`None`: not restricted), every band in
+/// `outer` is fixed to one point, and inner bands are unrestricted. `elem_bytes[t]` is the
+/// element size of tensor `t`.
+pub fn tile_footprint(
+    ctx: &Ctx,
+    scop: &Scop,
+    bands: &[BandInfo],
+    band: usize,
+    windows: &[Option<i64>],
+    elem_bytes: &[u64],
+) -> miette::Result<Vec<TensorFootprint>> {
+    let b = &bands[band];
+    let mut inst = b.domain.copy().isl("copying a set")?;
+    // Outer bands: fixed to one point each.
+    for (k, &o) in b.outer.iter().enumerate() {
+        let ob = &bands[o];
+        let n = ob.n_members();
+        let (t, tt) = tuple(n, "t");
+        let ps: Vec<String> = (0..n).map(|d| format!("polyc_p{k}_{d}")).collect();
+        let cons: Vec<String> = (0..n).map(|d| format!("{} = {}", t[d], ps[d])).collect();
+        let text = format!("[{}] -> {{ {tt} : {} }}", ps.join(", "), cons.join(" and "));
+        inst = restrict(ctx, inst, &ob.map, &text)?;
+    }
+    let n = b.n_members();
+    let (t, tt) = tuple(n, "t");
+    let mut ps = Vec::new();
+    let mut cons = Vec::new();
+    for (d, w) in windows.iter().enumerate() {
+        if let Some(s) = w {
+            let p = format!("polyc_o{d}");
+            cons.push(format!("{p} <= {} < {p} + {s}", t[d]));
+            ps.push(p);
+        }
+    }
+    if !cons.is_empty() {
+        let text = format!("[{}] -> {{ {tt} : {} }}", ps.join(", "), cons.join(" and "));
+        inst = restrict(ctx, inst, &b.map, &text)?;
+    }
+    let accesses = scop
+        .reads
+        .copy()
+        .isl("copying accesses")?
+        .union(scop.writes.copy().isl("copying accesses")?)
+        .isl("uniting accesses")?;
+    let image = accesses
+        .intersect_domain(inst)
+        .isl("restricting accesses to a tile")?
+        .range()
+        .isl("the tile's data")?;
+    let mut out = Vec::new();
+    for (tid, ext) in scop.tensor_extents.iter().enumerate() {
+        let part = image
+            .extract_set(ext.get_space().isl("a tensor's space")?)
+            .isl("extracting a tensor's data")?;
+        if part.is_empty().isl("testing a set for emptiness")? {
+            continue;
+        }
+        let name = ext
+            .get_tuple_name()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| format!("tensor {tid}"));
+        let fixed = part
+            .get_simple_fixed_box_hull()
+            .isl("computing a tile's box")?;
+        let mut box_sizes = None;
+        if fixed.is_valid().isl("checking a box")? {
+            let mv = fixed.get_size().isl("box sizes")?;
+            let k = mv.size().isl("box dimension")?;
+            let mut v = Vec::with_capacity(k as usize);
+            for d in 0..k {
+                let val = mv.get_at(d).isl("box size")?;
+                v.push(val.get_num_si().isl("box size")?.max(0) as u64);
+            }
+            box_sizes = Some(v);
+        }
+        let elements = box_sizes.as_ref().map(|v| v.iter().product::<u64>());
+        let eb = elem_bytes.get(tid).copied().unwrap_or(1);
+        out.push(TensorFootprint {
+            tensor: name,
+            tensor_id: tid,
+            box_sizes,
+            elements,
+            bytes: elements.map(|e| e * eb),
+        });
+    }
+    Ok(out)
+}
+
+/// The instances of `inst` whose value under `map` lies in the set `text`.
+fn restrict(ctx: &Ctx, inst: UnionSet, map: &UnionMap, text: &str) -> miette::Result<UnionSet> {
+    let set = UnionSet::read_from_str(&ctx.isl, text).isl("reading a tile window")?;
+    let sel = map
+        .copy()
+        .isl("copying a map")?
+        .intersect_range(set)
+        .isl("selecting a tile")?
+        .domain()
+        .isl("a tile's instances")?;
+    inst.intersect(sel).isl("restricting to a tile")
+}
+
+/// The tile band of one level: member `d` of `schedule` divided by `sizes[d]` and rounded
+/// down, for the members with a size (in order). Returns isl's text of the new schedule.
+pub fn tile_schedule_text(
+    ctx: &Ctx,
+    schedule: &str,
+    sizes: &[Option<i64>],
+) -> miette::Result<String> {
+    let mupa = MultiUnionPwAff::read_from_str(&ctx.isl, schedule).isl("reading a band schedule")?;
+    let umap = UnionMap::from_multi_union_pw_aff(mupa).isl("a band schedule as a map")?;
+    let (t, tt) = tuple(sizes.len(), "t");
+    let outs: Vec<String> = sizes
+        .iter()
+        .enumerate()
+        .filter_map(|(d, s)| s.map(|s| format!("floor({}/{s})", t[d])))
+        .collect();
+    let text = format!("{{ {tt} -> [{}] }}", outs.join(", "));
+    let div = UnionMap::read_from_str(&ctx.isl, &text).isl("reading a tiling map")?;
+    let tiled = umap.apply_range(div).isl("tiling a band")?;
+    let mupa = MultiUnionPwAff::from_union_map(tiled).isl("a tile band schedule")?;
+    polyhedral::isl::ffi::schedule_tree::multi_union_pw_aff_text(&mupa)
+        .ok_or_else(|| miette::miette!("isl could not print a tile band's schedule"))
+}
+
+/// isl text of a union set (for debugging messages).
+pub fn uset_text(u: &UnionSet) -> String {
+    union_set_text(u)
+}
