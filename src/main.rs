@@ -42,7 +42,7 @@ enum Command {
     Dump {
         #[command(flatten)]
         common: CommonArgs,
-        /// The stage: initial, scheduled, parallel or final.
+        /// The stage: initial, scheduled, tiled, parallel or final.
         #[arg(long, default_value = "final")]
         stage: String,
         /// Output format.
