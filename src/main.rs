@@ -120,6 +120,10 @@ struct CommonArgs {
     /// ILP scheduler: pinned loop orders, one `S_2=h,w,kh,kw` per line (`#` comments).
     #[arg(long = "schedule-constraints", value_name = "FILE")]
     schedule_constraints: Option<String>,
+    /// Check the tree after every pass against the domain and every dependence (slower;
+    /// the test suites turn it on).
+    #[arg(long = "verify-passes")]
+    verify_passes: bool,
     /// Print the milliseconds of every pipeline step to standard error.
     #[arg(long)]
     timings: bool,
@@ -243,6 +247,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         fuse: c.fuse.parse()?,
         no_skew: c.no_skew,
         schedule_constraints: c.schedule_constraints.clone(),
+        verify_passes: c.verify_passes,
     })
 }
 

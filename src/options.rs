@@ -42,6 +42,8 @@ pub struct CompileOptions {
     pub no_skew: bool,
     /// `--schedule-constraints FILE` for the ILP scheduler.
     pub schedule_constraints: Option<String>,
+    /// `--verify-passes`: check every pass's tree against the domain and the dependences.
+    pub verify_passes: bool,
 }
 
 /// Parses `H=64,W=64` (one or more `--param` flags) into name/value pairs.
@@ -115,6 +117,7 @@ impl CompileOptions {
             fuse: polyhedral::ilp::Fuse::Smart,
             no_skew: false,
             schedule_constraints: None,
+            verify_passes: false,
         }
     }
     /// Validated isl scheduler options.

@@ -342,6 +342,11 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
         }
         for pass in cpu_passes() {
             tree = pass.run(tree, &cx)?;
+            if opts.verify_passes {
+                let schedule = tree.to_isl(&ctx)?;
+                verify_tree(&scop, &deps, &schedule, &format!("pass `{}`", pass.name()))
+                    .map_err(|e| miette!("internal error (please report it): {e:?}"))?;
+            }
             tree = apply_load(&ctx, &scop, &deps, pass.name(), tree, &loads)?;
             stages.push(Stage {
                 name: pass.name().into(),

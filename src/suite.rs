@@ -166,7 +166,7 @@ fn run_job(exe: &Path, job: &Job) -> SuiteRow {
     for o in &job.isl_options {
         cmd.arg("--isl-option").arg(o);
     }
-    cmd.args(["--check", "--result-json"]);
+    cmd.args(["--check", "--verify-passes", "--result-json"]);
     let mut row = SuiteRow {
         program: job.program_label.clone(),
         shape: job.shape.clone(),
