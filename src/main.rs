@@ -42,7 +42,7 @@ enum Command {
     Dump {
         #[command(flatten)]
         common: CommonArgs,
-        /// The stage: initial, scheduled, tiled, parallel or final.
+        /// The stage: initial, scheduled, tiled, fused, parallel or final.
         #[arg(long, default_value = "final")]
         stage: String,
         /// Output format.
@@ -120,6 +120,13 @@ struct CommonArgs {
     /// ILP scheduler: pinned loop orders, one `S_2=h,w,kh,kw` per line (`#` comments).
     #[arg(long = "schedule-constraints", value_name = "FILE")]
     schedule_constraints: Option<String>,
+    /// Skip post-tiling fusion (live-out tiles pulling in their producers' instances).
+    #[arg(long = "no-tile-fusion")]
+    no_tile_fusion: bool,
+    /// Post-tiling fusion runs an overlapped in-place producer once, in the first tile that
+    /// needs it: one loop nest as in the AKG paper, but the tile loops lose parallelism.
+    #[arg(long = "tile-fusion-one-nest")]
+    tile_fusion_one_nest: bool,
     /// Check the tree after every pass against the domain and every dependence (slower;
     /// the test suites turn it on).
     #[arg(long = "verify-passes")]
@@ -248,6 +255,8 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         no_skew: c.no_skew,
         schedule_constraints: c.schedule_constraints.clone(),
         verify_passes: c.verify_passes,
+        no_tile_fusion: c.no_tile_fusion,
+        tile_fusion_one_nest: c.tile_fusion_one_nest,
     })
 }
 

@@ -44,6 +44,11 @@ pub struct CompileOptions {
     pub schedule_constraints: Option<String>,
     /// `--verify-passes`: check every pass's tree against the domain and the dependences.
     pub verify_passes: bool,
+    /// `--no-tile-fusion`: skip post-tiling fusion.
+    pub no_tile_fusion: bool,
+    /// `--tile-fusion-one-nest`: run an overlapped in-place producer once, in the first
+    /// tile that needs it (the AKG paper's single nest; the tile loops lose parallelism).
+    pub tile_fusion_one_nest: bool,
 }
 
 /// Parses `H=64,W=64` (one or more `--param` flags) into name/value pairs.
@@ -118,6 +123,8 @@ impl CompileOptions {
             no_skew: false,
             schedule_constraints: None,
             verify_passes: false,
+            no_tile_fusion: false,
+            tile_fusion_one_nest: false,
         }
     }
     /// Validated isl scheduler options.

@@ -13,7 +13,7 @@ use polyhedral::ir::Program;
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::sched::{initial_schedule, isl_schedule, SchedulerKind};
 use polyhedral::scop::{param_texts, Scop};
-use schedule_tree::{Pass, ScheduleTree};
+use schedule_tree::{NodeKind, Pass, ScheduleTree};
 use std::time::Instant;
 
 /// The built-in CPU target description (`specs/targets/cpu.yaml`).
@@ -48,6 +48,10 @@ pub struct PassCx<'a> {
     pub default_tiling: bool,
     /// Notes and warnings passes leave for the user (clamped sizes, derived specs, …).
     pub notes: std::cell::RefCell<Vec<String>>,
+    /// Post-tiling fusion settings.
+    pub tile_fusion: TileFusion,
+    /// The fusion pass's explanation, for `polyc explain`.
+    pub fuse_report: std::cell::RefCell<Option<String>>,
 }
 
 impl PassCx<'_> {
@@ -151,7 +155,44 @@ pub fn target() -> &'static dyn targets::Target {
 /// The CPU pass list. Each pass is a value with a name; the pipeline runs them in order and
 /// records the tree after each.
 pub fn cpu_passes<'a>() -> Vec<Box<dyn Pass<PassCx<'a>>>> {
-    vec![Box::new(Tile), Box::new(MarkParallel)]
+    vec![Box::new(Tile), Box::new(Fuse), Box::new(MarkParallel)]
+}
+
+/// Post-tiling fusion (reverse strategy): live-out tiles pull in the producer instances
+/// they need through an extension node; the producers' original subtrees are skipped.
+struct Fuse;
+
+impl<'a> Pass<PassCx<'a>> for Fuse {
+    fn name(&self) -> &'static str {
+        "fused"
+    }
+    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        if !cx.tile_fusion.enabled {
+            return Ok(tree);
+        }
+        let opts = tiling::fuse::FuseOptions {
+            first_tile_overlaps: cx.tile_fusion.one_nest,
+            ..Default::default()
+        };
+        let (fused, report) = tiling::fuse::fuse(tree, &cx.tile_cx(), &opts)?;
+        if report.applied {
+            cx.notes.borrow_mut().push(format!(
+                "note: post-tiling fusion: {}",
+                report.explain().trim_end().replace('\n', "\n  ")
+            ));
+        }
+        *cx.fuse_report.borrow_mut() = Some(report.explain());
+        Ok(fused)
+    }
+}
+
+/// Post-tiling fusion settings.
+#[derive(Clone, Copy, Debug)]
+pub struct TileFusion {
+    /// Run the fusion pass at all.
+    pub enabled: bool,
+    /// Run overlapped in-place producers once, in the first tile that needs them.
+    pub one_nest: bool,
 }
 
 /// Tiles bands as the tile spec (and the default policy) say, with `Mem` marks.
@@ -330,6 +371,11 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
             tile_spec: tile_spec.as_ref(),
             default_tiling: !opts.no_default_tiling,
             notes: std::cell::RefCell::new(Vec::new()),
+            tile_fusion: TileFusion {
+                enabled: !opts.no_tile_fusion,
+                one_nest: opts.tile_fusion_one_nest,
+            },
+            fuse_report: std::cell::RefCell::new(None),
         };
         if opts.explain {
             explain = Some(match cx.effective_spec(&tree)? {
@@ -342,7 +388,13 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
         }
         for pass in cpu_passes() {
             tree = pass.run(tree, &cx)?;
-            if opts.verify_passes {
+            // A tree with extension nodes runs some instances twice (recomputation), which
+            // the generic check cannot judge; the fusion pass checks its own result exactly.
+            if opts.verify_passes
+                && tree
+                    .find(&|k| matches!(k, NodeKind::Extension { .. }))
+                    .is_empty()
+            {
                 let schedule = tree.to_isl(&ctx)?;
                 verify_tree(&scop, &deps, &schedule, &format!("pass `{}`", pass.name()))
                     .map_err(|e| miette!("internal error (please report it): {e:?}"))?;
@@ -353,6 +405,10 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
                 tree: tree.clone(),
             });
             timer.lap(pass.name());
+        }
+        if let (Some(text), Some(fuse)) = (explain.as_mut(), cx.fuse_report.borrow().as_ref()) {
+            text.push_str("\npost-tiling fusion:\n");
+            text.push_str(fuse);
         }
         notes = cx.notes.into_inner();
     }

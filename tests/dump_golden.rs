@@ -102,3 +102,50 @@ fn initial_is_program_order() {
     assert_eq!(t.matches("Band").count(), 5);
     assert_eq!(t.matches("Sequence").count(), 1);
 }
+
+/// The conv chain in program order, tiled by `S_4: 8@L1, 8@L1` and fused after tiling.
+fn dump_fused_conv(stage: &str, format: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "dump",
+        CONV,
+        "--param",
+        "H=37,W=29,KH=3,KW=3",
+        "--scheduler",
+        "initial",
+        "--tile-spec",
+        "tests/fixtures/conv_chain_8x8.tiles",
+        "--stage",
+        stage,
+        "--format",
+        format,
+    ];
+    args.extend_from_slice(extra);
+    polyc_ok(&args)
+}
+
+/// Tiled: S_4's band gets a tile band and a `mem:L1` mark; nothing is fused yet.
+#[test]
+fn conv_chain_tiled_tree() {
+    insta::assert_snapshot!(dump_fused_conv("tiled", "tree", &[]));
+}
+
+/// Fused: an extension node under S_4's tile band pulls in S_1..S_3 per tile; their original
+/// subtrees are marked skipped; S_0 (an in-place update whose tiles overlap) stays.
+#[test]
+fn conv_chain_fused_tree_isl_dot() {
+    let tree = dump_fused_conv("fused", "tree", &[]);
+    assert!(tree.contains("Extension {"), "{tree}");
+    assert_eq!(tree.matches("Mark \"skipped\"").count(), 3, "{tree}");
+    insta::assert_snapshot!("conv_chain_fused_tree", tree);
+    insta::assert_snapshot!("conv_chain_fused_isl", dump_fused_conv("fused", "isl", &[]));
+    insta::assert_snapshot!("conv_chain_fused_dot", dump_fused_conv("fused", "dot", &[]));
+}
+
+/// `--tile-fusion-one-nest`: S_0 joins the extension too (run once, in the first tile that
+/// needs it), so every producer's original subtree is skipped: one loop nest.
+#[test]
+fn conv_chain_one_nest_tree() {
+    let tree = dump_fused_conv("fused", "tree", &["--tile-fusion-one-nest"]);
+    assert_eq!(tree.matches("Mark \"skipped\"").count(), 4, "{tree}");
+    insta::assert_snapshot!(tree);
+}

@@ -1,5 +1,5 @@
 //! Every bundled example, at the first two shapes `specs/suites/smoke.yaml` gives it, under
-//! both schedulers, through `polyc run --check`. This duplicates the smoke suite on purpose,
+//! every scheduler (`initial`, `isl`, `ilp`), through `polyc run --check`. This duplicates the smoke suite on purpose,
 //! so that `cargo test` alone covers it.
 
 mod common;
@@ -28,6 +28,9 @@ struct Job {
     shape: String,
     scheduler: &'static str,
 }
+
+/// The schedulers every example runs under.
+const SCHEDULERS: [&str; 3] = ["initial", "isl", "ilp"];
 
 /// The examples, by file name.
 fn examples() -> Vec<String> {
@@ -60,7 +63,7 @@ fn jobs() -> Vec<Job> {
         assert!(case.shapes.len() >= 2, "{name}: fewer than two shapes");
         for shape in &case.shapes[..2] {
             let shape: Vec<String> = shape.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            for scheduler in ["initial", "isl"] {
+            for scheduler in SCHEDULERS {
                 jobs.push(Job {
                     program: format!("examples/{name}"),
                     entry: case.entry.clone(),
@@ -110,9 +113,9 @@ fn run(job: &Job) -> Option<String> {
 }
 
 #[test]
-fn every_example_checks_under_both_schedulers() {
+fn every_example_checks_under_every_scheduler() {
     let jobs = jobs();
-    assert!(jobs.len() >= 48, "{} runs", jobs.len());
+    assert!(jobs.len() >= 72, "{} runs", jobs.len());
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));

@@ -1,5 +1,7 @@
 //! Property test: random element-wise and reduction chains, written as `.tc` text and run
-//! through the library pipeline under both schedulers, must match the interpreter.
+//! through the library pipeline under every scheduler (`initial`, `isl`, and `ilp` with
+//! smart and max fusion), must match the interpreter. The ILP scheduler's result is also
+//! checked against every dependence inside `compile` (`ilp_schedule` verifies it).
 //!
 //! A chain has 1–4 statements over 1-D and 2-D f32 tensors with sizes N, M in 1..=20. The
 //! inputs are `X(N, M)`, `Y(M, N)` (read transposed), `u(N)`, `w(M)`; statement `k` writes
@@ -14,6 +16,7 @@ use common::*;
 use polyc::check::{format_checks, run, OracleChoice, RunOptions};
 use polyc::options::CompileOptions;
 use polyc::pipeline::{compile, Mode};
+use polyhedral::ilp::Fuse;
 use polyhedral::sched::SchedulerKind;
 use proptest::prelude::*;
 
@@ -177,14 +180,34 @@ fn program(c: &Chain) -> String {
     )
 }
 
+/// The schedulers (with the ILP fusion strategy) every random chain runs under.
+const SCHEDULERS: [(SchedulerKind, Fuse); 4] = [
+    (SchedulerKind::Initial, Fuse::Smart),
+    (SchedulerKind::Isl, Fuse::Smart),
+    (SchedulerKind::Ilp, Fuse::Smart),
+    (SchedulerKind::Ilp, Fuse::Max),
+];
+
 /// Compiles and checks `text` with the given sizes and scheduler; `Err` describes the
 /// failure.
 fn check(text: &str, n: i64, m: i64, scheduler: SchedulerKind) -> Result<(), String> {
+    check_fused(text, n, m, scheduler, Fuse::Smart)
+}
+
+/// [`check`] with the ILP scheduler's fusion strategy.
+fn check_fused(
+    text: &str,
+    n: i64,
+    m: i64,
+    scheduler: SchedulerKind,
+    fuse: Fuse,
+) -> Result<(), String> {
     let dir = tempdir();
     let path = write(dir.path(), "chain.tc", text);
     let opts = CompileOptions {
         params: vec![("N".into(), n), ("M".into(), m)],
         scheduler,
+        fuse,
         ..CompileOptions::for_program(path)
     };
     let compiled = compile(&opts, Mode::Optimised).map_err(|e| format!("compile failed: {e:?}"))?;
@@ -216,12 +239,13 @@ proptest! {
     #[test]
     fn random_chains_match_the_interpreter(c in chain()) {
         let text = program(&c);
-        for scheduler in [SchedulerKind::Initial, SchedulerKind::Isl] {
-            let result = check(&text, c.n, c.m, scheduler);
+        for (scheduler, fuse) in SCHEDULERS {
+            let result = check_fused(&text, c.n, c.m, scheduler, fuse);
             prop_assert!(
                 result.is_ok(),
-                "scheduler {:?}, N={} M={}\n--- program ---\n{}--- error ---\n{}",
+                "scheduler {:?} (fuse {}), N={} M={}\n--- program ---\n{}--- error ---\n{}",
                 scheduler,
+                fuse,
                 c.n,
                 c.m,
                 text,
@@ -269,6 +293,7 @@ fn generator_text() {
 "
     );
     assert_eq!(check(&text, c.n, c.m, SchedulerKind::Isl), Ok(()));
+    assert_eq!(check(&text, c.n, c.m, SchedulerKind::Ilp), Ok(()));
 }
 
 /// A left-hand index that no read uses gets an explicit range, and a temporary nobody
@@ -304,4 +329,5 @@ fn generator_adds_ranges() {
     );
     assert_eq!(check(&text, c.n, c.m, SchedulerKind::Initial), Ok(()));
     assert_eq!(check(&text, c.n, c.m, SchedulerKind::Isl), Ok(()));
+    assert_eq!(check(&text, c.n, c.m, SchedulerKind::Ilp), Ok(()));
 }

@@ -209,6 +209,12 @@ fn smoke_examples_table() {
         let r = run(name, Some(sizes), &default());
         slowest = slowest.max(r.time);
         assert!(r.time < Duration::from_secs(2), "{name} took {:?}", r.time);
+        assert!(
+            r.stats.max_permutable_depth >= r.isl_stats.max_permutable_depth,
+            "{name}: the ILP band ({}) is shallower than isl's ({})",
+            r.stats.max_permutable_depth,
+            r.isl_stats.max_permutable_depth
+        );
         table.push_str(&format!(
             "{name:<15} | {:>9} | {:>10} | {:<14} | {:>9} | {:>10} | {:?}\n",
             r.stats.max_permutable_depth,

@@ -3,6 +3,7 @@
 //! - [`kir`]: the kernel IR (loops, guards, statement instances).
 //! - [`mod@lower`]: schedule tree → kernel IR with isl's AST generator (marks are honoured).
 //! - [`parallel`]: the `mark_outer_parallel` pass.
+//! - [`interchange`]: point-band permutation so that the innermost loop vectorises.
 //! - [`c`]: the C emitter; its module documentation is the contract of the emitted C.
 //! - [`cpu_runner`]: compile with the system C compiler, load, run.
 //!
@@ -13,6 +14,7 @@
 pub mod c;
 pub mod cpu_runner;
 pub mod desc;
+pub mod interchange;
 pub mod kir;
 pub mod lower;
 pub mod parallel;

@@ -15,6 +15,10 @@
 //!   has a single value), and every other mark is transparent. An unknown mark is an
 //!   error.
 //!
+//! Before generating the AST, the point band under every memory mark is permuted so that
+//! its innermost member is one the C compiler can vectorise
+//! ([`crate::interchange::sink_vectorizable_members`]).
+//!
 //! Loop iterators are isl's `c0, c1, …` (`c<depth>`). If any of those names is also a
 //! name in the program (a tensor, scalar, size, statement iterator or the `def`), every
 //! loop iterator is renamed to `polyc_c<depth>` instead.
@@ -48,6 +52,7 @@ pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
     let schedule = schedule
         .copy()
         .isl("copying the schedule for code generation")?;
+    let schedule = crate::interchange::sink_vectorizable_members(prog, &schedule)?;
     let schedule = tag_parallel_marks(ctx, schedule)?;
 
     let space = schedule

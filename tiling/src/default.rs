@@ -10,7 +10,7 @@ use schedule_tree::{Buffer, ScheduleTree};
 /// The rule [`default_spec`] follows, in words (for `--help` texts and reports).
 pub const DEFAULT_POLICY: &str = "\
 every outermost band is tiled over its permutable prefix (bands inside other bands are \
-left alone). L1 sizes start at the largest power of two <= min(extent, 256) per member; \
+left alone), unless all the data the band touches already fits in half of L1. L1 sizes start at the largest power of two <= min(extent, 256) per member; \
 while the footprint of one L1 tile exceeds half of L1, the largest size is halved (the \
 outermost one on ties), giving square-ish power-of-two tiles clamped to the extents. L2 \
 sizes are the L1 sizes times the largest power of two f such that the L2 tile \
@@ -62,6 +62,10 @@ pub fn default_spec(
             let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows(s), &elem)?;
             Ok(fps.iter().map(|f| f.bytes).sum())
         };
+        // A band whose whole data already fits in half of L1 gains nothing from tiles.
+        if matches!(bytes(&ext)?, Some(b) if b <= l1 / 2) {
+            continue;
+        }
         let mut s1: Vec<i64> = ext.iter().map(|&e| pow2_floor(e.min(256))).collect();
         let fits_l1 = loop {
             match bytes(&s1)? {

@@ -7,6 +7,8 @@
 //!   the footprints against the buffers' capacities.
 //! - [`explain`]: the sizes, footprints and capacity left, per statement and band.
 //! - [`default_spec`]: the default policy when no spec is given.
+//! - [`fuse()`]: reverse strategy and post-tiling fusion of the producers into the
+//!   live-out tiles (an extension node, `skipped` marks), with fallbacks and a report.
 //!
 //! Capacities come in as plain `(Buffer, bytes)` pairs ([`TileCx::capacities`]); the
 //! target descriptions that hold them live in `targets::desc`, since tiling must not know
@@ -18,12 +20,14 @@
 
 pub mod analysis;
 mod default;
+pub mod fuse;
 pub mod report;
 pub mod spec;
 mod tile;
 
 pub use analysis::TensorFootprint;
 pub use default::{default_spec, DEFAULT_POLICY};
+pub use fuse::{fuse, Fallback, FuseOptions, FuseReport, FusedProducer, LocalBuffer};
 pub use report::{BandReport, ExplainReport, LevelReport, TileReport};
 pub use spec::{parse_tile_spec, DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
 pub use tile::{tile, TileCx};

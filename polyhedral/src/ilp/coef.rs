@@ -7,8 +7,9 @@
 //! the schedule coefficients (`c_x = -φ_S`, `c_y = φ_T`, …) gives linear constraints on
 //! the schedule that say "this affine form is non-negative on the dependence". As in
 //! isl's scheduler, a self-dependence uses its distance set `y - x` (fewer dimensions),
-//! and existentially quantified variables are dropped first (`remove_divs`), which only
-//! enlarges `P` and so keeps every derived schedule legal.
+//! and existentially quantified variables are dropped (`remove_divs`, before and again after
+//! taking the distances, whose projection can create new ones), which only enlarges `P`
+//! and so keeps every derived schedule legal.
 
 use super::lp::{Cons, Lin};
 use crate::isl::IslResultExt;
@@ -44,6 +45,11 @@ impl CoefSet {
         } else {
             map.wrap().isl("wrapping a dependence")?
         };
+        // Projecting onto the distances can bring integer divisions back (an integer
+        // projection is not always a polyhedron); drop them again, enlarging the set.
+        let set = set
+            .remove_divs()
+            .isl("dropping existential variables of the distances")?;
         let n_vars = set.dim(DimType::Set).isl("counting dimensions")? as usize;
         let coef = set
             .coefficients()

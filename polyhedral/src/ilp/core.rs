@@ -25,7 +25,8 @@ pub struct Row {
 pub struct Member {
     /// `(statement, row)` for every statement under the band.
     pub rows: Vec<(usize, Row)>,
-    /// No dependence not satisfied by the outer members is carried by this one.
+    /// Every dependence live at the start of the band (not satisfied by an outer band)
+    /// has a zero distance in this member, so its loop is parallel even after tiling.
     pub coincident: bool,
 }
 
@@ -43,6 +44,21 @@ pub enum Node {
     },
     /// Distributed groups, in order: the statements of each filter and its subtree.
     Sequence(Vec<(Vec<usize>, Node)>),
+}
+
+impl Node {
+    /// The most members of one band in this tree (every band is permutable).
+    pub fn permutable_depth(&self) -> usize {
+        match self {
+            Node::Leaf => 0,
+            Node::Band { members, child } => members.len().max(child.permutable_depth()),
+            Node::Sequence(children) => children
+                .iter()
+                .map(|(_, c)| c.permutable_depth())
+                .max()
+                .unwrap_or(0),
+        }
+    }
 }
 
 /// A dependence between two statements of a group, not yet satisfied.
@@ -185,6 +201,11 @@ impl<'a> Search<'a> {
         // One band: as many members as the tiling condition on the band's dependences
         // allows.
         let band_coefs = self.coef_sets(&live)?;
+        let rows_before = self.rows.clone();
+        let all_live = live
+            .iter()
+            .map(Dep::copy)
+            .collect::<miette::Result<Vec<_>>>()?;
         let mut live = live;
         let mut members = Vec::new();
         while stmts.iter().any(|&s| self.needs_row(s)) {
@@ -193,7 +214,20 @@ impl<'a> Search<'a> {
                 break;
             };
             let mut next = Vec::with_capacity(live.len());
+            // Coincident as isl means it: a zero distance for every dependence live at the
+            // start of the band, not only for those the outer members leave unsatisfied.
+            // After tiling, the tile loop of this member is outside the point loops of the
+            // outer members, so a dependence they carry may cross its tiles
+            // (Jacobi's `(t, t + i)`: `t + i` carries nothing under `t`, yet its tile
+            // loop is not parallel).
             let mut coincident = true;
+            for d in &all_live {
+                let zero = self.same_time(d, &rows)?;
+                if !d.map.is_subset(&zero).isl("comparing dependences")? {
+                    coincident = false;
+                    break;
+                }
+            }
             for d in &live {
                 let zero = self.same_time(d, &rows)?;
                 let m = d
@@ -204,9 +238,6 @@ impl<'a> Search<'a> {
                     .isl("restricting a dependence")?
                     .coalesce()
                     .isl("simplifying a dependence")?;
-                if !m.is_equal(&d.map).isl("comparing dependences")? {
-                    coincident = false;
-                }
                 if !m.is_empty().isl("testing a dependence")? {
                     next.push(Dep {
                         src: d.src,
@@ -230,11 +261,45 @@ impl<'a> Search<'a> {
         if members.is_empty() {
             return self.cut(stmts, live);
         }
-        let child = self.group(stmts, live, false)?;
-        Ok(Node::Band {
+        let ended_early = stmts.iter().any(|&s| self.needs_row(s));
+        let child = self.group(stmts.clone(), live, false)?;
+        let fused = Node::Band {
             members,
             child: Box::new(child),
-        })
+        };
+        if ended_early && self.opts.fuse == Fuse::Smart && stmts.len() > 1 {
+            return self.deeper_of(stmts, all_live, rows_before, fused);
+        }
+        Ok(fused)
+    }
+
+    /// Smart fusion's depth rule. `fused` is the schedule of `stmts` under one band that
+    /// ended before every statement had all its rows (some dependence between two fused
+    /// statements stops the band, as `s(r) += e(r, j)` followed by `Y(r, j) = e / s(r)`
+    /// does). If distributing the dependence graph's components of `stmts` right here
+    /// gives a strictly deeper permutable band, that schedule is returned instead; fusion
+    /// is kept whenever it costs no tiling depth. `rows_before` are the rows found before
+    /// `fused`'s band (restored for the alternative).
+    fn deeper_of(
+        &mut self,
+        stmts: Vec<usize>,
+        live: Vec<Dep>,
+        rows_before: Vec<Vec<Vec<i64>>>,
+        fused: Node,
+    ) -> miette::Result<Node> {
+        let comps = self.components(&stmts, &live);
+        if comps.len() < 2 {
+            return Ok(fused);
+        }
+        let rows_fused = std::mem::replace(&mut self.rows, rows_before);
+        // An alternative that cannot be scheduled (a pin, say) just loses.
+        match self.sequence(comps, live) {
+            Ok(split) if split.permutable_depth() > fused.permutable_depth() => Ok(split),
+            _ => {
+                self.rows = rows_fused;
+                Ok(fused)
+            }
+        }
     }
 
     fn dim_of(&self, comp: &[usize]) -> usize {

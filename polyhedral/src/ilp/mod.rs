@@ -30,8 +30,11 @@
 //! **Outer parallelism** ([`IlpOptions::maximize_parallelism`], on by default): each level
 //! is first solved with the extra equalities `φ_T − φ_S = 0` for every unsatisfied
 //! dependence (a coincident row); if that is infeasible the level is solved without them.
-//! Coincident flags are then computed exactly with isl (a member is coincident iff no
-//! dependence left unsatisfied by the outer members has a non-zero distance in it).
+//! Coincident flags are then computed exactly with isl, with isl's meaning: a member is
+//! coincident iff every dependence live at the start of its band (not satisfied by an
+//! outer band) has a zero distance in it. (Zero distance only for the dependences the
+//! outer members of the same band leave unsatisfied is not enough: after tiling, the
+//! member's tile loop is outside the outer members' point loops.)
 //!
 //! When no row exists for the band's dependences, the band ends and the dependences its
 //! rows satisfy are dropped. When no row exists even for a fresh band, the group is **cut**

@@ -201,3 +201,33 @@ pub mod schedule_tree {
         unsafe { super::take_isl_string(isl_union_pw_multi_aff_to_str(upma.ptr)) }
     }
 }
+
+// ---- tiling: exact counts for post-tiling fusion (tiling/src/fuse.rs) --------------------
+
+/// Exact counting of the points of a set, for the recomputation cost of post-tiling fusion.
+pub mod count {
+    extern "C" {
+        /// `isl_val *isl_set_count_val(keep isl_set *set)` — the number of points of a
+        /// bounded set without parameters (NaN or infinity otherwise).
+        pub fn isl_set_count_val(set: usize) -> usize;
+    }
+
+    /// The number of points of `set`, or `None` when isl cannot give a finite integer
+    /// (parameters, an unbounded set, or an isl error).
+    pub fn set_count(set: &isl_rs::Set) -> Option<u64> {
+        // SAFETY: the set is borrowed (`keep`); the returned value is ours and is freed by
+        // the wrapper.
+        let p = unsafe { isl_set_count_val(set.ptr) };
+        if p == 0 {
+            return None;
+        }
+        let v = isl_rs::Val {
+            ptr: p,
+            should_free_on_drop: true,
+        };
+        if !v.is_int().ok()? {
+            return None;
+        }
+        u64::try_from(v.get_num_si().ok()?).ok()
+    }
+}

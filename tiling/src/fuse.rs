@@ -1,0 +1,1146 @@
+//! Reverse strategy and post-tiling fusion (AKG, PLDI'21 §4; Zhao & Di, MICRO'20).
+//!
+//! The tile pass tiles the band of the *live-out* group (the last filter of the top-level
+//! sequence, e.g. `S_4` of the conv chain). [`fuse`] then pulls into every tile exactly the
+//! instances of the earlier statements (the *producers*) that the tile needs, and skips the
+//! producers' original subtrees:
+//!
+//! ```text
+//! Sequence
+//!   Filter S_1                       Filter S_4
+//!     Mark "skipped"                   Band (tile loops)
+//!       Band (S_1 ...)                   Mark "mem:L1"
+//!   ...                                    Extension { [t0, t1] -> S_1[..]; ... }
+//!   Filter S_4                               Sequence
+//!     Band (tile loops)                        Filter S_1 / Band (S_1 ...)   (a copy)
+//!       Mark "mem:L1"                          ...
+//!         Band (point loops)                   Filter S_4 / Band (point loops)
+//! ```
+//!
+//! ## What a tile needs
+//!
+//! With `T` the prefix schedule at the point band (live-out instances → tile coordinates),
+//! the needed relation starts as `T⁻¹` (tile → live-out instances) and grows breadth-first:
+//! `tile → instances → reads → writes⁻¹` (the writers, among the fused producers, of the
+//! elements those instances read), de-duplicated, until no new pair appears. A convolution
+//! thus needs a `(T+KH−1)×(T+KW−1)` block of its input's producer per `T×T` tile (the
+//! halo). The statement graph (who writes what who reads) is a petgraph graph; only
+//! producers the live-out group reaches in it are candidates.
+//!
+//! ## Placement
+//!
+//! The extension node goes directly above the point subtree, i.e. *below* the innermost
+//! `mem` mark, so the producers' tile data is covered by the same memory mark. Its
+//! domain is the whole prefix schedule there (every enclosing tile band). Below it, a
+//! sequence holds a copy of each fused producer's original filter subtree (program order,
+//! each with its band over its iterators, so isl's AST is ordered) and then the original
+//! point subtree under the live-out filter.
+//!
+//! ## When fusion falls back (per producer; the reason is in [`FuseReport::fallbacks`])
+//!
+//! - **Recomputation of an impure producer.** When tiles need overlapping instances of a
+//!   producer (the halo), those instances run more than once. That is only allowed when
+//!   the producer writes tile-local temporaries (written by fused producers only, read by
+//!   the fused group only) and reads nothing the fused group writes except such
+//!   temporaries. An in-place update of an input (the conv chain's `S_0`,
+//!   `A(h, w) = A(h, w) + bias`) would add the bias twice: it falls back and keeps its
+//!   place (it then runs before the fused nest). Producers whose instances the tiles need
+//!   exactly once may be in-place updates (the conv chain's `S_1`–`S_3` on `C`).
+//! - **Recomputation cost.** `(Σ over tiles of needed instances − instances) / instances`,
+//!   counted exactly with isl, must not exceed [`FuseOptions::max_recompute`]; with
+//!   symbolic sizes it cannot be counted and overlapping producers fall back.
+//! - **Results used elsewhere.** A producer with a dependence to a statement that is not
+//!   fused and comes after it in the sequence cannot move into the tiles.
+//! - **Results partly needed.** When the tiles do not need every instance of a producer,
+//!   the rest would be skipped: only allowed for tile-local temporaries.
+//!
+//! Producers that fall back keep their subtree; producers only reached through them are
+//! not fused either. Finally, the new order of every instance that runs exactly once is
+//! checked exactly against every dependence (RAW, WAR, WAW) between fused statements; a
+//! violation cancels the fusion as a whole.
+//!
+//! With [`FuseOptions::first_tile_overlaps`] (off by default), a producer that must not be
+//! recomputed runs each instance once, in the lexicographically first tile that needs it,
+//! instead of falling back: the conv chain then becomes one loop nest, as in the paper's
+//! figure (every overlapping producer then runs once, and the exact order check covers
+//! all of them).
+//!
+//! ## Parallel tiles
+//!
+//! The tile bands' coincidence is recomputed: a tile member stays coincident only if no
+//! dependence between instances that run once crosses tiles along it (with equal outer
+//! tile coordinates), and no producer is recomputed (recomputed producers write shared
+//! global arrays as long as tile-local buffers are not applied). The `parallel` pass reads
+//! these flags.
+//!
+//! ## Tile-local buffers
+//!
+//! A fused temporary that only the fused group touches is reported in
+//! [`FuseReport::buffers`] with the bytes a tile-local buffer would save (the global array
+//! minus one tile's box). The array is not shrunk yet (`applied: false`).
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use polyhedral::deps::DepKind;
+use polyhedral::ir::TensorRole;
+use polyhedral::isl::ffi::count::set_count;
+use polyhedral::isl::ffi::model::union_map_text;
+use polyhedral::isl::isl_rs::{Map, Set, UnionMap, UnionSet};
+use polyhedral::isl::IslResultExt;
+use schedule_tree::{Mark, Node, NodeKind, ScheduleTree};
+
+use crate::analysis::node_at;
+use crate::tile::TileCx;
+
+/// Options of post-tiling fusion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuseOptions {
+    /// The largest recomputation overhead allowed for a producer, as a fraction of its
+    /// instances (`0.25` = 25 % more instances than the unfused program runs).
+    pub max_recompute: f64,
+    /// Instead of falling back, run the overlapping instances of a producer that must not
+    /// be recomputed (an in-place update, an output) once, in the lexicographically first
+    /// tile that needs them; later tiles read the result. The tiles then depend on each
+    /// other (their loops lose their coincidence), and the new order is checked exactly
+    /// against the dependences like every instance that runs once. Off by default.
+    pub first_tile_overlaps: bool,
+}
+
+impl Default for FuseOptions {
+    fn default() -> Self {
+        FuseOptions {
+            max_recompute: 0.25,
+            first_tile_overlaps: false,
+        }
+    }
+}
+
+/// A producer pulled into the live-out tiles.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FusedProducer {
+    /// Statement name (`S_1`).
+    pub stmt: String,
+    /// Its instances, when the sizes are bound.
+    pub instances: Option<u64>,
+    /// Σ over tiles of the instances each tile runs, when the sizes are bound.
+    pub executed: Option<u64>,
+    /// `executed / instances − 1`, when both are known.
+    pub recompute: Option<f64>,
+    /// The fixed-size box of the instances one tile needs, when isl finds one.
+    pub tile_box: Option<Vec<u64>>,
+}
+
+/// A producer that was not fused, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fallback {
+    /// Statement name.
+    pub stmt: String,
+    /// Why it keeps its original subtree.
+    pub reason: String,
+}
+
+/// A fused intermediate that could live in a tile-local buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalBuffer {
+    /// Tensor name.
+    pub tensor: String,
+    /// Bytes of the global array, when the sizes are bound.
+    pub global_bytes: Option<u64>,
+    /// Bytes of one tile's box of the tensor, when isl finds a fixed box.
+    pub tile_bytes: Option<u64>,
+    /// `global_bytes − tile_bytes`.
+    pub saved_bytes: Option<u64>,
+    /// Whether code generation shrinks the array (not yet: the saving is potential).
+    pub applied: bool,
+}
+
+/// What [`fuse`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FuseReport {
+    /// Whether the tree was changed.
+    pub applied: bool,
+    /// The statements of the live-out group (empty when fusion does not apply).
+    pub live_out: Vec<String>,
+    /// The fused producers, in program order.
+    pub fused: Vec<FusedProducer>,
+    /// Producers the live-out group reads (transitively) that were not fused.
+    pub fallbacks: Vec<Fallback>,
+    /// Fused temporaries that could be tile-local.
+    pub buffers: Vec<LocalBuffer>,
+    /// Why fusion does not apply at all, or other remarks.
+    pub notes: Vec<String>,
+}
+
+impl FuseReport {
+    /// The lines `--explain` prints.
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        for n in &self.notes {
+            out.push_str(&format!("fusion: {n}\n"));
+        }
+        if !self.live_out.is_empty() {
+            out.push_str(&format!(
+                "fusion: live-out group {{{}}}: {}\n",
+                self.live_out.join(", "),
+                if self.applied { "fused" } else { "not fused" }
+            ));
+        }
+        for f in &self.fused {
+            let shape = f
+                .tile_box
+                .as_ref()
+                .map(|b| {
+                    let v: Vec<String> = b.iter().map(|x| x.to_string()).collect();
+                    format!(", per tile a {} box", v.join(" x "))
+                })
+                .unwrap_or_default();
+            let cost = match (f.executed, f.instances, f.recompute) {
+                (Some(e), Some(n), Some(r)) => {
+                    format!(", runs {e} instances for {n} (+{:.1}%)", r * 100.0)
+                }
+                _ => String::new(),
+            };
+            out.push_str(&format!("  fused {}{shape}{cost}\n", f.stmt));
+        }
+        for f in &self.fallbacks {
+            out.push_str(&format!("  not fused {}: {}\n", f.stmt, f.reason));
+        }
+        for b in &self.buffers {
+            let fmt_b = |x: Option<u64>| x.map_or("?".to_string(), |v| v.to_string());
+            out.push_str(&format!(
+                "  tile-local {}: global {} bytes, one tile {} bytes, saves {} bytes ({})\n",
+                b.tensor,
+                fmt_b(b.global_bytes),
+                fmt_b(b.tile_bytes),
+                fmt_b(b.saved_bytes),
+                if b.applied {
+                    "applied"
+                } else {
+                    "potential; the array is not shrunk yet"
+                }
+            ));
+        }
+        out
+    }
+}
+
+impl fmt::Display for FuseReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.explain())
+    }
+}
+
+/// The shape fusion works on.
+struct Shape {
+    /// Path of the top-level sequence.
+    seq: Vec<usize>,
+    /// Per filter of the sequence: its statements.
+    filters: Vec<Vec<usize>>,
+    /// Path of the innermost `mem` mark of the live-out group.
+    mark: Vec<usize>,
+}
+
+fn not_applicable(tree: ScheduleTree, why: &str) -> (ScheduleTree, FuseReport) {
+    let rep = FuseReport {
+        notes: vec![format!("not applicable: {why}")],
+        ..FuseReport::default()
+    };
+    (tree, rep)
+}
+
+/// Post-tiling fusion with the reverse strategy (see the module documentation).
+///
+/// Applies to a tree whose root's child is a sequence of filters (the distributed program
+/// order of `--scheduler initial`, or `--fuse none`) whose last filter starts with a tile
+/// band and a `mem` mark (the tile pass ran on the live-out statement). Any other tree is
+/// returned unchanged, with a note saying why. Errors only on isl failures.
+pub fn fuse(
+    tree: ScheduleTree,
+    cx: &TileCx,
+    opts: &FuseOptions,
+) -> miette::Result<(ScheduleTree, FuseReport)> {
+    let shape = match find_shape(&tree, cx)? {
+        Ok(s) => s,
+        Err(why) => return Ok(not_applicable(tree, &why)),
+    };
+    let scop = cx.scop;
+    let names = &scop.stmt_names;
+    let nf = shape.filters.len();
+    let live: Vec<usize> = shape.filters[nf - 1].clone();
+    let filter_of = |s: usize| shape.filters.iter().position(|f| f.contains(&s));
+
+    // The statement graph: an edge P -> C when C reads a tensor P writes.
+    let ns = names.len();
+    let mut g: DiGraph<usize, usize> = DiGraph::new();
+    let idx: Vec<NodeIndex> = (0..ns).map(|s| g.add_node(s)).collect();
+    for p in 0..ns {
+        let t = scop.stmt_writes[p].tensor;
+        for c in 0..ns {
+            if c != p && scop.stmt_reads[c].iter().any(|a| a.tensor == t) {
+                g.add_edge(idx[p], idx[c], t);
+            }
+        }
+    }
+    // Candidates: statements of earlier filters the live-out group reaches backwards.
+    let mut candidates = BTreeSet::new();
+    let mut queue: VecDeque<usize> = live.iter().copied().collect();
+    let mut seen: BTreeSet<usize> = live.iter().copied().collect();
+    while let Some(s) = queue.pop_front() {
+        for p in g.neighbors_directed(idx[s], petgraph::Direction::Incoming) {
+            let p = g[p];
+            if seen.insert(p) {
+                if filter_of(p).is_some_and(|f| f < nf - 1) {
+                    candidates.insert(p);
+                }
+                queue.push_back(p);
+            }
+        }
+    }
+    let mut rep = FuseReport {
+        live_out: live.iter().map(|&s| names[s].clone()).collect(),
+        ..FuseReport::default()
+    };
+    // A producer filter must hold one statement.
+    for &p in candidates.clone().iter() {
+        let f = filter_of(p).unwrap_or(0);
+        if shape.filters[f].len() != 1 {
+            candidates.remove(&p);
+            rep.fallbacks.push(Fallback {
+                stmt: names[p].clone(),
+                reason: format!(
+                    "its filter also holds {}; only single-statement producer filters are fused",
+                    shape.filters[f]
+                        .iter()
+                        .filter(|&&s| s != p)
+                        .map(|&s| names[s].as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+    }
+
+    // The prefix schedule at the point subtree: live-out instance -> tile.
+    let schedule = tree.to_isl(cx.ctx)?;
+    let mut point_path = shape.mark.clone();
+    point_path.push(0);
+    let pnode = node_at(&schedule, &point_path)?;
+    let tile_of = pnode
+        .get_prefix_schedule_union_map()
+        .isl("reading the tile schedule")?
+        .intersect_domain(pnode.get_domain().isl("reading the tile's domain")?)
+        .isl("restricting the tile schedule")?;
+    drop(pnode);
+    drop(schedule);
+
+    // Fixed point: fuse, check, drop the failures, again.
+    let mut fused = candidates.clone();
+    let mut first_tile: BTreeSet<usize> = BTreeSet::new();
+    let (need, recomputed) = loop {
+        let need = match needed(cx, &tile_of, &fused)? {
+            Ok(n) => assign_first_tile(cx, n, &first_tile)?,
+            Err(why) => {
+                for &p in &fused {
+                    rep.fallbacks.push(Fallback {
+                        stmt: names[p].clone(),
+                        reason: why.clone(),
+                    });
+                }
+                fused.clear();
+                break (None, BTreeSet::new());
+            }
+        };
+        // Reached producers only.
+        let mut reached = BTreeSet::new();
+        for &p in &fused {
+            if !part(&need, cx, p)?
+                .is_empty()
+                .isl("testing a map for emptiness")?
+            {
+                reached.insert(p);
+            }
+        }
+        fused = reached;
+        first_tile.retain(|p| fused.contains(p));
+        let mut failures = Vec::new();
+        let mut assigned = false;
+        let mut recomputed = BTreeSet::new();
+        let mut info = Vec::new();
+        for &p in &fused {
+            match check_producer(cx, opts, &need, &fused, &live, &shape, p)? {
+                Ok(fp) => {
+                    if fp.1 {
+                        recomputed.insert(p);
+                    }
+                    info.push(fp.0);
+                }
+                Err((reason, impure)) => {
+                    if impure && opts.first_tile_overlaps && first_tile.insert(p) {
+                        assigned = true;
+                    } else {
+                        failures.push((p, reason));
+                    }
+                }
+            }
+        }
+        if assigned && failures.is_empty() {
+            continue;
+        }
+        if failures.is_empty() && !first_tile.is_empty() && !recomputed.is_empty() {
+            // Mixing recomputation with first-tile instances is not checked: run every
+            // overlapping producer once, so the exact order check covers them all.
+            first_tile.extend(recomputed.iter().copied());
+            continue;
+        }
+        if failures.is_empty() {
+            for &p in &first_tile {
+                rep.notes.push(format!(
+                    "{} runs in the first tile that needs it, not recomputed; the tiles depend on each other",
+                    names[p]
+                ));
+            }
+            rep.fused = info;
+            break (Some(need), recomputed);
+        }
+        for (p, reason) in failures {
+            fused.remove(&p);
+            rep.fallbacks.push(Fallback {
+                stmt: names[p].clone(),
+                reason,
+            });
+        }
+    };
+    for &p in &candidates {
+        if !fused.contains(&p) && !rep.fallbacks.iter().any(|f| f.stmt == names[p]) {
+            rep.fallbacks.push(Fallback {
+                stmt: names[p].clone(),
+                reason:
+                    "the tiles need none of its instances (directly, or through fused producers)"
+                        .into(),
+            });
+        }
+    }
+    rep.fallbacks.sort_by_key(|f| natural(&f.stmt));
+    let Some(need) = need.filter(|_| !fused.is_empty()) else {
+        rep.notes
+            .push("no producer can be fused into the live-out tiles".into());
+        rep.fused.clear();
+        return Ok((tree, rep));
+    };
+
+    // Exact legality of the new order for the instances that run once.
+    if let Some(why) = check_order(cx, &need, &tile_of, &fused, &recomputed, &live, &shape)? {
+        for &p in &fused {
+            rep.fallbacks.push(Fallback {
+                stmt: names[p].clone(),
+                reason: why.clone(),
+            });
+        }
+        rep.fused.clear();
+        rep.fallbacks.sort_by_key(|f| natural(&f.stmt));
+        rep.notes.push(format!("fusion cancelled: {why}"));
+        return Ok((tree, rep));
+    }
+
+    rep.buffers = local_buffers(cx, &need, &fused, &live)?;
+    let parallel = tile_parallel(cx, &need, &tile_of, &fused, &recomputed, &live)?;
+    if !recomputed.is_empty() {
+        rep.notes.push(format!(
+            "the tiles recompute {} into shared global arrays, so the tile loops are no longer parallel (tile-local buffers would make them so)",
+            recomputed
+                .iter()
+                .map(|&p| names[p].as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let tree = rewrite(tree, &shape, &fused, &need, cx, &parallel)?;
+    rep.applied = true;
+    Ok((tree, rep))
+}
+
+fn natural(s: &str) -> (String, u64) {
+    let d: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
+    (
+        s.chars().filter(|c| !c.is_ascii_digit()).collect(),
+        d.parse().unwrap_or(0),
+    )
+}
+
+/// Finds the top-level sequence, the statements of each filter and the innermost `mem`
+/// mark of the last filter. `Ok(Err(why))` when the tree does not have that shape.
+fn find_shape(tree: &ScheduleTree, cx: &TileCx) -> miette::Result<Result<Shape, String>> {
+    let root = &tree.root;
+    if !matches!(root.kind, NodeKind::Domain { .. }) {
+        return Ok(Err("the root is not a domain node".into()));
+    }
+    let mut seq = vec![0];
+    let mut node = match root.children.first() {
+        Some(n) => n,
+        None => return Ok(Err("the tree is empty".into())),
+    };
+    // Allow a context node above the sequence.
+    while matches!(node.kind, NodeKind::Context { .. }) {
+        node = &node.children[0];
+        seq.push(0);
+    }
+    if !matches!(node.kind, NodeKind::Sequence) {
+        return Ok(Err(format!(
+            "the top of the tree is a {}, not a sequence of statement groups (fusion works on the distributed program order: `--scheduler initial`, or `--fuse none`)",
+            node.kind.name()
+        )));
+    }
+    if node.children.len() < 2 {
+        return Ok(Err("the sequence has a single group".into()));
+    }
+    let mut filters = Vec::new();
+    for c in &node.children {
+        let NodeKind::Filter { filter } = &c.kind else {
+            return Ok(Err("a child of the sequence is not a filter".into()));
+        };
+        let set = UnionSet::read_from_str(&cx.ctx.isl, filter).isl("reading a filter")?;
+        let mut v = Vec::new();
+        for i in 0..cx.scop.stmt_names.len() {
+            let part = set
+                .extract_set(cx.scop.stmt_space(i)?)
+                .isl("extracting a statement's instances")?;
+            if !part.is_empty().isl("testing a set for emptiness")? {
+                v.push(i);
+            }
+        }
+        filters.push(v);
+    }
+    let last = node.children.len() - 1;
+    let mut path = seq.clone();
+    path.push(last);
+    let mut n = &node.children[last];
+    path.push(0);
+    n = &n.children[0];
+    let mut mark = None;
+    loop {
+        match &n.kind {
+            NodeKind::Band(_)
+                if matches!(
+                    n.children.first().map(|c| &c.kind),
+                    Some(NodeKind::Mark(Mark::Mem(_)))
+                ) =>
+            {
+                path.push(0);
+                mark = Some(path.clone());
+                path.push(0);
+                n = &n.children[0].children[0];
+            }
+            _ => break,
+        }
+    }
+    let Some(mark) = mark else {
+        return Ok(Err(
+            "the live-out group (the last filter) has no tile band with a memory mark: tile it first (a tile spec naming its live-out statement)"
+                .into(),
+        ));
+    };
+    Ok(Ok(Shape { seq, filters, mark }))
+}
+
+/// The part of a tile → instances relation that reaches statement `s`.
+fn part(need: &UnionMap, cx: &TileCx, s: usize) -> miette::Result<UnionMap> {
+    need.copy()
+        .isl("copying a relation")?
+        .intersect_range(
+            UnionSet::from_set(cx.scop.stmt_domains[s].copy().isl("copying a domain")?)
+                .isl("a domain as a union set")?,
+        )
+        .isl("restricting a relation to a statement")
+}
+
+/// Restricts the needed instances of each producer in `first` to the lexicographically
+/// first tile that needs them.
+fn assign_first_tile(
+    cx: &TileCx,
+    need: UnionMap,
+    first: &BTreeSet<usize>,
+) -> miette::Result<UnionMap> {
+    if first.is_empty() {
+        return Ok(need);
+    }
+    let doms = domains(cx, first)?;
+    let rest = need
+        .copy()
+        .isl("copying a map")?
+        .subtract_range(doms.copy().isl("copying a set")?)
+        .isl("the other producers")?;
+    let firsts = need
+        .intersect_range(doms)
+        .isl("the producers run once")?
+        .reverse()
+        .isl("instance -> tiles")?
+        .lexmin()
+        .isl("the first tile of each instance")?
+        .reverse()
+        .isl("tile -> instances")?;
+    rest.union(firsts)
+        .isl("uniting")?
+        .coalesce()
+        .isl("simplifying")
+}
+
+/// The part of a relation whose domain is statement `s`.
+fn dom_part(m: &UnionMap, cx: &TileCx, s: usize) -> miette::Result<UnionMap> {
+    m.copy()
+        .isl("copying a relation")?
+        .intersect_domain(
+            UnionSet::from_set(cx.scop.stmt_domains[s].copy().isl("copying a domain")?)
+                .isl("a domain as a union set")?,
+        )
+        .isl("restricting a relation to a statement")
+}
+
+fn domains(cx: &TileCx, stmts: &BTreeSet<usize>) -> miette::Result<UnionSet> {
+    let mut u = UnionSet::empty_ctx(&cx.ctx.isl).isl("an empty set")?;
+    for &s in stmts {
+        u = u
+            .union(
+                UnionSet::from_set(cx.scop.stmt_domains[s].copy().isl("copying a domain")?)
+                    .isl("a domain as a union set")?,
+            )
+            .isl("uniting domains")?;
+    }
+    Ok(u)
+}
+
+/// tile → instances of the fused producers the tile needs (breadth-first over
+/// `reads ∘ writes⁻¹`, de-duplicated). `Ok(Err(why))` when it does not converge.
+fn needed(
+    cx: &TileCx,
+    tile_of: &UnionMap,
+    fused: &BTreeSet<usize>,
+) -> miette::Result<Result<UnionMap, String>> {
+    let writers = cx
+        .scop
+        .writes
+        .copy()
+        .isl("copying accesses")?
+        .intersect_domain(domains(cx, fused)?)
+        .isl("restricting writes")?
+        .reverse()
+        .isl("inverting writes")?;
+    let mut frontier = tile_of
+        .copy()
+        .isl("copying a map")?
+        .reverse()
+        .isl("tiles")?;
+    let mut acc = UnionMap::empty_ctx(&cx.ctx.isl).isl("an empty map")?;
+    let cap = 4 * cx.scop.stmt_names.len() + 16;
+    for _ in 0..cap {
+        let step = frontier
+            .apply_range(cx.scop.reads.copy().isl("copying accesses")?)
+            .isl("the data a tile reads")?
+            .apply_range(writers.copy().isl("copying a map")?)
+            .isl("the producers of that data")?;
+        let new = step
+            .subtract(acc.copy().isl("copying a map")?)
+            .isl("new needed instances")?
+            .coalesce()
+            .isl("simplifying")?;
+        if new.is_empty().isl("testing a map for emptiness")? {
+            return Ok(Ok(acc.coalesce().isl("simplifying")?));
+        }
+        acc = acc
+            .union(new.copy().isl("copying a map")?)
+            .isl("uniting needed instances")?;
+        frontier = new;
+    }
+    Ok(Err(format!(
+        "the instances the tiles need do not converge after {cap} breadth-first steps (a producer reads its own results along a chain)"
+    )))
+}
+
+fn role_text(r: TensorRole) -> &'static str {
+    match r {
+        TensorRole::Input => "an input",
+        TensorRole::Output => "an output",
+        TensorRole::Temp => "a temporary",
+    }
+}
+
+/// Whether tensor `t` is a temporary that only the fused group touches (and only fused
+/// producers write).
+fn tile_local(cx: &TileCx, t: usize, fused: &BTreeSet<usize>, live: &[usize]) -> bool {
+    if cx.program.tensors[t].role != TensorRole::Temp {
+        return false;
+    }
+    (0..cx.scop.stmt_names.len()).all(|s| {
+        let writes = cx.scop.stmt_writes[s].tensor == t;
+        let reads = cx.scop.stmt_reads[s].iter().any(|a| a.tensor == t);
+        (!writes || fused.contains(&s)) && (!reads || fused.contains(&s) || live.contains(&s))
+    })
+}
+
+/// The checks of one producer: `Ok((info, recomputed))` or the reason it falls back.
+#[allow(clippy::too_many_arguments)]
+fn check_producer(
+    cx: &TileCx,
+    opts: &FuseOptions,
+    need: &UnionMap,
+    fused: &BTreeSet<usize>,
+    live: &[usize],
+    shape: &Shape,
+    p: usize,
+) -> miette::Result<Result<(FusedProducer, bool), (String, bool)>> {
+    let scop = cx.scop;
+    let names = &scop.stmt_names;
+    let name = &names[p];
+    let t = scop.stmt_writes[p].tensor;
+    let tensor = &cx.program.tensors[t];
+    let local = tile_local(cx, t, fused, live);
+    let np = Map::from_union_map(part(need, cx, p)?).isl("the needed instances of a producer")?;
+    let dom = &scop.stmt_domains[p];
+    let tile_box = range_box(&np)?;
+    let box_text = tile_box
+        .as_ref()
+        .map(|b| {
+            let v: Vec<String> = b.iter().map(|x| x.to_string()).collect();
+            format!(" (a {} block of {name} per tile)", v.join(" x "))
+        })
+        .unwrap_or_default();
+
+    // Dependences with later statements that are not fused.
+    let fp = shape
+        .filters
+        .iter()
+        .position(|f| f.contains(&p))
+        .unwrap_or(0);
+    for (q, qf) in shape
+        .filters
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| f.iter().map(move |&q| (q, i)))
+    {
+        if qf <= fp || qf == shape.filters.len() - 1 || fused.contains(&q) {
+            continue;
+        }
+        for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+            let m = cx.deps.between(kind, p, q)?;
+            if !m.is_empty().isl("testing a map for emptiness")? {
+                return Ok(Err((format!(
+                    "{} (not fused) must run after it (a {kind} dependence {name} -> {}); moving {name} into the tiles of the live-out group would reorder them",
+                    names[q], names[q]
+                ), false)));
+            }
+        }
+    }
+
+    let covered = dom
+        .copy()
+        .isl("copying a set")?
+        .is_subset(&np.copy().isl("copying a map")?.range().isl("a range")?)
+        .isl("testing coverage")?;
+    if !covered && !local {
+        return Ok(Err((format!(
+            "the tiles need only some of its instances, but it writes {}, which is {} the fused group does not own; skipping the other instances would lose results",
+            tensor.name,
+            role_text(tensor.role)
+        ), false)));
+    }
+    let overlap = !np.is_injective().isl("testing for overlapping tiles")?;
+    let instances = set_count(dom);
+    let executed = set_count(&np.copy().isl("copying a map")?.wrap().isl("wrapping")?);
+    let recompute = match (instances, executed) {
+        (Some(n), Some(e)) if n > 0 => Some((e as f64 - n as f64) / n as f64),
+        _ => None,
+    };
+    if overlap {
+        let in_place = scop.stmt_reads[p].iter().any(|a| a.tensor == t);
+        if !local {
+            let effect = if in_place {
+                format!(
+                    "{name} updates {} in place, so running an instance twice would apply the update twice",
+                    tensor.name
+                )
+            } else {
+                format!(
+                    "{name} writes {}, which is {}, not a tile-local temporary",
+                    tensor.name,
+                    role_text(tensor.role)
+                )
+            };
+            return Ok(Err((
+                format!(
+                    "neighbouring tiles need overlapping instances of {name}{box_text}, which would be recomputed; {effect}"
+                ),
+                true,
+            )));
+        }
+        for a in &scop.stmt_reads[p] {
+            let u = a.tensor;
+            let written_by_group = fused
+                .iter()
+                .chain(live.iter())
+                .any(|&s| scop.stmt_writes[s].tensor == u);
+            if written_by_group && !tile_local(cx, u, fused, live) {
+                return Ok(Err((
+                    format!(
+                        "neighbouring tiles need overlapping instances of {name}{box_text}, which would be recomputed, but it reads {}, which the fused group also writes",
+                        cx.program.tensors[u].name
+                    ),
+                    true,
+                )));
+            }
+        }
+        match recompute {
+            None => {
+                return Ok(Err((format!(
+                    "neighbouring tiles need overlapping instances of {name}{box_text}, and the recomputation cannot be counted exactly (symbolic sizes)"
+                ), false)))
+            }
+            Some(r) if r > opts.max_recompute => {
+                return Ok(Err((format!(
+                    "recomputing the overlaps{box_text} runs {} instances of {name} instead of {} (+{:.1}%), over the limit of {:.1}%",
+                    executed.unwrap_or(0),
+                    instances.unwrap_or(0),
+                    r * 100.0,
+                    opts.max_recompute * 100.0
+                ), false)))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(Ok((
+        FusedProducer {
+            stmt: name.clone(),
+            instances,
+            executed,
+            recompute,
+            tile_box,
+        },
+        overlap,
+    )))
+}
+
+/// The sizes of the fixed-size box of the range of `m` for one domain point.
+fn range_box(m: &Map) -> miette::Result<Option<Vec<u64>>> {
+    let fixed = m
+        .get_range_simple_fixed_box_hull()
+        .isl("computing a tile's box")?;
+    if !fixed.is_valid().isl("checking a box")? {
+        return Ok(None);
+    }
+    let mv = fixed.get_size().isl("box sizes")?;
+    let k = mv.size().isl("box dimension")?;
+    let mut v = Vec::with_capacity(k as usize);
+    for d in 0..k {
+        let val = mv.get_at(d).isl("box size")?;
+        v.push(val.get_num_si().isl("box size")?.max(0) as u64);
+    }
+    Ok(Some(v))
+}
+
+/// Checks the new order of every instance that runs once (fused producers without
+/// overlap, and the live-out group) against the dependences between them. `Some(why)` on
+/// a violation.
+fn check_order(
+    cx: &TileCx,
+    need: &UnionMap,
+    tile_of: &UnionMap,
+    fused: &BTreeSet<usize>,
+    recomputed: &BTreeSet<usize>,
+    live: &[usize],
+    shape: &Shape,
+) -> miette::Result<Option<String>> {
+    let scop = cx.scop;
+    let once: Vec<usize> = fused
+        .iter()
+        .filter(|p| !recomputed.contains(p))
+        .copied()
+        .collect();
+    let width = once
+        .iter()
+        .chain(live.iter())
+        .map(|&s| scop.iter_names[s].len())
+        .max()
+        .unwrap_or(0);
+    let prefix = scop.param_prefix();
+    // The new schedule of statement s: [tile, position, iterators, 0...].
+    let sched = |s: usize, pos: usize, tile: UnionMap| -> miette::Result<Map> {
+        let it = &scop.iter_names[s];
+        let mut outs = vec![pos.to_string()];
+        for d in 0..width {
+            outs.push(if d < it.len() {
+                it[d].clone()
+            } else {
+                "0".into()
+            });
+        }
+        let text = format!(
+            "{prefix}{{ {}[{}] -> [{}] }}",
+            scop.stmt_names[s],
+            it.join(", "),
+            outs.join(", ")
+        );
+        let rest = Map::read_from_str(&cx.ctx.isl, &text).isl("reading a schedule")?;
+        let tile = Map::from_union_map(
+            tile.intersect_domain(
+                UnionSet::from_set(scop.stmt_domains[s].copy().isl("copying a domain")?)
+                    .isl("a domain as a union set")?,
+            )
+            .isl("restricting a tile map")?,
+        )
+        .isl("a tile map")?;
+        tile.flat_range_product(rest).isl("a fused schedule")
+    };
+    let mut scheds: Vec<(usize, Map, bool)> = Vec::new();
+    for &p in &once {
+        let pos = shape
+            .filters
+            .iter()
+            .position(|f| f.contains(&p))
+            .unwrap_or(0);
+        let inv = need
+            .copy()
+            .isl("copying a map")?
+            .reverse()
+            .isl("inverting")?;
+        scheds.push((p, sched(p, pos, inv)?, false));
+    }
+    for &l in live {
+        let pos = shape.filters.len() - 1;
+        scheds.push((
+            l,
+            sched(l, pos, tile_of.copy().isl("copying a map")?)?,
+            true,
+        ));
+    }
+    for (s, ms, ls) in &scheds {
+        for (d, md, ld) in &scheds {
+            if *ls && *ld {
+                continue; // inside the live-out group: the tiled order is unchanged
+            }
+            for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+                let dep = cx.deps.between(kind, *s, *d)?;
+                if dep.is_empty().isl("testing a map for emptiness")? {
+                    continue;
+                }
+                let before = ms
+                    .copy()
+                    .isl("copying a map")?
+                    .lex_lt_map(md.copy().isl("copying a map")?)
+                    .isl("comparing schedules")?;
+                if !dep.is_subset(&before).isl("checking a dependence")? {
+                    return Ok(Some(format!(
+                        "the fused order would reverse the {kind} dependence {} -> {}",
+                        scop.stmt_names[*s], scop.stmt_names[*d]
+                    )));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Per tile dimension (all tile bands, outer first): whether no dependence between
+/// instances that run once (fused producers without overlap, and the live-out group, but
+/// not two live-out instances, whose order the tile pass already checked) crosses tiles
+/// along it while the outer tile dimensions are equal. All `false` when a producer is
+/// recomputed (its global array is shared by the tiles).
+fn tile_parallel(
+    cx: &TileCx,
+    need: &UnionMap,
+    tile_of: &UnionMap,
+    fused: &BTreeSet<usize>,
+    recomputed: &BTreeSet<usize>,
+    live: &[usize],
+) -> miette::Result<Vec<bool>> {
+    let scop = cx.scop;
+    let l0 = Map::from_union_map(dom_part(tile_of, cx, live[0])?).isl("a tile map")?;
+    let nt = l0
+        .dim(polyhedral::isl::isl_rs::DimType::Out)
+        .isl("tile dimensions")? as usize;
+    if !recomputed.is_empty() {
+        return Ok(vec![false; nt]);
+    }
+    let inv = need
+        .copy()
+        .isl("copying a map")?
+        .reverse()
+        .isl("inverting")?;
+    let mut maps: Vec<(usize, Map, bool)> = Vec::new();
+    for &p in fused {
+        let m = dom_part(&inv, cx, p)?;
+        maps.push((p, Map::from_union_map(m).isl("a tile map")?, false));
+    }
+    for &l in live {
+        let m = Map::from_union_map(dom_part(tile_of, cx, l)?).isl("a tile map")?;
+        maps.push((l, m, true));
+    }
+    let mut deltas: Vec<Set> = Vec::new();
+    for (s, ms, ls) in &maps {
+        for (d, md, ld) in &maps {
+            if *ls && *ld {
+                continue;
+            }
+            for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+                let dep = cx.deps.between(kind, *s, *d)?;
+                if dep.is_empty().isl("testing a map for emptiness")? {
+                    continue;
+                }
+                let pairs = dep
+                    .apply_domain(ms.copy().isl("copying a map")?)
+                    .isl("tiles of a dependence")?
+                    .apply_range(md.copy().isl("copying a map")?)
+                    .isl("tiles of a dependence")?;
+                deltas.push(pairs.deltas().isl("tile distances")?);
+            }
+        }
+    }
+    let prefix = scop.param_prefix();
+    let xs: Vec<String> = (0..nt).map(|d| format!("x{d}")).collect();
+    let mut out = Vec::with_capacity(nt);
+    for g in 0..nt {
+        let mut cons: Vec<String> = (0..g).map(|d| format!("x{d} = 0")).collect();
+        cons.push(format!("(x{g} <= -1 or x{g} >= 1)"));
+        let text = format!("{prefix}{{ [{}] : {} }}", xs.join(", "), cons.join(" and "));
+        let mut ok = true;
+        for dl in &deltas {
+            let bad = Set::read_from_str(&cx.ctx.isl, &text).isl("reading a distance set")?;
+            let hit = dl
+                .copy()
+                .isl("copying a set")?
+                .intersect(bad)
+                .isl("crossing tiles")?;
+            if !hit.is_empty().isl("testing a set for emptiness")? {
+                ok = false;
+                break;
+            }
+        }
+        out.push(ok);
+    }
+    Ok(out)
+}
+
+/// Fused temporaries only the fused group touches: what a tile-local buffer would save.
+fn local_buffers(
+    cx: &TileCx,
+    need: &UnionMap,
+    fused: &BTreeSet<usize>,
+    live: &[usize],
+) -> miette::Result<Vec<LocalBuffer>> {
+    let scop = cx.scop;
+    let mut out = Vec::new();
+    let tensors: BTreeSet<usize> = fused.iter().map(|&p| scop.stmt_writes[p].tensor).collect();
+    for t in tensors {
+        if !tile_local(cx, t, fused, live) {
+            continue;
+        }
+        let eb = cx.program.tensors[t].dtype.size_bytes() as u64;
+        let ext: &Set = &scop.tensor_extents[t];
+        let global = set_count(ext).map(|n| n * eb);
+        // tile -> elements of t written by the tile's producer instances.
+        let writes = scop
+            .writes
+            .copy()
+            .isl("copying accesses")?
+            .intersect_range(
+                UnionSet::from_set(ext.copy().isl("copying a set")?).isl("a union set")?,
+            )
+            .isl("restricting writes")?;
+        let data = need
+            .copy()
+            .isl("copying a map")?
+            .apply_range(writes)
+            .isl("a tile's data")?;
+        let tile = if data.is_empty().isl("testing a map for emptiness")? {
+            Some(0)
+        } else {
+            range_box(&Map::from_union_map(data).isl("a tile's data")?)?
+                .map(|b| b.iter().product::<u64>() * eb)
+        };
+        out.push(LocalBuffer {
+            tensor: cx.program.tensors[t].name.clone(),
+            global_bytes: global,
+            tile_bytes: tile,
+            saved_bytes: match (global, tile) {
+                (Some(g), Some(t)) => Some(g.saturating_sub(t)),
+                _ => None,
+            },
+            applied: false,
+        });
+    }
+    Ok(out)
+}
+
+/// Builds the fused tree: skipped marks over the fused producers' subtrees, and the
+/// extension with copies of them above the live-out point subtree.
+fn rewrite(
+    mut tree: ScheduleTree,
+    shape: &Shape,
+    fused: &BTreeSet<usize>,
+    need: &UnionMap,
+    cx: &TileCx,
+    parallel: &[bool],
+) -> miette::Result<ScheduleTree> {
+    let internal = || miette::miette!("internal error: the fusion shape changed");
+    // Tile bands: a member stays coincident only if the fused tiles keep it parallel.
+    let mut g = 0;
+    let mut path = shape.seq.clone();
+    path.push(shape.filters.len() - 1);
+    path.push(0);
+    while path.len() <= shape.mark.len() {
+        if let Some(Node {
+            kind: NodeKind::Band(b),
+            ..
+        }) = tree.node_at_mut(&path)
+        {
+            for c in b.coincident.iter_mut() {
+                *c = *c && parallel.get(g).copied().unwrap_or(false);
+                g += 1;
+            }
+        }
+        path.push(0);
+    }
+    let seq = tree.node_at(&shape.seq).ok_or_else(internal)?.clone();
+    let nf = seq.children.len();
+    let mut copies = Vec::new();
+    for (f, stmts) in shape.filters.iter().enumerate().take(nf - 1) {
+        if stmts.len() == 1 && fused.contains(&stmts[0]) {
+            copies.push(seq.children[f].clone());
+        }
+    }
+    // Extension text: restricted to the fused producers.
+    let ext = need
+        .copy()
+        .isl("copying a map")?
+        .intersect_range(domains(cx, fused)?)
+        .isl("restricting the extension")?
+        .coalesce()
+        .isl("simplifying the extension")?;
+    let ext_text = union_map_text(&ext);
+    let live_filter = match &seq.children[nf - 1].kind {
+        NodeKind::Filter { filter } => filter.clone(),
+        _ => return Err(internal()),
+    };
+    let mark = tree.node_at_mut(&shape.mark).ok_or_else(internal)?;
+    let point = std::mem::replace(&mut mark.children[0], Node::leaf());
+    copies.push(Node::with_child(
+        NodeKind::Filter {
+            filter: live_filter,
+        },
+        point,
+    ));
+    mark.children[0] = Node::with_child(
+        NodeKind::Extension {
+            extension: ext_text,
+        },
+        Node::new(NodeKind::Sequence, copies),
+    );
+    let seq = tree.node_at_mut(&shape.seq).ok_or_else(internal)?;
+    for (f, stmts) in shape.filters.iter().enumerate().take(nf - 1) {
+        if stmts.len() == 1 && fused.contains(&stmts[0]) {
+            let filter = &mut seq.children[f];
+            let sub = std::mem::replace(&mut filter.children[0], Node::leaf());
+            filter.children[0] = Node::with_child(NodeKind::Mark(Mark::Skipped), sub);
+        }
+    }
+    Ok(tree)
+}
