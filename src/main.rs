@@ -89,7 +89,8 @@ struct CommonArgs {
     /// Bind sizes: NAME=VALUE[,NAME=VALUE...]; unbound sizes stay symbolic.
     #[arg(long = "param", value_name = "NAME=VALUE,...")]
     params: Vec<String>,
-    /// The scheduler: `isl` (isl's ILP scheduler) or `initial` (program order).
+    /// The scheduler: `isl` (isl's ILP scheduler), `initial` (program order) or `ilp` (polyc's
+    /// Pluto-style scheduler on good_lp).
     #[arg(long, default_value = "isl")]
     scheduler: String,
     /// An isl scheduler option, NAME=VALUE (repeatable): serialize_sccs, outer_coincidence,
