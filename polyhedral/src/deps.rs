@@ -313,7 +313,7 @@ pub fn check_schedule(deps: &Deps, schedule: &Schedule) -> miette::Result<Result
                 if m.is_empty().isl("finding violated dependences")? {
                     continue;
                 }
-                let example = example_pair(deps, &m, src, dst);
+                let example = example_pair(&m, &deps.stmt_names[src], &deps.stmt_names[dst]);
                 return Ok(Err(Violation {
                     kind,
                     source: deps.stmt_names[src].clone(),
@@ -327,8 +327,10 @@ pub fn check_schedule(deps: &Deps, schedule: &Schedule) -> miette::Result<Result
     Ok(Ok(()))
 }
 
-/// `S_0[0, 0] -> S_1[0, 0]` (with ` for H = 1, …` when sizes are symbolic).
-fn example_pair(deps: &Deps, m: &Map, src: usize, dst: usize) -> Option<String> {
+/// `S_0[0, 0] -> S_1[0, 0]`: the lexicographically first pair of a dependence relation
+/// `m` from statement `src` to `dst` (with ` for H = 1, …` when sizes are symbolic), for
+/// error messages. `None` when `m` is empty or isl cannot pick a point.
+pub fn example_pair(m: &Map, src: &str, dst: &str) -> Option<String> {
     let n_in = m.dim(DimType::In).ok()? as usize;
     let n_out = m.dim(DimType::Out).ok()? as usize;
     // The lexicographically smallest pair (for the sizes isl picks) reads best.
@@ -354,10 +356,8 @@ fn example_pair(deps: &Deps, m: &Map, src: usize, dst: usize) -> Option<String> 
         Some(v.join(", "))
     };
     let mut s = format!(
-        "{}[{}] -> {}[{}]",
-        deps.stmt_names[src],
+        "{src}[{}] -> {dst}[{}]",
         coords(0, n_in)?,
-        deps.stmt_names[dst],
         coords(n_in, n_out)?
     );
     let n_par = m.dim(DimType::Param).ok()? as usize;

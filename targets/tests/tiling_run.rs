@@ -2,37 +2,24 @@
 //! reference interpreter. Sizes that do not divide the extents, sizes above the extents and
 //! multi-level specs.
 
-use polyhedral::data::{compare, generate_inputs};
+mod example_run;
+
+use example_run::{load_example, run_and_compare, CPU};
 use polyhedral::deps::Deps;
 use polyhedral::diag::SourceFile;
-use polyhedral::interp::interpret;
 use polyhedral::isl::Ctx;
 use polyhedral::sched::{initial_schedule, isl_schedule, IslSchedOptions};
 use polyhedral::scop::Scop;
-use schedule_tree::{Buffer, ScheduleTree};
-use targets::{compile_c, emit_c, lower, run, CcOptions, EmitOptions};
+use schedule_tree::ScheduleTree;
 use tiling::{parse_tile_spec, tile, TileCx};
-
-const CPU: [(Buffer, u64); 3] = [
-    (Buffer::L2, 2097152),
-    (Buffer::L1, 49152),
-    (Buffer::Reg, 2048),
-];
 
 /// Tiles `example` with `spec`, runs it, and compares every output (and in-place input)
 /// with the interpreter. Returns the tiled tree text.
 fn run_tiled(example: &str, params: &[(&str, i64)], isl: bool, spec: &str) -> String {
-    let path = format!("{}/../examples/{example}", env!("CARGO_MANIFEST_DIR"));
-    let src = SourceFile::read(&path).expect("example exists");
-    let prog = polyhedral::lang::compile(&src, None).expect("compiles");
-    let values: Vec<Option<i64>> = prog
-        .params
-        .iter()
-        .map(|p| params.iter().find(|(n, _)| *n == p.name).map(|(_, v)| *v))
-        .collect();
-    let sizes: Vec<i64> = values.iter().map(|v| v.expect("all sizes bound")).collect();
+    let ex = load_example(example, params);
+    let (src, prog, values) = (&ex.src, &ex.prog, &ex.values);
     let ctx = Ctx::new();
-    let scop = Scop::build(&ctx, &prog, &values, &src).expect("model");
+    let scop = Scop::build(&ctx, prog, values, src).expect("model");
     let deps = Deps::compute(&scop).expect("deps");
     let sched = if isl {
         isl_schedule(&ctx, &scop, &deps, &IslSchedOptions::default()).expect("schedule")
@@ -44,7 +31,7 @@ fn run_tiled(example: &str, params: &[(&str, i64)], isl: bool, spec: &str) -> St
     let ts = parse_tile_spec(&file, &CPU.map(|(b, _)| b)).expect("spec");
     let cx = TileCx {
         ctx: &ctx,
-        program: &prog,
+        program: prog,
         scop: &scop,
         deps: &deps,
         capacities: &CPU,
@@ -53,28 +40,7 @@ fn run_tiled(example: &str, params: &[(&str, i64)], isl: bool, spec: &str) -> St
     let text = tiled.to_tree_text();
     assert!(text.contains("Mark \"mem:"), "no memory mark in\n{text}");
     let schedule = tiled.to_isl(&ctx).expect("isl schedule");
-    let kernel = lower(&ctx, &prog, &schedule).expect("lowers");
-    let c = emit_c(
-        &prog,
-        &scop.param_texts,
-        &kernel,
-        &EmitOptions { poison_temps: true },
-    );
-    let k = compile_c(&c, &CcOptions::default()).expect("compiles");
-    let (mut tensors, scalars) = generate_inputs(&prog, &sizes, 11);
-    let mut reference = tensors.clone();
-    run(&k, &prog, &sizes, &mut tensors, &scalars).expect("runs");
-    interpret(&prog, &sizes, &mut reference, &scalars).expect("interprets");
-    let mut checked = prog.outputs.clone();
-    for (i, t) in prog.tensors.iter().enumerate() {
-        if t.role == polyhedral::ir::TensorRole::Input && prog.stmts.iter().any(|s| s.lhs == i) {
-            checked.push(i);
-        }
-    }
-    for t in checked {
-        let cmp = compare(&reference[t], &tensors[t]);
-        assert!(cmp.ok, "{}: {cmp:?}\n{text}\n{c}", prog.tensors[t].name);
-    }
+    run_and_compare(&ctx, &ex, &scop.param_texts, &schedule, &text);
     text
 }
 

@@ -5,7 +5,7 @@
 use polyhedral::deps::{DepKind, Deps};
 use polyhedral::isl::ffi::model::union_set_text;
 use polyhedral::isl::isl_rs::{
-    DimType, Map, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionSet,
+    Map, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionSet,
 };
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::scop::Scop;
@@ -257,7 +257,11 @@ pub fn permutable_prefix(
                         continue;
                     }
                     let pair = Map::from_union_map(part).isl("a statement pair's map")?;
-                    let example = example_pair(&pair, &deps.stmt_names[s], &deps.stmt_names[t]);
+                    let example = polyhedral::deps::example_pair(
+                        &pair,
+                        &deps.stmt_names[s],
+                        &deps.stmt_names[t],
+                    );
                     let skew_helps = skew_helps(band, &pair, m)?;
                     return Ok((
                         m,
@@ -312,49 +316,6 @@ fn skew_helps(band: &BandInfo, pair: &Map, member: usize) -> miette::Result<bool
     let uncarried = Set::read_from_str(&d.get_ctx(), &text).isl("reading a condition")?;
     let rest = d.intersect(uncarried).isl("intersecting")?;
     Ok(bounded && rest.is_empty().isl("testing")?)
-}
-
-/// `S_0[0, 2] -> S_0[1, 1]`: the lexicographically first pair of `m`.
-fn example_pair(m: &Map, src: &str, dst: &str) -> Option<String> {
-    let n_in = m.dim(DimType::In).ok()? as usize;
-    let n_out = m.dim(DimType::Out).ok()? as usize;
-    let n_par = m.dim(DimType::Param).ok()? as usize;
-    let pt = m
-        .copy()
-        .ok()?
-        .wrap()
-        .ok()?
-        .lexmin()
-        .ok()?
-        .sample_point()
-        .ok()?;
-    if pt.is_void().ok()? {
-        return None;
-    }
-    let c = |ty: DimType, k: usize| -> Option<i64> {
-        pt.get_coordinate_val(ty, k as i32).ok()?.get_num_si().ok()
-    };
-    let coords = |from: usize, len: usize| -> Option<String> {
-        let v = (from..from + len)
-            .map(|k| c(DimType::Set, k).map(|x| x.to_string()))
-            .collect::<Option<Vec<_>>>()?;
-        Some(v.join(", "))
-    };
-    let mut s = format!(
-        "{src}[{}] -> {dst}[{}]",
-        coords(0, n_in)?,
-        coords(n_in, n_out)?
-    );
-    if n_par > 0 {
-        let ps = (0..n_par)
-            .map(|k| {
-                let name = m.get_dim_name(DimType::Param, k as u32).ok()?;
-                c(DimType::Param, k).map(|v| format!("{name} = {v}"))
-            })
-            .collect::<Option<Vec<_>>>()?;
-        s.push_str(&format!(" for {}", ps.join(", ")));
-    }
-    Some(s)
 }
 
 /// The data one tile touches in one tensor.
