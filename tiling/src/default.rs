@@ -10,7 +10,8 @@ use schedule_tree::{Buffer, ScheduleTree};
 /// The rule [`default_spec`] follows, in words (for `--help` texts and reports).
 pub const DEFAULT_POLICY: &str = "\
 every outermost band is tiled over its permutable prefix (bands inside other bands are \
-left alone), unless all the data the band touches already fits in half of L1. L1 sizes start at the largest power of two <= min(extent, 256) per member; \
+left alone), unless all the data the band touches already fits in half of L1; trailing \
+members with fewer than 8 iterations are left whole. L1 sizes start at the largest power of two <= min(extent, 256) per member; \
 while the footprint of one L1 tile exceeds half of L1, the largest size is halved (the \
 outermost one on ties), giving square-ish power-of-two tiles clamped to the extents. L2 \
 sizes are the L1 sizes times the largest power of two f such that the L2 tile \
@@ -18,6 +19,9 @@ sizes are the L1 sizes times the largest power of two f such that the L2 tile \
 equals the L1 tile or covers the whole band. Bands with symbolic extents, no tilable \
 member, or no tile that fits are left untiled. The spec names a live-out statement of \
 the band (one whose results no other statement of the band reads or overwrites).";
+
+/// Inner band members with fewer iterations than this are not tiled by the default policy.
+const MIN_TILED_EXTENT: i64 = 8;
 
 /// Builds a spec for the bands that `given` does not touch, following [`DEFAULT_POLICY`]
 /// with the `L1` and (if present) `L2` capacities of `cx`. Without an `L1` capacity the
@@ -50,8 +54,16 @@ pub fn default_spec(
                 continue;
             }
         }
-        let (k, _) = permutable_prefix(cx.ctx, cx.deps, band, band.n_members())?;
+        let (mut k, _) = permutable_prefix(cx.ctx, cx.deps, band, band.n_members())?;
         if k == 0 || band.extents[..k].iter().any(|e| e.is_none()) {
+            continue;
+        }
+        // Inner members with tiny extents (a reduction over a 3x3 window, the position of
+        // fused statements) gain nothing from tiles: leave them whole.
+        while k > 0 && band.extents[k - 1].is_some_and(|e| e < MIN_TILED_EXTENT) {
+            k -= 1;
+        }
+        if k == 0 {
             continue;
         }
         let ext: Vec<i64> = band.extents[..k].iter().map(|e| e.unwrap_or(1)).collect();
