@@ -132,6 +132,10 @@ struct CommonArgs {
     /// the test suites turn it on).
     #[arg(long = "verify-passes")]
     verify_passes: bool,
+    /// ILP scheduler: the solver, `microlp` (pure Rust, default), `cbc` or `highs` (these
+    /// two only in a polyc built with the cargo feature of the same name).
+    #[arg(long = "ilp-solver", default_value = "microlp")]
+    ilp_solver: String,
     /// Print the milliseconds of every pipeline step to standard error.
     #[arg(long)]
     timings: bool,
@@ -255,6 +259,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         fuse: c.fuse.parse()?,
         no_skew: c.no_skew,
         schedule_constraints: c.schedule_constraints.clone(),
+        ilp_solver: c.ilp_solver.parse()?,
         verify_passes: c.verify_passes,
         no_tile_fusion: c.no_tile_fusion,
         tile_fusion_one_nest: c.tile_fusion_one_nest,

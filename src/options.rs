@@ -42,6 +42,8 @@ pub struct CompileOptions {
     pub no_skew: bool,
     /// `--schedule-constraints FILE` for the ILP scheduler.
     pub schedule_constraints: Option<String>,
+    /// `--ilp-solver` for the ILP scheduler.
+    pub ilp_solver: polyhedral::ilp::Solver,
     /// `--verify-passes`: check every pass's tree against the domain and the dependences.
     pub verify_passes: bool,
     /// `--no-tile-fusion`: skip post-tiling fusion.
@@ -122,6 +124,7 @@ impl CompileOptions {
             fuse: polyhedral::ilp::Fuse::Smart,
             no_skew: false,
             schedule_constraints: None,
+            ilp_solver: polyhedral::ilp::Solver::Microlp,
             verify_passes: false,
             no_tile_fusion: false,
             tile_fusion_one_nest: false,

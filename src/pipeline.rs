@@ -455,6 +455,7 @@ pub fn ilp_options(opts: &CompileOptions, scop: &Scop) -> Result<IlpOptions> {
         fuse: opts.fuse,
         no_skew: opts.no_skew,
         pins,
+        solver: opts.ilp_solver,
         ..IlpOptions::default()
     })
 }
