@@ -11,7 +11,8 @@ use schedule_tree::{Buffer, ScheduleTree};
 pub const DEFAULT_POLICY: &str = "\
 every outermost band is tiled over its permutable prefix (bands inside other bands are \
 left alone), unless all the data the band touches already fits in half of L1; trailing \
-members with fewer than 8 iterations are left whole. L1 sizes start at the largest power of two <= min(extent, 256) per member; \
+members with fewer than 8 iterations, or whose tile would cover their whole extent, are \
+left whole. L1 sizes start at the largest power of two <= min(extent, 256) per member; \
 while the footprint of one L1 tile exceeds half of L1, the largest size is halved (the \
 outermost one on ties), giving square-ish power-of-two tiles clamped to the extents. L2 \
 sizes are the L1 sizes times the largest power of two f such that the L2 tile \
@@ -119,6 +120,15 @@ pub fn default_spec(
                     s2 = None;
                 }
             }
+        }
+        // Trailing members whose tiles cover their whole extent at every level would only
+        // add a one-iteration tile loop: leave them out of the spec (untiled).
+        let whole = |m: usize| s1[m] >= ext[m] && s2.as_ref().is_none_or(|v| v[m] >= ext[m]);
+        while k > 0 && whole(k - 1) {
+            k -= 1;
+        }
+        if k == 0 {
+            continue;
         }
         let stmt = live_out(cx, band)?;
         let lv = |size: i64, buffer: Buffer| LevelSize {
