@@ -53,7 +53,8 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Explain the tiling: per statement, its band, the sizes per level, the footprint of
-    /// one tile per tensor per buffer, and the capacity left.
+    /// one tile per tensor per buffer, and the capacity left (alias: explain-tiles).
+    #[command(alias = "explain-tiles")]
     Explain {
         #[command(flatten)]
         common: CommonArgs,
@@ -202,6 +203,7 @@ fn main() -> ExitCode {
         "dump",
         "suite",
         "explain",
+        "explain-tiles",
         "schedule-report",
         "help",
         "--help",
