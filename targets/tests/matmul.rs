@@ -102,6 +102,17 @@ fn matmul_symbolic_sizes_computes_the_product() {
     assert_close(f32s(&out[2]), &want);
 }
 
+/// Every loop of the kernel, outermost first, with its `parallel` flag.
+fn loops_and_parallel(kernel: &targets::Kernel) -> Vec<(String, bool)> {
+    let mut par = Vec::new();
+    kernel.body.walk(&mut |n| {
+        if let KNode::For { iter, parallel, .. } = n {
+            par.push((iter.clone(), *parallel));
+        }
+    });
+    par
+}
+
 #[test]
 fn parallel_marked_matmul_has_the_pragma_and_computes_the_product() {
     let ctx = Ctx::new();
@@ -111,14 +122,8 @@ fn parallel_marked_matmul_has_the_pragma_and_computes_the_product() {
     let sched = mark_outer_parallel(schedule(&ctx, &yaml)).expect("pass runs");
     let kernel = targets::lower(&ctx, &prog, &sched).expect("lowering succeeds");
     // Exactly the outer loop is parallel.
-    let mut par = Vec::new();
-    kernel.body.walk(&mut |n| {
-        if let KNode::For { iter, parallel, .. } = n {
-            par.push((iter.clone(), *parallel));
-        }
-    });
     assert_eq!(
-        par,
+        loops_and_parallel(&kernel),
         vec![
             ("c0".to_string(), true),
             ("c1".to_string(), false),
@@ -151,14 +156,8 @@ fn parallel_mark_splits_a_band_whose_first_coincident_member_is_inner() {
     let yaml = matmul_schedule_yaml(&matmul_domain("9", "30", "5"), [0, 1]);
     let sched = mark_outer_parallel(schedule(&ctx, &yaml)).expect("pass runs");
     let kernel = targets::lower(&ctx, &prog, &sched).expect("lowering succeeds");
-    let mut par = Vec::new();
-    kernel.body.walk(&mut |n| {
-        if let KNode::For { iter, parallel, .. } = n {
-            par.push((iter.clone(), *parallel));
-        }
-    });
     assert_eq!(
-        par,
+        loops_and_parallel(&kernel),
         vec![
             ("c0".to_string(), false),
             ("c1".to_string(), true),
