@@ -138,6 +138,32 @@ impl<'a> Parser<'a> {
         }
     }
     /// Skips white space, line breaks and comments inside `{ }` / `[ ]` (tabs are fine).
+    /// After a flow item: consumes `,` (false: more items follow) or `close` (true: the
+    /// collection ends); anything else is a located error.
+    fn flow_separator(&mut self, close: u8, within: &str) -> PResult<bool> {
+        self.skip_flow_blank();
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(c) if c == close => {
+                self.pos += 1;
+                Ok(true)
+            }
+            _ => {
+                let close = close as char;
+                Err(self.err(
+                    self.pos,
+                    self.pos + 1,
+                    &format!("expected `,` or `{close}` {within}"),
+                    &format!("expected `,` or `{close}`"),
+                    YAML_HELP,
+                ))
+            }
+        }
+    }
+
     fn skip_flow_blank(&mut self) {
         loop {
             match self.peek() {
@@ -306,22 +332,8 @@ impl<'a> Parser<'a> {
                         self.pos += 1;
                         let v = self.flow_value()?;
                         entries.push((key.0, key.1, v));
-                        self.skip_flow_blank();
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b'}') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => {
-                                return Err(self.err(
-                                    self.pos,
-                                    self.pos + 1,
-                                    "expected `,` or `}` in a `{ ... }` mapping",
-                                    "expected `,` or `}`",
-                                    YAML_HELP,
-                                ))
-                            }
+                        if self.flow_separator(b'}', "in a `{ ... }` mapping")? {
+                            break;
                         }
                     }
                 }
@@ -339,22 +351,8 @@ impl<'a> Parser<'a> {
                 } else {
                     loop {
                         items.push(self.flow_value()?);
-                        self.skip_flow_blank();
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b']') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => {
-                                return Err(self.err(
-                                    self.pos,
-                                    self.pos + 1,
-                                    "expected `,` or `]` in a `[ ... ]` sequence",
-                                    "expected `,` or `]`",
-                                    YAML_HELP,
-                                ))
-                            }
+                        if self.flow_separator(b']', "in a `[ ... ]` sequence")? {
+                            break;
                         }
                     }
                 }

@@ -85,33 +85,19 @@ pub fn infer(
         .flat_map(|(idx, ext)| idx.iter().zip(ext.iter()))
         .collect();
 
-    // Pass 1.
+    // Pass 1: dimensions `a·i + r` whose rest `r` uses sizes and constants only.
     for i in 0..n {
         if fixed[i].is_some() {
             continue;
         }
-        let mut b = Bounds {
-            lower: Vec::new(),
-            upper: Vec::new(),
-        };
-        for (e, ext) in &dims {
-            let a = e.coeff(i);
-            if a == 0 || e.iter_in_division(i) {
-                continue;
-            }
+        out[i] = bounds_from_dims(i, &dims, |e| {
             let rest = e.without_iter(i);
-            if !rest.is_param_only() {
-                continue;
-            }
-            let (lo, hi) = derive(a, &rest, &rest, ext).ok_or(Overflow)?;
-            b.push(lo, hi);
-        }
-        if !b.lower.is_empty() {
-            out[i] = Some(b);
-        }
+            Ok(rest.is_param_only().then(|| (rest.clone(), rest)))
+        })?;
     }
 
-    // Pass 2.
+    // Pass 2: the rest may use other iterators whose ranges are known (one parameter-only
+    // lower and upper bound each); the bound must hold for all their values.
     loop {
         let snapshot = out.clone();
         let mut changed = false;
@@ -119,26 +105,16 @@ pub fn infer(
             if snapshot[i].is_some() {
                 continue;
             }
-            let mut b = Bounds {
-                lower: Vec::new(),
-                upper: Vec::new(),
-            };
-            for (e, ext) in &dims {
-                let a = e.coeff(i);
-                if a == 0 || e.iter_in_division(i) {
-                    continue;
-                }
+            let found = bounds_from_dims(i, &dims, |e| {
                 let Some((others, c)) = e.without_iter(i).split_iters() else {
-                    continue;
+                    return Ok(None);
                 };
                 let mut rest_min = c.clone();
                 let mut rest_max = c;
-                let mut usable = true;
                 for (j, bj) in others {
                     let Some((lo, hi)) = snapshot[j].as_ref().and_then(|b| b.single_param_only())
                     else {
-                        usable = false;
-                        break;
+                        return Ok(None);
                     };
                     let last = hi.add_const(-1).ok_or(Overflow)?;
                     let (min_j, max_j) = if bj > 0 { (lo, &last) } else { (&last, lo) };
@@ -149,14 +125,10 @@ pub fn infer(
                         .add(&max_j.scale(bj).ok_or(Overflow)?)
                         .ok_or(Overflow)?;
                 }
-                if !usable {
-                    continue;
-                }
-                let (lo, hi) = derive(a, &rest_min, &rest_max, ext).ok_or(Overflow)?;
-                b.push(lo, hi);
-            }
-            if !b.lower.is_empty() {
-                out[i] = Some(b);
+                Ok(Some((rest_min, rest_max)))
+            })?;
+            if found.is_some() {
+                out[i] = found;
                 changed = true;
             }
         }
@@ -165,6 +137,32 @@ pub fn infer(
         }
     }
     Ok(out)
+}
+
+/// Bounds on iterator `i` from every access dimension `0 <= a·i + r < ext` in which `i`
+/// appears outside divisions; `rest_range(e)` gives the range `[r_min, r_max]` of the rest
+/// of `e`, or `None` when that dimension cannot bound `i`. `None` when no dimension does.
+fn bounds_from_dims(
+    i: usize,
+    dims: &[(&Lin, &Lin)],
+    rest_range: impl Fn(&Lin) -> Result<Option<(Lin, Lin)>, Overflow>,
+) -> Result<Option<Bounds>, Overflow> {
+    let mut b = Bounds {
+        lower: Vec::new(),
+        upper: Vec::new(),
+    };
+    for (e, ext) in dims {
+        let a = e.coeff(i);
+        if a == 0 || e.iter_in_division(i) {
+            continue;
+        }
+        let Some((r_min, r_max)) = rest_range(e)? else {
+            continue;
+        };
+        let (lo, hi) = derive(a, &r_min, &r_max, ext).ok_or(Overflow)?;
+        b.push(lo, hi);
+    }
+    Ok((!b.lower.is_empty()).then_some(b))
 }
 
 /// Bounds on `i` from `0 <= a·i + r < ext` for all `r` in `[c_lo, c_hi]`.

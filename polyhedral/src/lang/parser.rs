@@ -604,14 +604,7 @@ impl<'a> Parser<'a> {
             self.bump();
             self.continue_line();
             let rhs = self.additive()?;
-            let span = lhs.span.join(rhs.span);
-            let depth = 1 + lhs.depth.max(rhs.depth);
-            self.check_depth(depth, span)?;
-            lhs = Expr {
-                kind: ExprKind::Cmp(op, Box::new(lhs), Box::new(rhs)),
-                span,
-                depth,
-            };
+            lhs = self.node(lhs, rhs, |l, r| ExprKind::Cmp(op, l, r))?;
         }
     }
 
@@ -631,11 +624,21 @@ impl<'a> Parser<'a> {
     }
 
     fn bin(&self, op: BinOp, lhs: Expr, rhs: Expr) -> Res<Expr> {
+        self.node(lhs, rhs, |l, r| ExprKind::Bin(op, l, r))
+    }
+
+    /// A binary node spanning both operands, with the nesting-depth limit checked.
+    fn node(
+        &self,
+        lhs: Expr,
+        rhs: Expr,
+        kind: impl FnOnce(Box<Expr>, Box<Expr>) -> ExprKind,
+    ) -> Res<Expr> {
         let span = lhs.span.join(rhs.span);
         let depth = 1 + lhs.depth.max(rhs.depth);
         self.check_depth(depth, span)?;
         Ok(Expr {
-            kind: ExprKind::Bin(op, Box::new(lhs), Box::new(rhs)),
+            kind: kind(Box::new(lhs), Box::new(rhs)),
             span,
             depth,
         })
