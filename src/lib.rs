@@ -7,6 +7,7 @@
 //!   tree of every stage for `polyc dump` and `--load-tree`.
 //! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
 //! - [`report`]: `polyc schedule-report`, isl's scheduler against polyc's ILP.
+//! - [`search`]: the tile-size search in the pipeline (`--search model|measure`).
 //! - [`suite`]: `polyc suite`: programs × shapes from YAML, in parallel, with a summary.
 #![warn(missing_docs)]
 
@@ -14,4 +15,5 @@ pub mod check;
 pub mod options;
 pub mod pipeline;
 pub mod report;
+pub mod search;
 pub mod suite;

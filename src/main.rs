@@ -21,6 +21,17 @@ struct Cli {
     command: Command,
 }
 
+/// `--pack` values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PackArg {
+    /// Read-only, reused tiles.
+    Auto,
+    /// Every tile that fits.
+    All,
+    /// No packing.
+    None,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Compile a program to C (the default command: `polyc PROG` means `polyc compile PROG`).
@@ -107,6 +118,23 @@ struct CommonArgs {
     /// Tile sizes per statement and memory level (see the README's tile-spec section).
     #[arg(long = "tile-spec", value_name = "FILE")]
     tile_spec: Option<String>,
+    /// How the tile-size search resolves `?`, `[lo..hi]` and `{a, b}` entries of the tile
+    /// spec: `model` (default; the data-movement cost model) or `measure` (compile, run and
+    /// time the model's best `--search-top` points; CPU, bound sizes).
+    #[arg(long = "search", value_name = "MODE", default_value = "model")]
+    search: String,
+    /// Tile-size search: enumerate every point when there are at most N, else run a
+    /// deterministic coordinate descent.
+    #[arg(long = "search-budget", value_name = "N", default_value_t = tiling::search::DEFAULT_BUDGET)]
+    search_budget: usize,
+    /// Tile-size search with `--search measure`: how many of the model's best points are
+    /// compiled and timed.
+    #[arg(long = "search-top", value_name = "K", default_value_t = polyc::search::DEFAULT_TOP)]
+    search_top: usize,
+    /// Tile-size search: write the resolved tile spec (a valid tile-spec file with a comment
+    /// header saying how it was found) to FILE.
+    #[arg(long = "search-out", value_name = "FILE")]
+    search_out: Option<String>,
     /// Leave statements without a tile spec untiled (default: the target's policy tiles them).
     #[arg(long = "no-default-tiling")]
     no_default_tiling: bool,
@@ -129,6 +157,15 @@ struct CommonArgs {
     /// needs it: one loop nest as in the AKG paper, but the tile loops lose parallelism.
     #[arg(long = "tile-fusion-one-nest")]
     tile_fusion_one_nest: bool,
+    /// Which tensors the cache levels' memory marks (L1, L2) copy into packed local tiles:
+    /// `auto` (read-only tiles reused at least 4 times per element that take at most half
+    /// the level), `all` (every rectangular tile that fits) or `none`.
+    #[arg(long, value_enum, default_value_t = PackArg::Auto)]
+    pack: PackArg,
+    /// No register tiles: `reg` marks keep their tiles in memory instead of local
+    /// accumulators (scalar replacement).
+    #[arg(long = "no-register-tiles")]
+    no_register_tiles: bool,
     /// Check the tree after every pass against the domain and every dependence (slower;
     /// the test suites turn it on).
     #[arg(long = "verify-passes")]
@@ -255,6 +292,12 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             .map(|s| parse_load_tree(s))
             .collect::<Result<_>>()?,
         tile_spec: c.tile_spec.clone(),
+        search: polyc::search::SearchSettings {
+            mode: c.search.parse()?,
+            budget: c.search_budget,
+            top: c.search_top,
+            out: c.search_out.clone(),
+        },
         no_default_tiling: c.no_default_tiling,
         target_desc: c.target_desc.clone(),
         explain: false,
@@ -265,6 +308,12 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         verify_passes: c.verify_passes,
         no_tile_fusion: c.no_tile_fusion,
         tile_fusion_one_nest: c.tile_fusion_one_nest,
+        pack: match c.pack {
+            PackArg::Auto => targets::promote::PackPolicy::Auto,
+            PackArg::All => targets::promote::PackPolicy::All,
+            PackArg::None => targets::promote::PackPolicy::None,
+        },
+        no_register_tiles: c.no_register_tiles,
     })
 }
 

@@ -51,6 +51,13 @@ pub struct CompileOptions {
     /// `--tile-fusion-one-nest`: run an overlapped in-place producer once, in the first
     /// tile that needs it (the AKG paper's single nest; the tile loops lose parallelism).
     pub tile_fusion_one_nest: bool,
+    /// `--pack`: which tensors the cache levels' marks pack into local tiles.
+    pub pack: targets::promote::PackPolicy,
+    /// `--no-register-tiles`: no scalar replacement at register marks.
+    pub no_register_tiles: bool,
+    /// `--search`, `--search-budget`, `--search-top`, `--search-out`: how search entries
+    /// of the tile spec are resolved.
+    pub search: crate::search::SearchSettings,
 }
 
 /// Parses `H=64,W=64` (one or more `--param` flags) into name/value pairs.
@@ -128,6 +135,9 @@ impl CompileOptions {
             verify_passes: false,
             no_tile_fusion: false,
             tile_fusion_one_nest: false,
+            pack: targets::promote::PackPolicy::Auto,
+            no_register_tiles: false,
+            search: crate::search::SearchSettings::default(),
         }
     }
     /// Validated isl scheduler options.

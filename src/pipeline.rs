@@ -52,6 +52,10 @@ pub struct PassCx<'a> {
     pub tile_fusion: TileFusion,
     /// The fusion pass's explanation, for `polyc explain`.
     pub fuse_report: std::cell::RefCell<Option<String>>,
+    /// Memory promotion settings.
+    pub promote: targets::promote::PromoteOptions,
+    /// The promotion pass's report, for `polyc explain`.
+    pub promote_report: std::cell::RefCell<Option<String>>,
 }
 
 impl PassCx<'_> {
@@ -155,7 +159,62 @@ pub fn target() -> &'static dyn targets::Target {
 /// The CPU pass list. Each pass is a value with a name; the pipeline runs them in order and
 /// records the tree after each.
 pub fn cpu_passes<'a>() -> Vec<Box<dyn Pass<PassCx<'a>>>> {
-    vec![Box::new(Tile), Box::new(Fuse), Box::new(MarkParallel)]
+    vec![
+        Box::new(Tile),
+        Box::new(Fuse),
+        Box::new(Promote),
+        Box::new(MarkParallel),
+    ]
+}
+
+/// Memory promotion: copy-in and copy-out of the tiles placed at memory marks, as
+/// extension nodes, with the accesses inside re-indexed into local buffers.
+struct Promote;
+
+impl<'a> Pass<PassCx<'a>> for Promote {
+    fn name(&self) -> &'static str {
+        "promoted"
+    }
+    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        let (tree, report) =
+            targets::promote::promote(cx.ctx, cx.program, cx.scop, &tree, &cx.promote)?;
+        *cx.promote_report.borrow_mut() = Some(report.to_string());
+        Ok(tree)
+    }
+}
+
+/// The promotion settings for a target: each buffer's kind comes from its description
+/// (a register file takes register tiles; a per-core cache packs; a shared cache and
+/// everything else takes nothing).
+pub fn promote_options(
+    desc: &targets::desc::TargetDesc,
+    opts: &CompileOptions,
+) -> targets::promote::PromoteOptions {
+    use targets::promote::{LevelInfo, PromoteKind, PromoteOptions};
+    let levels = desc
+        .buffers
+        .iter()
+        .filter_map(|b| {
+            let kind = if b.registers.is_some() {
+                PromoteKind::Registers
+            } else if b.shared == Some(true) {
+                PromoteKind::None
+            } else {
+                PromoteKind::Pack
+            };
+            Some(LevelInfo {
+                buffer: b.buffer()?,
+                bytes: b.bytes,
+                stages: 1,
+                kind,
+            })
+        })
+        .collect();
+    PromoteOptions {
+        levels,
+        pack: opts.pack,
+        registers: !opts.no_register_tiles,
+    }
 }
 
 /// Post-tiling fusion (reverse strategy): live-out tiles pull in the producer instances
@@ -362,6 +421,21 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     let mut notes = Vec::new();
     let mut explain = None;
     if mode == Mode::Optimised {
+        // The tile-size search resolves `?`, `[lo..hi]` and `{…}` entries (crate::search).
+        let searched = crate::search::resolve_tile_spec(
+            opts,
+            &crate::search::SearchCx {
+                ctx: &ctx,
+                program: &program,
+                scop: &scop,
+                deps: &deps,
+                capacities: &capacities,
+                param_values: &param_values,
+            },
+            &tree,
+            tile_spec.clone(),
+        )?;
+        let tile_spec = searched.spec;
         let cx = PassCx {
             ctx: &ctx,
             program: &program,
@@ -370,12 +444,14 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
             capacities: &capacities,
             tile_spec: tile_spec.as_ref(),
             default_tiling: !opts.no_default_tiling,
-            notes: std::cell::RefCell::new(Vec::new()),
+            notes: std::cell::RefCell::new(searched.note.into_iter().collect()),
             tile_fusion: TileFusion {
                 enabled: !opts.no_tile_fusion,
                 one_nest: opts.tile_fusion_one_nest,
             },
             fuse_report: std::cell::RefCell::new(None),
+            promote: promote_options(&desc, opts),
+            promote_report: std::cell::RefCell::new(None),
         };
         if opts.explain {
             explain = Some(match cx.effective_spec(&tree)? {
@@ -385,6 +461,9 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
                 }
                 None => "no band is tiled (no --tile-spec, and --no-default-tiling)\n".into(),
             });
+            if let (Some(text), Some(search)) = (explain.as_mut(), &searched.explain) {
+                text.insert_str(0, &format!("{search}\n"));
+            }
         }
         for pass in cpu_passes() {
             tree = pass.run(tree, &cx)?;
@@ -410,6 +489,10 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
             text.push_str("\npost-tiling fusion:\n");
             text.push_str(fuse);
         }
+        if let (Some(text), Some(p)) = (explain.as_mut(), cx.promote_report.borrow().as_ref()) {
+            text.push('\n');
+            text.push_str(p);
+        }
         notes = cx.notes.into_inner();
     }
     tree = apply_load(&ctx, &scop, &deps, "final", tree, &loads)?;
@@ -419,7 +502,7 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     });
 
     let schedule = tree.to_isl(&ctx)?;
-    let kernel = targets::lower(&ctx, &program, &schedule)?;
+    let kernel = targets::lower::lower_with(&ctx, &program, Some(&scop), &schedule)?;
     let c_source = target().emit(
         &program,
         &texts,

@@ -52,6 +52,11 @@ impl Buffer {
             Buffer::Accumulator => "accumulator",
         }
     }
+    /// A register file: only the tensors promoted into it (a register tile) occupy it,
+    /// so its capacity is checked by promotion, not against a tile's whole working set.
+    pub fn is_register_file(self) -> bool {
+        matches!(self, Buffer::Reg | Buffer::Register)
+    }
     /// Parses a buffer name.
     pub fn from_name(s: &str) -> Option<Buffer> {
         Buffer::ALL.into_iter().find(|b| b.name() == s)

@@ -2,9 +2,14 @@
 //!
 //! [`compile_c`] writes the source to a fresh temporary directory, runs
 //! `$CC` (or `cc`) with `-O3 -march=native -fopenmp -shared -fPIC -ffp-contract=off
-//! -fwrapv` (plus [`CcOptions::extra_flags`], which come last and so can override these),
-//! and loads the shared library with `libloading`. [`run`] calls the kernel's entry
-//! wrapper (see [`crate::c`] for the ABI) on [`TensorData`] buffers.
+//! -fwrapv`, on x86 `-mprefer-vector-width=<bits>` from the target description's
+//! `vector_bytes` (see [`CcOptions::vector_bytes`]), then [`CcOptions::extra_flags`],
+//! which come last and so can override these. It loads the shared library with
+//! `libloading`. [`run`] calls the kernel's entry wrapper (see [`crate::c`] for the ABI)
+//! on [`TensorData`] buffers.
+//!
+//! `-ffp-contract=off` keeps every float operation rounded as written, so results match
+//! the reference interpreter bit for bit where the order of operations is the same.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,6 +20,11 @@ use polyhedral::data::{Buffer, TensorData};
 use polyhedral::ir::{InputRef, Program, TensorId, TensorRole};
 
 use crate::c::entry_symbol;
+use crate::desc::TargetDesc;
+
+/// The floating-point contraction flag the runner passes (`scripts/bench` reads it from
+/// this line; keep it a single string literal).
+pub const FP_CONTRACT_FLAG: &str = "-ffp-contract=off";
 
 /// How to invoke the C compiler.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +35,12 @@ pub struct CcOptions {
     pub extra_flags: Vec<String>,
     /// Also pass `-fopenmp` (default `true`). Without it, `parallel` loops run serially.
     pub openmp: bool,
+    /// The preferred SIMD vector width in bytes (a target description's `vector_bytes`).
+    /// On x86 and x86-64, where gcc and clang accept it, 16, 32 and 64 become
+    /// `-mprefer-vector-width=128`, `256` and `512`; elsewhere, and for other widths, no
+    /// flag is passed. `None` leaves the compiler's choice. The default is the built-in
+    /// CPU description's value (64).
+    pub vector_bytes: Option<u32>,
 }
 
 impl Default for CcOptions {
@@ -33,11 +49,42 @@ impl Default for CcOptions {
             compiler: None,
             extra_flags: Vec::new(),
             openmp: true,
+            vector_bytes: builtin_vector_bytes(),
         }
     }
 }
 
+/// `vector_bytes` of the built-in CPU description, read once.
+fn builtin_vector_bytes() -> Option<u32> {
+    static V: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *V.get_or_init(|| TargetDesc::builtin_cpu().ok().and_then(|d| d.vector_bytes))
+}
+
+/// The flag that asks the C compiler for `bytes`-wide vectors on this machine:
+/// `-mprefer-vector-width=<bytes × 8>` on x86 and x86-64 (gcc and clang accept 128, 256
+/// and 512 there), `None` on other architectures or for other widths.
+pub fn prefer_vector_width_flag(bytes: u32) -> Option<String> {
+    prefer_vector_width_flag_for(std::env::consts::ARCH, bytes)
+}
+
+fn prefer_vector_width_flag_for(arch: &str, bytes: u32) -> Option<String> {
+    let bits = bytes.checked_mul(8)?;
+    if matches!(arch, "x86" | "x86_64") && matches!(bits, 128 | 256 | 512) {
+        Some(format!("-mprefer-vector-width={bits}"))
+    } else {
+        None
+    }
+}
+
 impl CcOptions {
+    /// The default options with the target description's vector width (`None` when the
+    /// description gives none).
+    pub fn for_target(desc: &TargetDesc) -> CcOptions {
+        CcOptions {
+            vector_bytes: desc.vector_bytes,
+            ..CcOptions::default()
+        }
+    }
     /// The compiler command that will run.
     pub fn compiler(&self) -> String {
         self.compiler
@@ -55,10 +102,11 @@ impl CcOptions {
             f.push("-fopenmp".into());
         }
         f.extend(
-            ["-shared", "-fPIC", "-ffp-contract=off", "-fwrapv"]
+            ["-shared", "-fPIC", FP_CONTRACT_FLAG, "-fwrapv"]
                 .iter()
                 .map(|s| s.to_string()),
         );
+        f.extend(self.vector_bytes.and_then(prefer_vector_width_flag));
         f.extend(self.extra_flags.iter().cloned());
         f
     }
@@ -310,5 +358,53 @@ pub fn run(
             ))
         }
         other => Err(miette!("kernel `{}` returned status {other}", prog.name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_width_flag() {
+        assert_eq!(
+            prefer_vector_width_flag_for("x86_64", 64).as_deref(),
+            Some("-mprefer-vector-width=512")
+        );
+        assert_eq!(
+            prefer_vector_width_flag_for("x86", 32).as_deref(),
+            Some("-mprefer-vector-width=256")
+        );
+        assert_eq!(prefer_vector_width_flag_for("aarch64", 64), None);
+        assert_eq!(prefer_vector_width_flag_for("x86_64", 128), None);
+    }
+
+    #[test]
+    fn flags_follow_the_description() {
+        let desc = TargetDesc::builtin_cpu().expect("built-in description");
+        let opts = CcOptions::for_target(&desc);
+        assert_eq!(opts.vector_bytes, Some(64));
+        assert_eq!(CcOptions::default().vector_bytes, Some(64));
+        let flags = opts.flags();
+        let want = prefer_vector_width_flag(64);
+        assert_eq!(
+            flags
+                .iter()
+                .find(|f| f.starts_with("-mprefer-vector-width"))
+                .cloned(),
+            want
+        );
+        assert!(flags.contains(&FP_CONTRACT_FLAG.to_string()), "{flags:?}");
+        let none = CcOptions {
+            vector_bytes: None,
+            ..CcOptions::default()
+        };
+        assert!(!none.flags().iter().any(|f| f.contains("vector-width")));
+        // Extra flags come last, so they can override the others.
+        let extra = CcOptions {
+            extra_flags: vec!["-O1".into()],
+            ..CcOptions::default()
+        };
+        assert_eq!(extra.flags().last().map(String::as_str), Some("-O1"));
     }
 }

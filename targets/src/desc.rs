@@ -15,6 +15,9 @@
 //!     bytes: 49152
 //! ```
 //!
+//! A CPU description may also give `vector_bytes`, the preferred SIMD vector width in
+//! bytes (64 for AVX-512), which the CPU runner passes on to the C compiler.
+//!
 //! Tiling does not depend on this crate: drivers pass [`TargetDesc::capacities`] to
 //! `tiling::TileCx` and [`TargetDesc::buffer_order`] to `tiling::parse_tile_spec`.
 
@@ -22,6 +25,9 @@ use polyhedral::diag::SourceFile;
 use polyhedral::ir::{DType, Span};
 use schedule_tree::Buffer;
 use serde::{Deserialize, Serialize};
+
+/// The text of the built-in CPU description, `specs/targets/cpu.yaml`.
+pub const BUILTIN_CPU_YAML: &str = include_str!("../../specs/targets/cpu.yaml");
 
 /// What kind of machine a description is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,6 +121,13 @@ pub struct TargetDesc {
     /// The systolic array (Gemmini).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<ArrayDesc>,
+    /// The preferred SIMD vector width in bytes (CPU: 64 for AVX-512, 32 for AVX2, 16
+    /// for SSE or NEON): a power of two from 16 to 256. The CPU runner turns it into
+    /// `-mprefer-vector-width=<bytes × 8>` on x86 (see
+    /// [`crate::cpu_runner::CcOptions::vector_bytes`]); without it, gcc keeps to 256-bit
+    /// vectors even where AVX-512 is available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_bytes: Option<u32>,
     /// Buffers from outermost to innermost.
     pub buffers: Vec<BufferDesc>,
 }
@@ -173,6 +186,16 @@ impl TargetDesc {
                 "see specs/targets/cpu.yaml for the schema: name, kind (cpu, gpu, gemmini), buffers (name, bytes, …) from outermost to innermost",
             ))
         })?;
+        if let Some(v) = desc.vector_bytes {
+            if !(16..=256).contains(&v) || !v.is_power_of_two() {
+                return Err(miette::Report::new(file.error(
+                    find_value(&file.text, "vector_bytes", &v.to_string()),
+                    format!("vector_bytes is {v}, which is not a vector width"),
+                    "not a power of two from 16 to 256",
+                    "give the preferred SIMD vector width in bytes: 64 for AVX-512, 32 for AVX2, 16 for SSE or NEON",
+                )));
+            }
+        }
         let known: Vec<&str> = Buffer::ALL.iter().map(|b| b.name()).collect();
         let mut seen: Vec<Buffer> = Vec::new();
         for b in &desc.buffers {
@@ -215,6 +238,14 @@ impl TargetDesc {
             }
         }
         Ok(desc)
+    }
+
+    /// The built-in CPU description ([`BUILTIN_CPU_YAML`]).
+    pub fn builtin_cpu() -> miette::Result<TargetDesc> {
+        TargetDesc::load(&SourceFile::new(
+            "<built-in specs/targets/cpu.yaml>",
+            BUILTIN_CPU_YAML,
+        ))
     }
 
     /// Reads and loads a file.
@@ -306,6 +337,8 @@ mod tests {
             ]
         );
         let gpu = TargetDesc::load_path(&format!("{root}gpu.yaml")).expect("gpu.yaml");
+        assert_eq!(cpu.vector_bytes, Some(64));
+        assert_eq!(TargetDesc::builtin_cpu().expect("built-in"), cpu);
         assert_eq!(gpu.buffer_order(), vec![Buffer::Shared, Buffer::Register]);
         assert_eq!(gpu.sms, Some(108));
         let g = TargetDesc::load_path(&format!("{root}gemmini.yaml")).expect("gemmini.yaml");
@@ -333,6 +366,31 @@ mod tests {
         assert!(
             format!("{e}")
                 .starts_with("t.yaml:2:7: invalid target description: kind: unknown variant `tpu`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn vector_width() {
+        let d = load("name: x\nkind: cpu\nvector_bytes: 32\nbuffers: []\n").expect("valid");
+        assert_eq!(d.vector_bytes, Some(32));
+        let d = load("name: x\nkind: cpu\nbuffers: []\n").expect("valid");
+        assert_eq!(d.vector_bytes, None);
+        let e = load("name: x\nkind: cpu\nvector_bytes: 48\nbuffers: []\n").unwrap_err();
+        assert_eq!(
+            format!("{e}"),
+            "t.yaml:3:15: vector_bytes is 48, which is not a vector width"
+        );
+        let e = load("name: x\nkind: cpu\nvector_bytes: 512\nbuffers: []\n").unwrap_err();
+        assert_eq!(
+            format!("{e}"),
+            "t.yaml:3:15: vector_bytes is 512, which is not a vector width"
+        );
+        let e = load("name: x\nkind: cpu\nvector_bytes: wide\nbuffers: []\n").unwrap_err();
+        assert!(
+            format!("{e}").starts_with(
+                "t.yaml:3:15: invalid target description: vector_bytes: invalid type: string \"wide\""
+            ),
             "{e}"
         );
     }

@@ -205,7 +205,54 @@ pub enum KNode {
         stmt: usize,
         /// The value of each of the statement's iterators, in `Stmt::iters` order.
         args: Vec<KExpr>,
+        /// The promoted tiles in scope, outermost first: an access to a tensor goes to
+        /// the innermost tile of that tensor, if any.
+        locals: Vec<LocalRef>,
     },
+    /// Local buffers (promoted tiles) that live while `body` runs.
+    Local {
+        /// The buffers.
+        bufs: Vec<LocalBuf>,
+        /// The code that uses them.
+        body: Box<KNode>,
+    },
+    /// One element copy between a tensor and a promoted tile.
+    Copy {
+        /// The promotion (a [`LocalBuf::promo`]).
+        promo: usize,
+        /// The tensor.
+        tensor: usize,
+        /// Into the tile (copy-in) or out of it (copy-out).
+        copy_in: bool,
+        /// The element's coordinates in the tensor.
+        args: Vec<KExpr>,
+        /// The promoted tiles in scope, outermost first, this copy's own included: the
+        /// tensor side goes to the innermost *other* tile of the tensor, if any.
+        locals: Vec<LocalRef>,
+    },
+}
+
+/// A promoted tile as seen from one statement instance: the tensor element `e` lives at
+/// `e - offset` in the tile's local buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalRef {
+    /// The promotion (a [`LocalBuf::promo`]).
+    pub promo: usize,
+    /// The tensor.
+    pub tensor: usize,
+    /// The tile's first element, per tensor dimension.
+    pub offset: Vec<KExpr>,
+}
+
+/// A local buffer holding a promoted tile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalBuf {
+    /// The promotion number (`k` of `copyin_<k>_<T>`).
+    pub promo: usize,
+    /// The tensor whose tile it holds.
+    pub tensor: usize,
+    /// The tile's extents.
+    pub sizes: Vec<i64>,
 }
 
 impl KNode {
@@ -228,7 +275,8 @@ impl KNode {
                     e.walk(f);
                 }
             }
-            KNode::Stmt { .. } => {}
+            KNode::Local { body, .. } => body.walk(f),
+            KNode::Stmt { .. } | KNode::Copy { .. } => {}
         }
     }
     /// The statement indices that occur in the tree, in order of first occurrence.

@@ -18,6 +18,7 @@ pub mod interchange;
 pub mod kir;
 pub mod lower;
 pub mod parallel;
+pub mod promote;
 
 pub use c::{emit_c, EmitOptions};
 pub use cpu_runner::{compile_c, run, CcOptions, CompiledKernel, RunStats};

@@ -27,15 +27,21 @@ use std::collections::{BTreeSet, HashSet};
 use std::ffi::CString;
 
 use isl_rs::{
-    ASTExpr, ASTExprOpType, ASTExprType, ASTNode, Id, Schedule, ScheduleNode, ScheduleNodeType, Set,
+    ASTExpr, ASTExprOpType, ASTExprType, ASTNode, DimType, Id, Map, PwMultiAff, Schedule,
+    ScheduleNode, ScheduleNodeType, Set, UnionMap,
 };
+use std::ffi::c_void;
+use std::os::raw::c_int;
 use miette::{miette, Result};
 use polyhedral::ir::Program;
 use polyhedral::isl::ffi::ast_build::{self as ffi, AstNodeKind};
+use polyhedral::isl::ffi::promote as pffi;
+use polyhedral::scop::Scop;
 use polyhedral::isl::{Ctx, IslResultExt};
 use schedule_tree::mark::Mark;
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel};
+use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef};
+use crate::promote::{parse_copy_stmt, Promotion};
 
 /// Lowers `schedule` (whose domain names statements `S_0`, `S_1`, … of `prog`) to a
 /// kernel with isl's AST generator. See the module documentation for how each isl AST
@@ -44,6 +50,18 @@ use crate::kir::{KCmp, KExpr, KNode, Kernel};
 /// `ctx` must be the context the schedule belongs to. The AST-generation options
 /// `ast_build_atomic_upper_bound` and `ast_build_detect_min_max` are switched on in it.
 pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
+    lower_with(ctx, prog, None, schedule)
+}
+
+/// [`lower`] for a schedule that may hold promoted tiles (copy statements grafted by
+/// [`crate::promote::promote`]): `scop` is the program's model, from which the tiles'
+/// offsets are recomputed. Without `scop`, a schedule with copy statements is an error.
+pub fn lower_with(
+    ctx: &Ctx,
+    prog: &Program,
+    scop: Option<&Scop>,
+    schedule: &Schedule,
+) -> Result<Kernel> {
     // SAFETY: plain option setters on a live context.
     unsafe {
         ffi::isl_options_set_ast_build_atomic_upper_bound(ctx.ptr(), 1);
@@ -53,7 +71,18 @@ pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
         .copy()
         .isl("copying the schedule for code generation")?;
     let schedule = crate::interchange::sink_vectorizable_members(prog, &schedule)?;
-    let schedule = tag_parallel_marks(ctx, schedule)?;
+    let promos = match scop {
+        Some(scop) => crate::promote::promotions_in(ctx, prog, scop, &schedule)?,
+        None => Vec::new(),
+    };
+    let schedule = tag_marks(ctx, schedule, &promos)?;
+    let mut state = Box::new(CallbackState {
+        promos,
+        stack: Vec::new(),
+        infos: Vec::new(),
+        error: None,
+        ctx: ctx.ptr(),
+    });
 
     let space = schedule
         .get_domain()
@@ -69,7 +98,13 @@ pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
     // SAFETY: `from_context` takes the set, `node_from_schedule` keeps the build and takes
     // the schedule (ownership of both was released above), and the build is freed here.
     let ast_ptr = unsafe {
-        let build = ffi::isl_ast_build_from_context(context.ptr);
+        let mut build = ffi::isl_ast_build_from_context(context.ptr);
+        if build != 0 {
+            let user = &mut *state as *mut CallbackState as *mut std::ffi::c_void;
+            build = pffi::isl_ast_build_set_at_each_domain(build, at_each_domain, user);
+            build = pffi::isl_ast_build_set_before_each_mark(build, before_each_mark, user);
+            build = pffi::isl_ast_build_set_after_each_mark(build, after_each_mark, user);
+        }
         if build == 0 {
             ffi::isl_ast_build_free(0);
             0
@@ -79,6 +114,16 @@ pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
             node
         }
     };
+    if let Some(e) = state.error.take() {
+        if ast_ptr != 0 {
+            // SAFETY: the node is ours and not used again.
+            unsafe { pffi::isl_ast_node_free(ast_ptr) };
+        }
+        return Err(miette!(
+            help = "this is an internal error in polyc's memory promotion; please report it with the program",
+            "re-indexing promoted tiles failed: {e}"
+        ));
+    }
     if ast_ptr == 0 {
         let msg = ctx
             .take_error()
@@ -96,6 +141,7 @@ pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
     let mut lw = Lowerer {
         prog,
         scope: Vec::new(),
+        state: &state,
     };
     let body = prune(lw.node(&ast)?);
 
@@ -143,35 +189,277 @@ fn program_names(prog: &Program) -> HashSet<String> {
 
 /// Replaces every `parallel` mark with an equal-named mark whose id carries the schedule
 /// depth of the mark (as the id's user pointer, plus one), so that the AST walk knows
-/// which loop the mark refers to. Checks every mark name on the way.
-fn tag_parallel_marks(ctx: &Ctx, schedule: Schedule) -> Result<Schedule> {
+/// which loop the mark refers to, and every memory mark with promoted tiles with one whose
+/// id carries the mark's pre-order number plus one (an index into `promos`). Checks every
+/// mark name on the way.
+fn tag_marks(ctx: &Ctx, schedule: Schedule, promos: &[Vec<Promotion>]) -> Result<Schedule> {
     let root = schedule.get_root().isl("reading the schedule's root")?;
-    let root = tag_node(ctx, root)?;
+    let mut count = 0usize;
+    let root = tag_node(ctx, root, promos, &mut count)?;
     root.get_schedule().isl("rebuilding the schedule")
 }
 
-fn tag_node(ctx: &Ctx, node: ScheduleNode) -> Result<ScheduleNode> {
+fn tag_node(
+    ctx: &Ctx,
+    node: ScheduleNode,
+    promos: &[Vec<Promotion>],
+    count: &mut usize,
+) -> Result<ScheduleNode> {
     let mut node = node;
     if node.get_type().isl("reading a schedule node's type")? == ScheduleNodeType::Mark {
         let id = node.mark_get_id().isl("reading a mark")?;
         let name = id.get_name().isl("reading a mark's name")?.to_string();
         let mark = parse_mark(&name)?;
-        if mark == Mark::Parallel {
-            let depth = node
-                .get_schedule_depth()
-                .isl("reading a mark's schedule depth")?;
-            node = node.delete().isl("replacing a parallel mark")?;
-            let tagged = alloc_id(ctx, &name, depth as usize + 1)?;
-            node = node.insert_mark(tagged).isl("replacing a parallel mark")?;
+        let ordinal = *count;
+        *count += 1;
+        let tag = match mark {
+            Mark::Parallel => Some(
+                node.get_schedule_depth()
+                    .isl("reading a mark's schedule depth")? as usize
+                    + 1,
+            ),
+            Mark::Mem(_) if promos.get(ordinal).is_some_and(|p| !p.is_empty()) => {
+                Some(ordinal + 1)
+            }
+            _ => None,
+        };
+        if let Some(tag) = tag {
+            node = node.delete().isl("replacing a mark")?;
+            let tagged = alloc_id(ctx, &name, tag)?;
+            node = node.insert_mark(tagged).isl("replacing a mark")?;
         }
     }
     let n = node.n_children().isl("counting a node's children")?;
     for i in 0..n {
         node = node.child(i).isl("visiting a schedule node")?;
-        node = tag_node(ctx, node)?;
+        node = tag_node(ctx, node, promos, count)?;
         node = node.parent().isl("visiting a schedule node")?;
     }
     Ok(node)
+}
+
+/// What the AST-build callbacks share with the lowering.
+struct CallbackState {
+    /// Promotions per mark (pre-order number).
+    promos: Vec<Vec<Promotion>>,
+    /// The marks the generator is inside, with the promoted tiles each one opens.
+    stack: Vec<Vec<ActiveTile>>,
+    /// Per annotated statement instance: (promotion, tensor, offset expressions).
+    infos: Vec<Vec<(usize, usize, Vec<ASTExpr>)>>,
+    /// The first failure inside a callback.
+    error: Option<String>,
+    /// The isl context.
+    ctx: usize,
+}
+
+/// A promoted tile the generator is inside.
+struct ActiveTile {
+    /// Promotion number.
+    id: usize,
+    /// Tensor.
+    tensor: usize,
+    /// Dimensions of the build's schedule at the mark.
+    outer: u32,
+    /// From the build's schedule at the mark to the tile's first element.
+    offset: Map,
+}
+
+/// The build's current schedule (instances → its schedule dimensions).
+fn build_schedule(build: usize) -> Result<UnionMap> {
+    // SAFETY: the build is alive during the callback; the result is ours.
+    let ptr = unsafe { pffi::isl_ast_build_get_schedule(build) };
+    if ptr == 0 {
+        return Err(miette!("isl could not give the AST build's schedule"));
+    }
+    Ok(UnionMap {
+        ptr,
+        should_free_on_drop: true,
+    })
+}
+
+impl CallbackState {
+    /// The tiles a mark opens: each promotion's offset as a function of the build's
+    /// schedule at the mark. (The build's schedule dimensions need not be the tree's
+    /// prefix dimensions one to one, since isl drops dimensions that are constant; the
+    /// relation between the two comes from the instances that reach the mark.)
+    fn open(&self, ordinal: usize, build: usize) -> Result<Vec<ActiveTile>> {
+        let Some(promos) = self.promos.get(ordinal) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for p in promos {
+            let sched = build_schedule(build)?;
+            let b2p = sched
+                .reverse()
+                .isl("reversing the build's schedule")?
+                .apply_range(p.inst.copy().isl("copying a map")?)
+                .isl("relating the build's schedule to the tiles")?;
+            if b2p.is_empty().isl("checking a map")? {
+                continue;
+            }
+            let b2p = Map::from_union_map(b2p)
+                .isl("relating the build's schedule to the tiles")?
+                .reset_tuple_id(DimType::In)
+                .isl("relating the build's schedule to the tiles")?
+                .reset_tuple_id(DimType::Out)
+                .isl("relating the build's schedule to the tiles")?;
+            let outer = b2p.dim(DimType::In).isl("counting dimensions")? as u32;
+            let off = p
+                .offset
+                .copy()
+                .isl("copying an offset")?
+                .reset_tuple_id(DimType::In)
+                .isl("reading an offset")?;
+            let offset = b2p.apply_range(off).isl("composing an offset")?;
+            if !offset.is_single_valued().isl("checking an offset")? {
+                return Err(miette!(
+                    "the tile of {} is not a function of the loops around its mark",
+                    p.id
+                ));
+            }
+            out.push(ActiveTile {
+                id: p.id,
+                tensor: p.tensor,
+                outer,
+                offset,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The offsets of every promoted tile in scope, in terms of the build's loop
+    /// iterators.
+    fn offsets(&self, build: usize) -> Result<Vec<(usize, usize, Vec<ASTExpr>)>> {
+        let active: Vec<&ActiveTile> = self.stack.iter().flatten().collect();
+        if active.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sched = Map::from_union_map(build_schedule(build)?)
+            .isl("reading the build's schedule")?;
+        let space = sched
+            .get_space()
+            .isl("reading the schedule space")?
+            .range()
+            .isl("reading the schedule space")?;
+        let n = space.dim(DimType::Set).isl("counting schedule dimensions")? as u32;
+        let ident = Map::identity(space.map_from_set().isl("building a projection")?)
+            .isl("building a projection")?;
+        let mut out = Vec::new();
+        for p in active {
+            let d = p.outer;
+            if d > n {
+                return Err(miette!("a promoted tile's depth {d} exceeds the schedule's {n}"));
+            }
+            let proj = ident
+                .copy()
+                .isl("copying a map")?
+                .project_out(DimType::Out, d, n - d)
+                .isl("projecting the schedule")?
+                .reset_tuple_id(DimType::Out)
+                .isl("projecting the schedule")?;
+            let comp = proj
+                .apply_range(p.offset.copy().isl("copying an offset")?)
+                .isl("composing an offset")?;
+            let pma = PwMultiAff::from_map(comp).isl("an offset as a function")?;
+            let dims = pma.dim(DimType::Out).isl("counting offset dimensions")?;
+            let mut exprs = Vec::with_capacity(dims as usize);
+            for j in 0..dims {
+                let mut pa = pma.get_at(j).isl("reading an offset")?;
+                pa.do_not_free_on_drop();
+                // SAFETY: takes the pw_aff, keeps the live build; the result is ours.
+                let e = unsafe { pffi::isl_ast_build_expr_from_pw_aff(build, pa.ptr) };
+                if e == 0 {
+                    return Err(miette!("isl could not build an expression for an offset"));
+                }
+                exprs.push(ASTExpr {
+                    ptr: e,
+                    should_free_on_drop: true,
+                });
+            }
+            out.push((p.id, p.tensor, exprs));
+        }
+        Ok(out)
+    }
+}
+
+/// isl's at-each-domain callback: annotates the statement instance with the offsets of
+/// the promoted tiles in scope.
+unsafe extern "C" fn at_each_domain(node: usize, build: usize, user: *mut c_void) -> usize {
+    // SAFETY: `user` is the `CallbackState` that `lower_with` keeps alive during the build.
+    let state = unsafe { &mut *(user as *mut CallbackState) };
+    if state.error.is_some() || node == 0 {
+        return node;
+    }
+    match state.offsets(build) {
+        Ok(v) if v.is_empty() => node,
+        Ok(v) => {
+            state.infos.push(v);
+            let tag = state.infos.len();
+            let id = {
+                let cname = c"polyc_locals";
+                // SAFETY: isl copies the name; the user pointer is an integer.
+                unsafe { ffi::isl_id_alloc(state.ctx, cname.as_ptr(), tag as *mut c_void) }
+            };
+            let n = ASTNode {
+                ptr: node,
+                should_free_on_drop: true,
+            };
+            match n.set_annotation(Id {
+                ptr: id,
+                should_free_on_drop: true,
+            }) {
+                Ok(mut n) => {
+                    n.do_not_free_on_drop();
+                    n.ptr
+                }
+                Err(e) => {
+                    state.error = Some(e.to_string());
+                    0
+                }
+            }
+        }
+        Err(e) => {
+            state.error = Some(format!("{e}"));
+            node
+        }
+    }
+}
+
+/// isl's before-each-mark callback: enters a mark.
+unsafe extern "C" fn before_each_mark(mark: usize, build: usize, user: *mut c_void) -> c_int {
+    // SAFETY: as in `at_each_domain`; `mark` is a live id.
+    let state = unsafe { &mut *(user as *mut CallbackState) };
+    let id = Id {
+        ptr: mark,
+        should_free_on_drop: false,
+    };
+    let is_mem = matches!(
+        id.get_name().ok().and_then(Mark::from_isl_name),
+        Some(Mark::Mem(_))
+    );
+    // SAFETY: reads the user pointer of a live id.
+    let tag = unsafe { ffi::isl_id_get_user(mark) } as usize;
+    let tiles = if is_mem && tag > 0 && state.error.is_none() {
+        match state.open(tag - 1, build) {
+            Ok(t) => t,
+            Err(e) => {
+                state.error = Some(format!("{e}"));
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    state.stack.push(tiles);
+    0
+}
+
+/// isl's after-each-mark callback: leaves a mark.
+unsafe extern "C" fn after_each_mark(node: usize, _build: usize, user: *mut c_void) -> usize {
+    // SAFETY: as in `at_each_domain`.
+    let state = unsafe { &mut *(user as *mut CallbackState) };
+    state.stack.pop();
+    node
 }
 
 /// An isl id with a name and an integer stored as its user pointer.
@@ -203,6 +491,8 @@ struct Lowerer<'a> {
     prog: &'a Program,
     /// isl names of the loop iterators in scope.
     scope: Vec<String>,
+    /// What the AST-build callbacks recorded.
+    state: &'a CallbackState,
 }
 
 impl Lowerer<'_> {
@@ -276,24 +566,60 @@ impl Lowerer<'_> {
                     return Ok(KNode::Block(Vec::new()));
                 }
                 let mut child = self.node(&n.mark_get_node().isl("reading a mark's child")?)?;
-                if mark == Mark::Parallel {
-                    // SAFETY: `id` is a live isl id; the user pointer is only read.
-                    let tag = unsafe { ffi::isl_id_get_user(id.ptr) } as usize;
-                    if tag > 0 {
-                        mark_first_loop(&mut child, &format!("c{}", tag - 1));
-                    }
+                // SAFETY: `id` is a live isl id; the user pointer is only read.
+                let tag = unsafe { ffi::isl_id_get_user(id.ptr) } as usize;
+                if mark == Mark::Parallel && tag > 0 {
+                    mark_first_loop(&mut child, &format!("c{}", tag - 1));
+                }
+                if let (Mark::Mem(_), true) = (mark, tag > 0) {
+                    let bufs = self
+                        .state
+                        .promos
+                        .get(tag - 1)
+                        .map(|v| {
+                            v.iter()
+                                .map(|p| LocalBuf {
+                                    promo: p.id,
+                                    tensor: p.tensor,
+                                    sizes: p.sizes.clone(),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    return Ok(KNode::Local {
+                        bufs,
+                        body: Box::new(child),
+                    });
                 }
                 Ok(child)
             }
             AstNodeKind::User => {
                 let call = n.user_get_expr().isl("reading a statement call")?;
-                self.user(&call)
+                let ann = n.get_annotation().isl("reading a statement's annotation")?;
+                let info = if ann.ptr == 0 {
+                    0
+                } else {
+                    // SAFETY: reads the user pointer of a live id.
+                    unsafe { ffi::isl_id_get_user(ann.ptr) as usize }
+                };
+                let mut locals = Vec::new();
+                if info > 0 {
+                    for (promo, tensor, exprs) in self.state.infos.get(info - 1).into_iter().flatten() {
+                        let offset = exprs.iter().map(|e| self.expr(e)).collect::<Result<_>>()?;
+                        locals.push(LocalRef {
+                            promo: *promo,
+                            tensor: *tensor,
+                            offset,
+                        });
+                    }
+                }
+                self.user(&call, locals)
             }
             AstNodeKind::Error => Err(miette!("isl returned an invalid AST node")),
         }
     }
 
-    fn user(&mut self, call: &ASTExpr) -> Result<KNode> {
+    fn user(&mut self, call: &ASTExpr, locals: Vec<LocalRef>) -> Result<KNode> {
         let is_call = call.get_type().isl("reading a statement call")? == ASTExprType::Op
             && call.get_op_type().isl("reading a statement call")? == ASTExprOpType::Call;
         if !is_call {
@@ -307,6 +633,34 @@ impl Lowerer<'_> {
             .get_name()
             .isl("reading a statement name")?
             .to_string();
+        if let Some((copy_in, promo, tname)) = parse_copy_stmt(&name) {
+            let tensor = self
+                .prog
+                .tensors
+                .iter()
+                .position(|t| t.name == tname)
+                .ok_or_else(|| miette!("the copy statement {name} names no tensor of the program"))?;
+            if !locals.iter().any(|l| l.promo == promo) {
+                return Err(miette!(
+                    help = "copy statements are made by the promotion pass and must stay below their memory mark",
+                    "the copy statement {name} runs outside the tile it copies"
+                ));
+            }
+            let mut args = Vec::new();
+            for i in 1..n {
+                args.push(self.expr(&call.get_op_arg(i).isl("reading a copy's argument")?)?);
+            }
+            if args.len() != self.prog.tensors[tensor].shape.len() {
+                return Err(miette!("the copy statement {name} has the wrong number of coordinates"));
+            }
+            return Ok(KNode::Copy {
+                promo,
+                tensor,
+                copy_in,
+                args,
+                locals,
+            });
+        }
         let stmt = self
             .prog
             .stmts
@@ -331,7 +685,7 @@ impl Lowerer<'_> {
                 args.len()
             ));
         }
-        Ok(KNode::Stmt { stmt, args })
+        Ok(KNode::Stmt { stmt, args, locals })
     }
 
     fn expr(&mut self, e: &ASTExpr) -> Result<KExpr> {
@@ -461,7 +815,8 @@ fn mark_first_loop(node: &mut KNode, iter: &str) {
                 mark_first_loop(e, iter);
             }
         }
-        KNode::Stmt { .. } => {}
+        KNode::Local { body, .. } => mark_first_loop(body, iter),
+        KNode::Stmt { .. } | KNode::Copy { .. } => {}
     }
 }
 
@@ -520,7 +875,17 @@ fn prune(node: KNode) -> KNode {
                 },
             }
         }
-        s @ KNode::Stmt { .. } => s,
+        KNode::Local { bufs, body } => {
+            let body = prune(*body);
+            if body.is_empty() {
+                return KNode::Block(Vec::new());
+            }
+            KNode::Local {
+                bufs,
+                body: Box::new(body),
+            }
+        }
+        s @ (KNode::Stmt { .. } | KNode::Copy { .. }) => s,
     }
 }
 
@@ -549,11 +914,40 @@ fn rename_iters(node: &KNode, f: &impl Fn(&str) -> Option<String>) -> KNode {
             then: Box::new(rename_iters(then, f)),
             els: els.as_ref().map(|e| Box::new(rename_iters(e, f))),
         },
-        KNode::Stmt { stmt, args } => KNode::Stmt {
+        KNode::Stmt { stmt, args, locals } => KNode::Stmt {
             stmt: *stmt,
             args: args.iter().map(sub).collect(),
+            locals: rename_locals(locals, &sub),
+        },
+        KNode::Copy {
+            promo,
+            tensor,
+            copy_in,
+            args,
+            locals,
+        } => KNode::Copy {
+            promo: *promo,
+            tensor: *tensor,
+            copy_in: *copy_in,
+            args: args.iter().map(sub).collect(),
+            locals: rename_locals(locals, &sub),
+        },
+        KNode::Local { bufs, body } => KNode::Local {
+            bufs: bufs.clone(),
+            body: Box::new(rename_iters(body, f)),
         },
     }
+}
+
+fn rename_locals(locals: &[LocalRef], sub: &impl Fn(&KExpr) -> KExpr) -> Vec<LocalRef> {
+    locals
+        .iter()
+        .map(|l| LocalRef {
+            promo: l.promo,
+            tensor: l.tensor,
+            offset: l.offset.iter().map(sub).collect(),
+        })
+        .collect()
 }
 
 /// The names of the statements (`S_i`) that a kernel executes, sorted.

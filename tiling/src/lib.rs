@@ -7,6 +7,8 @@
 //!   the footprints against the buffers' capacities.
 //! - [`explain`]: the sizes, footprints and capacity left, per statement and band.
 //! - [`default_spec`]: the default policy when no spec is given.
+//! - [`search()`]: the tile-size search that resolves `?`, `[lo..hi]` and `{a, b}` entries
+//!   (candidates, legality, a data-movement cost model).
 //! - [`fuse()`]: reverse strategy and post-tiling fusion of the producers into the
 //!   live-out tiles (an extension node, `skipped` marks), with fallbacks and a report.
 //!
@@ -22,6 +24,7 @@ pub mod analysis;
 mod default;
 pub mod fuse;
 pub mod report;
+pub mod search;
 pub mod spec;
 mod tile;
 
@@ -29,6 +32,7 @@ pub use analysis::TensorFootprint;
 pub use default::{default_spec, DEFAULT_POLICY};
 pub use fuse::{fuse, Fallback, FuseOptions, FuseReport, FusedProducer, LocalBuffer};
 pub use report::{BandReport, ExplainReport, LevelReport, TileReport};
+pub use search::{search, SearchOptions, SearchResult};
 pub use spec::{parse_tile_spec, DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
 pub use tile::{tile, TileCx};
 

@@ -6,7 +6,7 @@
 //! S_4: 32@L1, 32@L1
 //! # several levels for one dimension, outer to inner, separated by spaces
 //! S_2: 64@L2 8@L1, 64@L2 8@L1, 32@L1
-//! # search steering (parsed and kept; the search itself is not implemented yet)
+//! # search steering (resolved to fixed sizes by `crate::search` before tiling)
 //! S_1: ?@L1, [16..128]@L1, {16, 32, 64}@L1
 //! ```
 //!
@@ -530,6 +530,14 @@ impl Parser<'_> {
             }
             Tok::LBrace => {
                 self.bump();
+                if let (Tok::RBrace, close) = self.peek().clone() {
+                    return Err(self.err(
+                        Span::new(start.start, close.end),
+                        "the size set `{}` is empty".to_string(),
+                        "no candidate size",
+                        "list at least one candidate, e.g. `{16, 32, 64}`, or write `?` to let the search pick any size",
+                    ));
+                }
                 let mut v = vec![self.int("a candidate size")?.0];
                 loop {
                     let (t, sp) = self.bump();

@@ -154,10 +154,10 @@ pub(crate) fn plan(
         if let Some(l) = spec.first_search_entry() {
             return Err(report(file.error(
                 l.size_span,
-                "search is not implemented yet; give fixed sizes",
+                "this tile spec has search entries; resolve them before tiling",
                 "a search entry",
                 format!(
-                    "replace `{}` with a fixed size such as `32`; `polyc explain-tiles` shows the footprints of a choice",
+                    "run `tiling::search::search` and tile its resolved spec (polyc does this itself), or replace `{}` with a fixed size such as `32`",
                     l.size
                 ),
             )));
@@ -303,7 +303,10 @@ pub(crate) fn plan(
             let fps = tile_footprint(cx.ctx, scop, &bands, p.band, &windows, &elem_bytes)?;
             let total = sum_bytes(&fps);
             let capacity = cx.capacity(level);
-            if let (Some(t), Some(c)) = (total, capacity) {
+            // A register file holds only the tensors promoted into it; promotion picks
+            // them within its capacity.
+            let checked = if level.is_register_file() { None } else { capacity };
+            if let (Some(t), Some(c)) = (total, checked) {
                 if t > c {
                     let stmt = stmt_of(scop, &s.stmt);
                     let fix = smallest_fix(cx, &bands, p, stmt, level, order, c, &elem_bytes)?;
@@ -624,7 +627,7 @@ fn overflow(
 /// Tiles `tree` as `spec` says (see the module documentation), checks legality and
 /// capacities, and returns the tiled tree with a report (notes, warnings, footprints).
 ///
-/// Errors (located in `file`): a search entry (search is not implemented yet), an unknown
+/// Errors (located in `file`): a search entry (resolve it with [`crate::search`]), an unknown
 /// statement, too many entries, two specs that disagree on a shared band, tiling a member
 /// that a dependence forbids, and a tile whose footprint exceeds its buffer.
 pub fn tile(

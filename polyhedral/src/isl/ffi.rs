@@ -231,3 +231,49 @@ pub mod count {
         u64::try_from(v.get_num_si().ok()?).ok()
     }
 }
+
+// ---- targets: memory promotion in AST generation (targets/src/lower.rs, promote.rs) -----
+
+/// AST-build callbacks for memory promotion: the generator reports each statement instance
+/// and each mark it enters or leaves, so that accesses to promoted tensors can be
+/// re-indexed in terms of the loop iterators (the way PPCG does it).
+pub mod promote {
+    use std::os::raw::{c_int, c_void};
+
+    /// `isl_ast_node *(*)(take isl_ast_node *node, keep isl_ast_build *build, void *user)`.
+    pub type NodeCallback = unsafe extern "C" fn(usize, usize, *mut c_void) -> usize;
+    /// `isl_stat (*)(keep isl_id *mark, keep isl_ast_build *build, void *user)`.
+    pub type MarkCallback = unsafe extern "C" fn(usize, usize, *mut c_void) -> c_int;
+
+    extern "C" {
+        /// `isl_ast_build *isl_ast_build_set_at_each_domain(take isl_ast_build *build,
+        /// fn, void *user)` — give.
+        pub fn isl_ast_build_set_at_each_domain(
+            build: usize,
+            f: NodeCallback,
+            user: *mut c_void,
+        ) -> usize;
+        /// `isl_ast_build *isl_ast_build_set_before_each_mark(take isl_ast_build *build,
+        /// fn, void *user)` — give.
+        pub fn isl_ast_build_set_before_each_mark(
+            build: usize,
+            f: MarkCallback,
+            user: *mut c_void,
+        ) -> usize;
+        /// `isl_ast_build *isl_ast_build_set_after_each_mark(take isl_ast_build *build,
+        /// fn, void *user)` — give.
+        pub fn isl_ast_build_set_after_each_mark(
+            build: usize,
+            f: NodeCallback,
+            user: *mut c_void,
+        ) -> usize;
+        /// `isl_union_map *isl_ast_build_get_schedule(keep isl_ast_build *build)` — give:
+        /// from the statement instances to the outer schedule dimensions.
+        pub fn isl_ast_build_get_schedule(build: usize) -> usize;
+        /// `isl_ast_expr *isl_ast_build_expr_from_pw_aff(keep isl_ast_build *build,
+        /// take isl_pw_aff *pa)` — give.
+        pub fn isl_ast_build_expr_from_pw_aff(build: usize, pa: usize) -> usize;
+        /// `isl_ast_node *isl_ast_node_free(take isl_ast_node *node)` — returns NULL.
+        pub fn isl_ast_node_free(node: usize) -> usize;
+    }
+}

@@ -1,0 +1,323 @@
+//! The tile-size search in the pipeline: `--search model|measure`, `--search-budget`,
+//! `--search-top` and `--search-out`.
+//!
+//! When the `--tile-spec` file has search entries (`?`, `[lo..hi]`, `{a, b}`), the
+//! pipeline calls [`resolve_tile_spec`] once, on the scheduled tree, before any pass: it
+//! runs [`tiling::search()`] (candidates, legality and the data-movement model are
+//! documented in `tiling::search`) and the rest of the pipeline tiles with the resolved,
+//! fixed spec. The spec's spans are kept, so later notes still point into the file.
+//!
+//! - `--search model` (default): the model's best point.
+//! - `--search measure` (CPU target, bound sizes): the model's best `--search-top K` points
+//!   (default [`DEFAULT_TOP`]) are each compiled by the full pipeline, built with the
+//!   system C compiler and run on the inputs of seed 0 (the same data `polyc run --seed 0`
+//!   generates; no check); the fastest of three runs counts, and the fastest point wins
+//!   (the model's order breaks ties). Progress goes to standard error, as a bar when it is
+//!   a terminal and as plain lines otherwise.
+//!
+//! The pipeline prints one note, e.g. `search: 37 candidates, 29 legal (model,
+//! exhaustive); picked S_1: 32@L2 8@reg, 256@L2 32@reg, 128@L2`; `polyc explain` shows it
+//! with the model's five best points. `--search-out FILE` writes the resolved spec as a
+//! tile-spec file with a comment header saying how it was found.
+
+use crate::check::inout_outputs;
+use crate::options::CompileOptions;
+use crate::pipeline::{compile, target, Mode};
+use miette::{miette, Result};
+use polyhedral::data::{generate_inputs, TensorData};
+use polyhedral::deps::Deps;
+use polyhedral::diag::SourceFile;
+use polyhedral::ir::Program;
+use polyhedral::isl::Ctx;
+use polyhedral::scop::Scop;
+use schedule_tree::{Buffer, ScheduleTree};
+use std::io::IsTerminal;
+use std::str::FromStr;
+use tiling::search::{resolve, searched_text};
+use tiling::{SearchOptions, TileSpec};
+
+/// The default `--search-top`: points of the model measured by `--search measure`.
+pub const DEFAULT_TOP: usize = 6;
+
+/// Runs per measured point; the fastest counts.
+pub const RUNS_PER_POINT: usize = 3;
+
+/// How the search picks among the legal points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchMode {
+    /// The cost model's best point.
+    Model,
+    /// Compile, run and time the model's best points; the fastest wins.
+    Measure,
+}
+
+impl FromStr for SearchMode {
+    type Err = miette::Report;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "model" => Ok(SearchMode::Model),
+            "measure" => Ok(SearchMode::Measure),
+            _ => Err(miette!(
+                help = "use `--search model` (the data-movement model, default) or `--search measure` (compile and time the model's best points)",
+                "--search: unknown mode `{s}`"
+            )),
+        }
+    }
+}
+
+/// The search settings of a compilation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchSettings {
+    /// `--search`.
+    pub mode: SearchMode,
+    /// `--search-budget`: the most points enumerated exhaustively.
+    pub budget: usize,
+    /// `--search-top`: points measured by [`SearchMode::Measure`].
+    pub top: usize,
+    /// `--search-out FILE`: where to write the resolved spec.
+    pub out: Option<String>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            mode: SearchMode::Model,
+            budget: tiling::search::DEFAULT_BUDGET,
+            top: DEFAULT_TOP,
+            out: None,
+        }
+    }
+}
+
+/// The spec the pipeline tiles with, after the search.
+pub struct Resolved {
+    /// The spec (unchanged when it had no search entries).
+    pub spec: Option<(TileSpec, SourceFile)>,
+    /// `search: … picked …`, when a search ran.
+    pub note: Option<String>,
+    /// The note and the model's best points, for `polyc explain`.
+    pub explain: Option<String>,
+}
+
+/// What the search reads from the pipeline.
+pub struct SearchCx<'a> {
+    /// The isl context of the model.
+    pub ctx: &'a Ctx,
+    /// The program.
+    pub program: &'a Program,
+    /// Its polyhedral model.
+    pub scop: &'a Scop,
+    /// Its dependences.
+    pub deps: &'a Deps,
+    /// The target's buffers and capacities, outermost first.
+    pub capacities: &'a [(Buffer, u64)],
+    /// Each size's value, if bound.
+    pub param_values: &'a [Option<i64>],
+}
+
+/// Resolves the search entries of `spec` for `tree` as `opts.search` says (see the module
+/// docs). A spec without search entries is returned as it is (and written to
+/// `--search-out` if asked).
+pub fn resolve_tile_spec(
+    opts: &CompileOptions,
+    scx: &SearchCx,
+    tree: &ScheduleTree,
+    spec: Option<(TileSpec, SourceFile)>,
+) -> Result<Resolved> {
+    let Some((spec, file)) = spec else {
+        if let Some(out) = &opts.search.out {
+            return Err(miette!(
+                help = "give a tile spec with search entries, e.g. `S_1: ?@L1, ?@L1`, with --tile-spec",
+                "--search-out {out}: there is no --tile-spec to resolve"
+            ));
+        }
+        return Ok(Resolved {
+            spec: None,
+            note: None,
+            explain: None,
+        });
+    };
+    if spec.first_search_entry().is_none() {
+        if let Some(out) = &opts.search.out {
+            write_out(
+                out,
+                &spec,
+                &format!("{} has no search entries; written as given", file.name),
+            )?;
+        }
+        return Ok(Resolved {
+            spec: Some((spec, file)),
+            note: None,
+            explain: None,
+        });
+    }
+    let cx = tiling::TileCx {
+        ctx: scx.ctx,
+        program: scx.program,
+        scop: scx.scop,
+        deps: scx.deps,
+        capacities: scx.capacities,
+    };
+    let result = tiling::search(
+        tree,
+        &cx,
+        &spec,
+        &file,
+        &SearchOptions {
+            budget: opts.search.budget.max(1),
+        },
+    )?;
+    let (sizes, how) = match opts.search.mode {
+        SearchMode::Model => (result.best().sizes.clone(), result.summary("model")),
+        SearchMode::Measure => {
+            let (sizes, measured, ms) = measure(opts, scx, &spec, &result)?;
+            (
+                sizes,
+                format!(
+                    "{}, {measured} measured (fastest {ms:.3} ms, best of {RUNS_PER_POINT})",
+                    result.summary("model")
+                ),
+            )
+        }
+    };
+    let resolved = resolve(&spec, &result.vars, &sizes);
+    let picked = searched_text(&resolved, &result.vars);
+    let note = format!("search: {how}; picked {picked}");
+    if let Some(out) = &opts.search.out {
+        write_out(
+            out,
+            &resolved,
+            &format!(
+                "found by `polyc` from {} on {}: {how}",
+                file.name, opts.program
+            ),
+        )?;
+    }
+    let explain = format!(
+        "{note}\nthe model's best points (cost = bytes moved x {}^levels outward):\n{}",
+        tiling::search::LEVEL_WEIGHT,
+        result.ranking_text(&spec, 5)
+    );
+    Ok(Resolved {
+        spec: Some((resolved, file)),
+        note: Some(note),
+        explain: Some(explain),
+    })
+}
+
+fn write_out(path: &str, spec: &TileSpec, how: &str) -> Result<()> {
+    let text = format!("# tile spec resolved by the tile-size search\n# {how}\n{spec}");
+    std::fs::write(path, text).map_err(|e| {
+        miette!(
+            help = "give a writable path to --search-out",
+            "--search-out: cannot write {path}: {e}"
+        )
+    })
+}
+
+/// Compiles and times the model's best points; returns the fastest one's sizes, how many
+/// were measured and its time in ms.
+fn measure(
+    opts: &CompileOptions,
+    scx: &SearchCx,
+    spec: &TileSpec,
+    result: &tiling::SearchResult,
+) -> Result<(Vec<i64>, usize, f64)> {
+    let unbound: Vec<String> = scx
+        .program
+        .params
+        .iter()
+        .zip(scx.param_values)
+        .filter(|(_, v)| v.is_none())
+        .map(|(p, _)| p.name.clone())
+        .collect();
+    if !unbound.is_empty() {
+        let example: Vec<String> = unbound.iter().map(|n| format!("{n}=64")).collect();
+        return Err(miette!(
+            help = format!(
+                "bind every size, e.g. --param {}, or use --search model",
+                example.join(",")
+            ),
+            "--search measure runs the program, but {} {} symbolic",
+            unbound.join(", "),
+            if unbound.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    let sizes: Vec<i64> = scx.param_values.iter().map(|v| v.unwrap_or(0)).collect();
+    let top: Vec<&tiling::search::Point> =
+        result.ranked.iter().take(opts.search.top.max(1)).collect();
+    let bar = if std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new(top.len() as u64);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("search: measuring {bar:30} {pos}/{len} {msg}")
+        {
+            b.set_style(style);
+        }
+        Some(b)
+    } else {
+        None
+    };
+    let mut best: Option<(usize, f64)> = None;
+    for (i, p) in top.iter().enumerate() {
+        let resolved = resolve(spec, &result.vars, &p.sizes);
+        let label = searched_text(&resolved, &result.vars);
+        if let Some(b) = &bar {
+            b.set_message(label.clone());
+        }
+        let ms = time_point(opts, scx.program, &sizes, &resolved, i)?;
+        match &bar {
+            Some(b) => b.inc(1),
+            None => eprintln!(
+                "polyc: search: measured {}/{} {label}: {ms:.3} ms",
+                i + 1,
+                top.len()
+            ),
+        }
+        if best.is_none_or(|(_, t)| ms < t) {
+            best = Some((i, ms));
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let (i, ms) = best.ok_or_else(|| miette!("internal error: no point was measured"))?;
+    Ok((top[i].sizes.clone(), top.len(), ms))
+}
+
+/// Compiles the program with the fixed spec `resolved`, builds it and returns the fastest
+/// of [`RUNS_PER_POINT`] runs in ms.
+fn time_point(
+    opts: &CompileOptions,
+    program: &Program,
+    sizes: &[i64],
+    resolved: &TileSpec,
+    k: usize,
+) -> Result<f64> {
+    let path = std::env::temp_dir().join(format!("polyc-search-{}-{k}.tiles", std::process::id()));
+    std::fs::write(&path, resolved.to_string())
+        .map_err(|e| miette!("cannot write the temporary spec {}: {e}", path.display()))?;
+    let mut o = opts.clone();
+    o.tile_spec = Some(path.display().to_string());
+    o.search = SearchSettings::default();
+    o.explain = false;
+    let compiled = compile(&o, Mode::Optimised);
+    let _ = std::fs::remove_file(&path);
+    let compiled = compiled?;
+    let kernel = target().build(&compiled.c_source)?;
+    let (inputs, scalars) = generate_inputs(program, sizes, 0);
+    let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(
+        0x00c0_ffee_0000_0001,
+    );
+    let mut start = inputs;
+    for t in inout_outputs(program) {
+        let shape = TensorData::shape_of(program, t, sizes);
+        start[t] = TensorData::random(program.tensors[t].dtype, shape, &mut rng);
+    }
+    let mut fastest = f64::INFINITY;
+    for _ in 0..RUNS_PER_POINT {
+        let mut tensors = start.clone();
+        let stats = kernel.run(program, sizes, &mut tensors, &scalars)?;
+        fastest = fastest.min(stats.run_ms);
+    }
+    Ok(fastest)
+}

@@ -1,0 +1,782 @@
+//! Memory promotion at memory marks: copy-in and copy-out statements into local buffers,
+//! grafted into the schedule tree as extension nodes.
+//!
+//! For every `Mem(buffer)` mark below a tile band, [`analyse_mark`] computes, per tensor
+//! the subtree touches, the exact data footprint of one tile: a relation from the tile
+//! (the mark's prefix schedule, `p`) to the tensor elements the tile reads and writes. Its
+//! fixed box hull (isl's `get_range_simple_fixed_box_hull`) gives an offset `o(p)` and
+//! constant sizes: the shape of the local buffer. A promoted tensor `T` then gets:
+//!
+//! - a copy-in statement `copyin_<k>_<T>[e]` for every element `e` the tile reads (the
+//!   exact read footprint), run before the tile's original subtree;
+//! - a copy-out statement `copyout_<k>_<T>[e]` for every element the tile writes (the
+//!   exact write footprint), run after it;
+//! - inside the tile, every access `T[e]` reads or writes the local buffer at `e - o(p)`.
+//!
+//! In the tree this is one extension node under the mark whose child is a sequence:
+//! the copy-ins, the original subtree, the copy-outs; each copy runs over its elements
+//! with a band whose innermost member is the tensor's last dimension. `k` numbers the
+//! promotions of a tree in pre-order; code generation ([`crate::lower`]) recomputes the
+//! offsets with [`promotions_in`] from the same tree, so the tree alone carries the
+//! promotion.
+//!
+//! Which tensors a buffer takes comes from the buffer's [`PromoteKind`]:
+//!
+//! - [`PromoteKind::Registers`] (a CPU `reg` tile, GPU registers): scalar replacement.
+//!   Tensors whose tile is reused (at least 2 accesses per element) are taken in order of
+//!   reuse, as long as the sum of their footprints times the buffer's stages fits its
+//!   capacity.
+//! - [`PromoteKind::Pack`] (CPU cache levels): packed tiles, as [`PackPolicy`] says.
+//! - [`PromoteKind::None`]: nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use isl_rs::{DimType, Map, Schedule, ScheduleNode, ScheduleNodeType, UnionMap};
+use miette::{miette, Result};
+use polyhedral::ir::Program;
+use polyhedral::isl::ffi::model::map_text;
+use polyhedral::isl::{Ctx, IslResultExt};
+use polyhedral::scop::Scop;
+use schedule_tree::mark::{Buffer, Mark};
+use schedule_tree::{Band, Node, NodeKind, ScheduleTree};
+
+/// How a memory level takes data when a tile is placed in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromoteKind {
+    /// Scalar replacement into a register tile.
+    Registers,
+    /// Packed copies of tiles (CPU caches).
+    Pack,
+    /// Nothing is copied.
+    None,
+}
+
+/// Which tensors a [`PromoteKind::Pack`] level packs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PackPolicy {
+    /// Read-only tensors whose tile is reused at least 4 times per element and whose tile
+    /// takes at most half the level's capacity.
+    #[default]
+    Auto,
+    /// Every tensor with a rectangular tile that fits the level.
+    All,
+    /// No packing.
+    None,
+}
+
+/// One memory level as promotion sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelInfo {
+    /// The buffer.
+    pub buffer: Buffer,
+    /// Capacity in bytes.
+    pub bytes: u64,
+    /// How many copies of a tile the level holds at once (double buffering = 2).
+    pub stages: u64,
+    /// How the level takes data.
+    pub kind: PromoteKind,
+}
+
+/// Promotion settings.
+#[derive(Clone, Debug, Default)]
+pub struct PromoteOptions {
+    /// The target's levels.
+    pub levels: Vec<LevelInfo>,
+    /// What the packing levels pack.
+    pub pack: PackPolicy,
+    /// Whether register levels take register tiles.
+    pub registers: bool,
+}
+
+/// The tile of one tensor below one mark.
+pub struct TensorTile {
+    /// The tensor (index into `Program::tensors`).
+    pub tensor: usize,
+    /// From the tile (`[p0, …]`, the mark's prefix schedule) to the first element of the
+    /// box.
+    pub offset: Map,
+    /// The box's extent per tensor dimension.
+    pub sizes: Vec<i64>,
+    /// Tile → elements read (exact), if the tile reads the tensor.
+    pub reads: Option<Map>,
+    /// Tile → elements written (exact), if the tile writes the tensor.
+    pub writes: Option<Map>,
+    /// Accesses per tile (an upper bound: instance boxes times accesses per instance).
+    pub accesses: i64,
+}
+
+impl TensorTile {
+    /// Elements of the box.
+    pub fn elems(&self) -> i64 {
+        self.sizes.iter().product()
+    }
+    /// Accesses per element of the box.
+    pub fn reuse(&self) -> f64 {
+        self.accesses as f64 / self.elems().max(1) as f64
+    }
+}
+
+/// What one mark's subtree touches.
+pub struct MarkAnalysis {
+    /// The mark's schedule depth (dimensions of the tile coordinates `p`).
+    pub depth: usize,
+    /// Every tensor with a rectangular tile, by tensor number.
+    pub tiles: Vec<TensorTile>,
+}
+
+/// One promotion the pass made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromotedTile {
+    /// Its number `k` (in `copyin_<k>_<T>`).
+    pub id: usize,
+    /// The tensor's name.
+    pub tensor: String,
+    /// The buffer.
+    pub buffer: Buffer,
+    /// The statements below the mark.
+    pub stmts: Vec<String>,
+    /// The local buffer's extents.
+    pub sizes: Vec<i64>,
+    /// Its bytes.
+    pub bytes: u64,
+    /// Accesses per element.
+    pub reuse: f64,
+    /// Whether it is copied in / out.
+    pub copy_in: bool,
+    /// See [`PromotedTile::copy_in`].
+    pub copy_out: bool,
+}
+
+/// What the pass did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PromoteReport {
+    /// Every promotion, in tree order.
+    pub tiles: Vec<PromotedTile>,
+}
+
+impl fmt::Display for PromoteReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tiles.is_empty() {
+            return writeln!(f, "promotion: no tensor promoted");
+        }
+        writeln!(f, "promotion:")?;
+        for t in &self.tiles {
+            let dims: Vec<String> = t.sizes.iter().map(|s| s.to_string()).collect();
+            let copies = match (t.copy_in, t.copy_out) {
+                (true, true) => "copy in and out",
+                (true, false) => "copy in",
+                (false, true) => "copy out",
+                (false, false) => "no copies",
+            };
+            writeln!(
+                f,
+                "  #{} {} in {} below {}: {} = {} bytes, {:.1} accesses per element, {copies}",
+                t.id,
+                t.tensor,
+                t.buffer.name(),
+                t.stmts.join(", "),
+                dims.join(" x "),
+                t.bytes,
+                t.reuse
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The name of promotion `k`'s copy statement for `tensor`.
+pub fn copy_stmt_name(k: usize, tensor: &str, copy_in: bool) -> String {
+    let dir = if copy_in { "copyin" } else { "copyout" };
+    format!("{dir}_{k}_{tensor}")
+}
+
+/// Splits a copy statement name into (copy in?, promotion number, tensor name).
+pub fn parse_copy_stmt(name: &str) -> Option<(bool, usize, &str)> {
+    let (dir, rest) = if let Some(r) = name.strip_prefix("copyin_") {
+        (true, r)
+    } else {
+        (false, name.strip_prefix("copyout_")?)
+    };
+    let (k, t) = rest.split_once('_')?;
+    Some((dir, k.parse().ok()?, t))
+}
+
+/// `{ [i0, …, i(n-1)] -> [i0, …, i(d-1)] }`.
+fn projection_text(n: usize, d: usize) -> String {
+    let all: Vec<String> = (0..n).map(|i| format!("i{i}")).collect();
+    format!("{{ [{}] -> [{}] }}", all.join(", "), all[..d].join(", "))
+}
+
+/// One mark of a tree, in pre-order.
+pub struct MarkTiles {
+    /// The mark's path (child indices from the root).
+    pub path: Vec<usize>,
+    /// The mark.
+    pub mark: Mark,
+    /// Its schedule depth: the dimensions of the tile coordinates.
+    pub depth: usize,
+    /// Inside a `skipped` subtree (never runs).
+    pub dead: bool,
+    /// Statement instance → tile coordinates, for every program statement instance that
+    /// runs below the mark (instances added by extension nodes included).
+    pub inst: UnionMap,
+}
+
+/// Every mark of the tree below `root` in pre-order, with the tiles of the instances
+/// below it. isl's own prefix-schedule queries refuse extension nodes that add instances,
+/// so the relation is built top-down: a band appends its members, a filter restricts, an
+/// extension adds its instances with the outer schedule it maps them from.
+pub fn mark_tiles(ctx: &Ctx, scop: &Scop, root: &ScheduleNode) -> Result<Vec<MarkTiles>> {
+    let dom = root.domain_get_domain().isl("reading the schedule's domain")?;
+    let r = UnionMap::from_domain(dom).isl("starting the prefix schedule")?;
+    let mut out = Vec::new();
+    let mut open = Vec::new();
+    let mut path = Vec::new();
+    let n = root.n_children().isl("counting children")?;
+    for i in 0..n {
+        let c = root.copy().isl("copying a node")?.child(i).isl("visiting a child")?;
+        path.push(i as usize);
+        let mut w = Walk {
+            ctx,
+            scop,
+            out: &mut out,
+            open: &mut open,
+            path: &mut path,
+        };
+        w.node(&c, r.copy().isl("copying a map")?, 0, false)?;
+        path.pop();
+    }
+    Ok(out)
+}
+
+struct Walk<'a, 'b> {
+    ctx: &'a Ctx,
+    scop: &'a Scop,
+    out: &'b mut Vec<MarkTiles>,
+    open: &'b mut Vec<usize>,
+    path: &'b mut Vec<usize>,
+}
+
+impl Walk<'_, '_> {
+    fn node(&mut self, node: &ScheduleNode, r: UnionMap, k: usize, dead: bool) -> Result<()> {
+        let mut r = r;
+        let mut k = k;
+        let mut dead = dead;
+        let mut pushed = false;
+        match node.get_type().isl("reading a node type")? {
+            ScheduleNodeType::Leaf => {
+                if !dead {
+                    for &m in self.open.iter() {
+                        let d = self.out[m].depth;
+                        let proj = UnionMap::read_from_str(&self.ctx.isl, &projection_text(k, d))
+                            .isl("building a projection")?;
+                        let rel = r
+                            .copy()
+                            .isl("copying a map")?
+                            .apply_range(proj)
+                            .isl("projecting a prefix schedule")?
+                            .intersect_domain(self.scop.domain.copy().isl("copying the domain")?)
+                            .isl("restricting to the program's statements")?;
+                        let acc = std::mem::replace(
+                            &mut self.out[m].inst,
+                            UnionMap::read_from_str(&self.ctx.isl, "{ }").isl("an empty map")?,
+                        );
+                        self.out[m].inst = acc.union(rel).isl("uniting prefix schedules")?;
+                    }
+                }
+                return Ok(());
+            }
+            ScheduleNodeType::Band => {
+                let n = node.band_n_member().isl("reading a band")? as usize;
+                if n > 0 {
+                    let b = node
+                        .band_get_partial_schedule_union_map()
+                        .isl("reading a band's schedule")?;
+                    r = r.flat_range_product(b).isl("extending a prefix schedule")?;
+                    k += n;
+                }
+            }
+            ScheduleNodeType::Filter => {
+                let f = node.filter_get_filter().isl("reading a filter")?;
+                r = r.intersect_domain(f).isl("filtering a prefix schedule")?;
+            }
+            ScheduleNodeType::Extension => {
+                let e = node
+                    .extension_get_extension()
+                    .isl("reading an extension")?
+                    .reverse()
+                    .isl("reversing an extension")?;
+                r = r.union(e).isl("adding extension instances")?;
+            }
+            ScheduleNodeType::Mark => {
+                let name = node
+                    .mark_get_id()
+                    .isl("reading a mark")?
+                    .get_name()
+                    .isl("reading a mark")?
+                    .to_string();
+                let mark = Mark::from_isl_name(&name).ok_or_else(|| {
+                    miette!(
+                        help = format!("known marks: {}", Mark::known_names().join(", ")),
+                        "unknown mark {name:?} in the schedule tree"
+                    )
+                })?;
+                self.out.push(MarkTiles {
+                    path: self.path.clone(),
+                    mark,
+                    depth: k,
+                    dead,
+                    inst: UnionMap::read_from_str(&self.ctx.isl, "{ }").isl("an empty map")?,
+                });
+                if mark == Mark::Skipped {
+                    dead = true;
+                }
+                self.open.push(self.out.len() - 1);
+                pushed = true;
+            }
+            _ => {}
+        }
+        let n = node.n_children().isl("counting children")?;
+        for i in 0..n {
+            let c = node.copy().isl("copying a node")?.child(i).isl("visiting a child")?;
+            self.path.push(i as usize);
+            let res = self.node(&c, r.copy().isl("copying a map")?, k, dead);
+            self.path.pop();
+            res?;
+        }
+        if pushed {
+            self.open.pop();
+        }
+        Ok(())
+    }
+}
+
+/// The maps of a union map, by the name of their range tuple.
+fn by_range_name(u: &UnionMap) -> Result<BTreeMap<String, Map>> {
+    let list = u.get_map_list().isl("listing maps")?;
+    let n = list.n_map().isl("counting maps")?;
+    let mut out = BTreeMap::new();
+    for i in 0..n {
+        let m = list.get_at(i).isl("reading a map")?;
+        let name = m.get_tuple_name(DimType::Out).isl("reading a tuple name")?.to_string();
+        let m = match out.remove(&name) {
+            None => m,
+            Some(prev) => {
+                let prev: Map = prev;
+                prev.union(m).isl("uniting maps")?
+            }
+        };
+        out.insert(name, m);
+    }
+    Ok(out)
+}
+
+fn box_sizes(m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
+    let bx = m
+        .get_range_simple_fixed_box_hull()
+        .isl("computing a footprint box")?;
+    if !bx.is_valid().isl("checking a footprint box")? {
+        return Ok(None);
+    }
+    let size = bx.get_size().isl("reading a box size")?;
+    let n = size.size().isl("reading a box size")?;
+    let mut sizes = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let v = size.get_at(i).isl("reading a box size")?;
+        if !v.is_int().isl("reading a box size")? {
+            return Ok(None);
+        }
+        sizes.push(v.get_num_si().isl("reading a box size")?);
+    }
+    let offset = Map::from_multi_aff(bx.get_offset().isl("reading a box offset")?)
+        .isl("converting a box offset")?;
+    Ok(Some((offset, sizes)))
+}
+
+/// The tiles of every tensor the subtree of a mark touches (see the module
+/// documentation). `None` when the mark is at depth 0 (no tile) or never runs.
+pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> {
+    let depth = m.depth;
+    if depth == 0 || m.dead {
+        return Ok(None);
+    }
+    let inst = m.inst.copy().isl("copying a map")?;
+    let rev = inst.copy().isl("copying a map")?.reverse().isl("reversing a map")?;
+    let reads = by_range_name(
+        &rev.copy()
+            .isl("copying a map")?
+            .apply_range(scop.reads.copy().isl("copying reads")?)
+            .isl("computing read footprints")?,
+    )?;
+    let writes = by_range_name(
+        &rev.apply_range(scop.writes.copy().isl("copying writes")?)
+            .isl("computing write footprints")?,
+    )?;
+    // Instances per tile, per statement (box sizes), for the access counts.
+    let per_stmt = by_domain_name(&inst)?;
+    let mut inst_count: BTreeMap<String, i64> = BTreeMap::new();
+    for (s, m) in per_stmt {
+        let r = m.reverse().isl("reversing a map")?;
+        let c = match box_sizes(&r)? {
+            Some((_, sizes)) => sizes.iter().product(),
+            None => 0,
+        };
+        inst_count.insert(s, c);
+    }
+    let mut tiles = Vec::new();
+    let names: BTreeSet<&String> = reads.keys().chain(writes.keys()).collect();
+    for name in names {
+        let Some(t) = scop_tensor(scop, name) else {
+            continue;
+        };
+        let r = reads.get(name).map(|m| m.copy()).transpose().isl("copying a map")?;
+        let w = writes.get(name).map(|m| m.copy()).transpose().isl("copying a map")?;
+        let all = match (&r, &w) {
+            (Some(a), Some(b)) => a.copy().isl("copying")?.union(b.copy().isl("copying")?).isl("uniting footprints")?,
+            (Some(a), None) | (None, Some(a)) => a.copy().isl("copying")?,
+            (None, None) => continue,
+        };
+        let Some((offset, sizes)) = box_sizes(&all)? else {
+            continue;
+        };
+        if sizes.is_empty() || sizes.iter().any(|&s| s <= 0) {
+            continue;
+        }
+        let mut accesses = 0i64;
+        for (s, acc) in scop.stmt_reads.iter().enumerate() {
+            let n_acc = acc.iter().filter(|a| a.tensor == t).count() as i64
+                + (scop.stmt_writes[s].tensor == t) as i64;
+            accesses += n_acc * inst_count.get(&scop.stmt_names[s]).copied().unwrap_or(0);
+        }
+        tiles.push(TensorTile {
+            tensor: t,
+            offset,
+            sizes,
+            reads: r,
+            writes: w,
+            accesses,
+        });
+    }
+    Ok(Some(MarkAnalysis { depth, tiles }))
+}
+
+fn by_domain_name(u: &UnionMap) -> Result<BTreeMap<String, Map>> {
+    let rev = u.copy().isl("copying a map")?.reverse().isl("reversing a map")?;
+    let mut out = BTreeMap::new();
+    for (k, m) in by_range_name(&rev)? {
+        out.insert(k, m.reverse().isl("reversing a map")?);
+    }
+    Ok(out)
+}
+
+fn scop_tensor(scop: &Scop, name: &str) -> Option<usize> {
+    scop.tensor_extents.iter().position(|s| {
+        s.get_tuple_name()
+            .map(|n| n == name)
+            .unwrap_or(false)
+    })
+}
+
+/// The tensors the policy promotes at one mark, as indices into `a.tiles`.
+fn choose(a: &MarkAnalysis, prog: &Program, level: &LevelInfo, opts: &PromoteOptions) -> Vec<usize> {
+    let bytes = |t: &TensorTile| t.elems() as u64 * prog.tensors[t.tensor].dtype.size_bytes() as u64;
+    let mut order: Vec<usize> = (0..a.tiles.len()).collect();
+    order.sort_by(|&x, &y| {
+        a.tiles[y]
+            .reuse()
+            .partial_cmp(&a.tiles[x].reuse())
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(x.cmp(&y))
+    });
+    let budget = level.bytes / level.stages.max(1);
+    let mut used = 0u64;
+    let mut out = Vec::new();
+    for i in order {
+        let t = &a.tiles[i];
+        let b = bytes(t);
+        let take = match level.kind {
+            PromoteKind::None => false,
+            PromoteKind::Registers => opts.registers && t.reuse() >= 2.0 && used + b <= budget,
+            PromoteKind::Pack => match opts.pack {
+                PackPolicy::None => false,
+                PackPolicy::All => used + b <= budget,
+                PackPolicy::Auto => {
+                    t.writes.is_none() && t.reuse() >= 4.0 && used + b <= budget / 2
+                }
+            },
+        };
+        if take {
+            used += b;
+            out.push(i);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Runs promotion on `tree` (see the module documentation).
+pub fn promote(
+    ctx: &Ctx,
+    prog: &Program,
+    scop: &Scop,
+    tree: &ScheduleTree,
+    opts: &PromoteOptions,
+) -> Result<(ScheduleTree, PromoteReport)> {
+    let schedule = tree.to_isl(ctx)?;
+    let root = schedule.get_root().isl("reading the root")?;
+    let marks = mark_tiles(ctx, scop, &root)?;
+    let mut plans: Vec<(Vec<usize>, Vec<(usize, TensorTile)>)> = Vec::new();
+    let mut report = PromoteReport::default();
+    for m in &marks {
+        let Mark::Mem(buf) = m.mark else { continue };
+        let Some(level) = opts.levels.iter().find(|l| l.buffer == buf) else {
+            continue;
+        };
+        if level.kind == PromoteKind::None {
+            continue;
+        }
+        let Some(a) = analyse_mark(scop, m)? else {
+            continue;
+        };
+        let picks = choose(&a, prog, level, opts);
+        if picks.is_empty() {
+            continue;
+        }
+        let below = stmt_names(&m.inst)?;
+        let mut chosen = Vec::new();
+        let mut tiles: Vec<Option<TensorTile>> = a.tiles.into_iter().map(Some).collect();
+        for i in picks {
+            let Some(t) = tiles[i].take() else { continue };
+            let id = report.tiles.len();
+            let ten = &prog.tensors[t.tensor];
+            report.tiles.push(PromotedTile {
+                id,
+                tensor: ten.name.clone(),
+                buffer: buf,
+                stmts: below.clone(),
+                sizes: t.sizes.clone(),
+                bytes: t.elems() as u64 * ten.dtype.size_bytes() as u64,
+                reuse: t.reuse(),
+                copy_in: t.reads.is_some(),
+                copy_out: t.writes.is_some(),
+            });
+            chosen.push((id, t));
+        }
+        plans.push((m.path.clone(), chosen));
+    }
+    // Apply deeper marks first so that the paths of the others stay valid.
+    let mut out = tree.clone();
+    plans.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    for (p, tiles) in plans {
+        graft(&mut out, &p, prog, &tiles)?;
+    }
+    Ok((out, report))
+}
+
+/// The statements of the domain of `inst`, sorted naturally.
+fn stmt_names(inst: &UnionMap) -> Result<Vec<String>> {
+    let mut v: Vec<String> = by_domain_name(inst)?.into_keys().collect();
+    v.sort_by_key(|s| natural(s));
+    Ok(v)
+}
+
+fn natural(s: &str) -> (String, u64) {
+    let digits: String = s.chars().rev().take_while(|c| c.is_ascii_digit()).collect();
+    let stem = &s[..s.len() - digits.len()];
+    let n: String = digits.chars().rev().collect();
+    (stem.to_string(), n.parse().unwrap_or(0))
+}
+
+fn renamed(m: &Map, name: &str) -> Result<String> {
+    let m = m
+        .copy()
+        .isl("copying a map")?
+        .set_tuple_name(DimType::Out, name)
+        .isl("naming a copy statement")?;
+    Ok(map_text(&m))
+}
+
+fn copy_band(name: &str, dims: usize) -> Band {
+    let vars: Vec<String> = (0..dims).map(|i| format!("e{i}")).collect();
+    let members: Vec<String> = (0..dims)
+        .map(|i| format!("{{ {name}[{}] -> [(e{i})] }}", vars.join(", ")))
+        .collect();
+    let mut b = Band::new(format!("[{}]", members.join(", ")), dims);
+    b.permutable = true;
+    b.coincident = vec![true; dims];
+    b
+}
+
+fn copy_branch(name: &str, dims: usize) -> Node {
+    let vars: Vec<String> = (0..dims).map(|i| format!("e{i}")).collect();
+    Node::with_child(
+        NodeKind::Filter {
+            filter: format!("{{ {name}[{}] }}", vars.join(", ")),
+        },
+        Node::with_child(NodeKind::Band(copy_band(name, dims)), Node::leaf()),
+    )
+}
+
+/// Grafts the copies of `tiles` under the mark at `path`.
+fn graft(tree: &mut ScheduleTree, path: &[usize], prog: &Program, tiles: &[(usize, TensorTile)]) -> Result<()> {
+    let mut ext_parts = Vec::new();
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    for (k, t) in tiles {
+        let ten = &prog.tensors[t.tensor];
+        let dims = t.sizes.len();
+        if let Some(r) = &t.reads {
+            let name = copy_stmt_name(*k, &ten.name, true);
+            ext_parts.push(renamed(r, &name)?);
+            before.push(copy_branch(&name, dims));
+        }
+        if let Some(w) = &t.writes {
+            let name = copy_stmt_name(*k, &ten.name, false);
+            ext_parts.push(renamed(w, &name)?);
+            after.push(copy_branch(&name, dims));
+        }
+    }
+    let mark = tree
+        .node_at_mut(path)
+        .ok_or_else(|| miette!("internal error: a promoted mark moved"))?;
+    let sub = std::mem::replace(&mut mark.children[0], Node::leaf());
+    // The original subtree's filter: every statement instance that reaches it.
+    let orig_filter = universe_filter(&sub, prog);
+    let mut children = before;
+    children.push(Node::with_child(NodeKind::Filter { filter: orig_filter }, sub));
+    children.extend(after);
+    let ext = union_texts(&ext_parts);
+    mark.children[0] = Node::with_child(
+        NodeKind::Extension { extension: ext },
+        Node::new(NodeKind::Sequence, children),
+    );
+    Ok(())
+}
+
+/// Joins isl map texts (`[P] -> { … }` or `{ … }`) into one union map text.
+fn union_texts(parts: &[String]) -> String {
+    let mut params = String::new();
+    let mut bodies = Vec::new();
+    for p in parts {
+        let (pre, body) = match p.find('{') {
+            Some(i) => (&p[..i], &p[i..]),
+            None => ("", p.as_str()),
+        };
+        if params.is_empty() {
+            params = pre.trim().trim_end_matches("->").trim().to_string();
+        }
+        bodies.push(body.trim().trim_start_matches('{').trim_end_matches('}').trim().to_string());
+    }
+    let body = bodies.join("; ");
+    if params.is_empty() {
+        format!("{{ {body} }}")
+    } else {
+        format!("{params} -> {{ {body} }}")
+    }
+}
+
+/// A filter that lets every instance of every program statement through.
+fn universe_filter(_sub: &Node, prog: &Program) -> String {
+    let parts: Vec<String> = prog
+        .stmts
+        .iter()
+        .map(|s| {
+            let vars: Vec<String> = s.iters.iter().map(|i| i.name.clone()).collect();
+            format!("{}[{}]", s.name, vars.join(", "))
+        })
+        .collect();
+    format!("{{ {} }}", parts.join("; "))
+}
+
+/// A promotion as code generation needs it.
+pub struct Promotion {
+    /// Its number `k`.
+    pub id: usize,
+    /// The tensor.
+    pub tensor: usize,
+    /// The mark's schedule depth.
+    pub depth: usize,
+    /// Statement instance → tile coordinates, for the instances below the mark.
+    pub inst: UnionMap,
+    /// Tile coordinates → first element of the local buffer.
+    pub offset: Map,
+    /// The local buffer's extents.
+    pub sizes: Vec<i64>,
+}
+
+/// The promotions of the marks of `schedule`, per mark in pre-order (marks that are not
+/// memory marks included, with no promotions): recomputed from the copy statements the
+/// promotion pass grafted, with the same analysis.
+pub fn promotions_in(
+    ctx: &Ctx,
+    prog: &Program,
+    scop: &Scop,
+    schedule: &Schedule,
+) -> Result<Vec<Vec<Promotion>>> {
+    let root = schedule.get_root().isl("reading the root")?;
+    let marks = mark_tiles(ctx, scop, &root)?;
+    let mut out = Vec::with_capacity(marks.len());
+    for m in &marks {
+        let mut here = Vec::new();
+        if let Mark::Mem(buf) = m.mark {
+            let node = node_at(&root, &m.path)?;
+            let ids = copy_ids_below_mark(&node)?;
+            if !ids.is_empty() {
+                let a = analyse_mark(scop, m)?.ok_or_else(|| {
+                    miette!("a memory mark with copies has no tile band above it")
+                })?;
+                let depth = a.depth;
+                for t in a.tiles {
+                    let name = &prog.tensors[t.tensor].name;
+                    if let Some((k, _)) = ids.iter().find(|(_, n)| n == name) {
+                        here.push(Promotion {
+                            id: *k,
+                            tensor: t.tensor,
+                            depth,
+                            inst: m.inst.copy().isl("copying a map")?,
+                            offset: t.offset,
+                            sizes: t.sizes,
+                        });
+                    }
+                }
+                if here.len() != ids.len() {
+                    return Err(miette!(
+                        help = "copy statements are made by the promotion pass; a hand-edited tree must keep them below the mark they were made for",
+                        "the copy statements below a mem:{} mark do not match the tensors its tile touches",
+                        buf.name()
+                    ));
+                }
+            }
+        }
+        out.push(here);
+    }
+    Ok(out)
+}
+
+fn node_at(root: &ScheduleNode, path: &[usize]) -> Result<ScheduleNode> {
+    let mut n = root.copy().isl("copying a node")?;
+    for &i in path {
+        n = n.child(i as i32).isl("visiting a child")?;
+    }
+    Ok(n)
+}
+
+/// The (promotion number, tensor name) pairs of the copy statements in the extension node
+/// right below a mark.
+fn copy_ids_below_mark(node: &ScheduleNode) -> Result<Vec<(usize, String)>> {
+    let c = node.copy().isl("copying a node")?.child(0).isl("visiting a child")?;
+    if c.get_type().isl("reading a node type")? != ScheduleNodeType::Extension {
+        return Ok(Vec::new());
+    }
+    let ext = c.extension_get_extension().isl("reading an extension")?;
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for name in by_range_name(&ext)?.keys() {
+        if let Some((_, k, t)) = parse_copy_stmt(name) {
+            if !out.iter().any(|(j, _)| *j == k) {
+                out.push((k, t.to_string()));
+            }
+        }
+    }
+    Ok(out)
+}
