@@ -1,5 +1,9 @@
 /* Naive conv chain (the AKG paper's example): A += bias in place, C = A (*) B (valid 2-D
- * correlation, KH x KW), C = abs(C), C = relu(C); loops in program order. */
+ * correlation, KH x KW), C = abs(C), C = relu(C); loops in program order.
+ *
+ * Flat indexing on purpose: written with C99 2-D arrays, this kernel runs at about the
+ * same speed under gcc but 4x slower under clang (5 against 21 GFLOP/s) and slower under
+ * Polly (5 against 7), so the flat form gives the peers their best chance. */
 #include <math.h>
 #define HO (H - KH + 1)
 #define WO (W - KW + 1)

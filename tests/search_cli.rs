@@ -206,10 +206,10 @@ fn empty_set_is_an_error() {
 
 #[test]
 fn no_legal_candidate_is_an_error() {
-    // reg holds 2 KiB; with k whole (64), even a 4 x 16 reg tile needs 5376 bytes.
+    // L1 holds 48 KiB; with k whole (256), even a 128 x 64 L1 tile needs 229376 bytes.
     insta::assert_snapshot!(spec_error(
-        &["run", "--param", "M=64,N=64,K=64"],
-        "S_1: {4, 8}@reg, {16, 32}@reg\n"
+        &["run", "--param", "M=256,N=256,K=256"],
+        "S_1: {128, 256}@L1, {64, 128}@L1\n"
     ));
 }
 

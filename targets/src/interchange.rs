@@ -20,53 +20,181 @@
 //!
 //! For `C(i, j) += A(i, k) * B(k, j)` tiled as `(i, j, k)` the point band becomes
 //! `(i, k, j)`: `j` moves `C` and `B` contiguously and leaves `A` invariant.
+//!
+//! A point band is a band below a memory mark with no other band in between (extension,
+//! sequence, set and filter nodes may be, as promotion and fusion insert them). Below a
+//! register-file mark (`mem:reg`) whose tiles are promoted (copy statements in the
+//! extension right below it), the members along which no promoted tensor moves (the
+//! reduction loops of a register tile) also move outermost, so that the register tile
+//! stays in registers across them: the GEMM point band becomes `(k, i, j)`.
 
 use isl_rs::{DimType, MultiUnionPwAff, Schedule, ScheduleNode, ScheduleNodeType};
-use miette::Result;
+use miette::{miette, Result};
 use polyhedral::ir::{Aff, Program};
-use polyhedral::isl::IslResultExt;
+use polyhedral::isl::ffi::schedule_tree::multi_union_pw_aff_text;
+use polyhedral::isl::{Ctx, IslResultExt};
 use schedule_tree::mark::Mark;
+use schedule_tree::{NodeKind, ScheduleTree};
 
 /// Returns `schedule` with the point band of every memory mark permuted so that its
 /// innermost member is the cheapest vectorisable one (see the module documentation).
 /// Bands without a vectorisable member, or whose members are not affine per statement,
 /// are left as they are.
-pub fn sink_vectorizable_members(prog: &Program, schedule: &Schedule) -> Result<Schedule> {
+pub fn sink_vectorizable_members(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Schedule> {
     let root = schedule.get_root().isl("reading the schedule's root")?;
-    let root = visit(prog, root, false)?;
-    root.get_schedule().isl("rebuilding the schedule")
+    let mut plans = Vec::new();
+    visit(prog, &root, None, &mut Vec::new(), &mut plans)?;
+    if plans.is_empty() {
+        return schedule.copy().isl("copying the schedule");
+    }
+    // Bands below extension nodes cannot be replaced in isl's tree ("anchored"), so the
+    // permutations are applied to the typed tree.
+    let mut tree = ScheduleTree::from_isl(schedule)?;
+    for p in &plans {
+        apply(ctx, &mut tree, p)?;
+    }
+    tree.to_isl(ctx)
 }
 
-fn visit(prog: &Program, node: ScheduleNode, under_mem: bool) -> Result<ScheduleNode> {
-    let mut node = node;
-    let ty = node.get_type().isl("reading a schedule node's type")?;
-    if ty == ScheduleNodeType::Band && under_mem {
-        node = permute_band(prog, node)?;
+/// A change to one band: its new member order (old member per new position), and
+/// whether every member is generated in separate pieces (a register tile).
+struct Plan {
+    path: Vec<usize>,
+    order: Vec<i32>,
+    separate: bool,
+}
+
+fn apply(ctx: &Ctx, tree: &mut ScheduleTree, p: &Plan) -> Result<()> {
+    let Some(node) = tree.node_at_mut(&p.path) else {
+        return Err(miette!("internal error: a point band moved"));
+    };
+    let NodeKind::Band(band) = &mut node.kind else {
+        return Err(miette!("internal error: a point band is not a band"));
+    };
+    if !p.order.iter().copied().eq(0..p.order.len() as i32) {
+        let mupa = MultiUnionPwAff::read_from_str(&ctx.isl, &band.schedule)
+            .isl("reading a band's schedule")?;
+        let mut permuted = mupa.copy().isl("copying a band's schedule")?;
+        for (pos, &m) in p.order.iter().enumerate() {
+            let upa = mupa.get_at(m).isl("reading a band member")?;
+            permuted = permuted
+                .set_at(pos as i32, upa)
+                .isl("permuting a band's members")?;
+        }
+        band.schedule = multi_union_pw_aff_text(&permuted)
+            .ok_or_else(|| miette!("isl could not print a band's schedule"))?;
+        band.coincident = p.order.iter().map(|&m| band.coincident[m as usize]).collect();
     }
-    let mem_mark = ty == ScheduleNodeType::Mark && {
+    if p.separate {
+        let members: Vec<String> = (0..p.order.len()).map(|m| format!("separate[{m}]")).collect();
+        band.ast_options = Some(format!("{{ {} }}", members.join("; ")));
+    }
+    Ok(())
+}
+
+/// `tile`: `None` outside a tile; inside one, the tensors promoted into a register file
+/// at the nearest memory mark above.
+fn visit(
+    prog: &Program,
+    node: &ScheduleNode,
+    tile: Option<&[usize]>,
+    path: &mut Vec<usize>,
+    plans: &mut Vec<Plan>,
+) -> Result<()> {
+    let ty = node.get_type().isl("reading a schedule node's type")?;
+    if ty == ScheduleNodeType::Band {
+        if let Some(reg) = tile {
+            if let Some((order, separate)) = plan_band(prog, node, reg)? {
+                plans.push(Plan {
+                    path: path.clone(),
+                    order,
+                    separate,
+                });
+            }
+        }
+    }
+    let mark = if ty == ScheduleNodeType::Mark {
         let id = node.mark_get_id().isl("reading a mark")?;
         let name = id.get_name().isl("reading a mark's name")?.to_string();
-        matches!(Mark::from_isl_name(&name), Some(Mark::Mem(_)))
+        Mark::from_isl_name(&name)
+    } else {
+        None
+    };
+    let below: Option<Vec<usize>> = match mark {
+        Some(Mark::Mem(b)) => Some(if b.is_register_file() {
+            promoted_tensors(prog, node)?
+        } else {
+            Vec::new()
+        }),
+        _ => match ty {
+            ScheduleNodeType::Extension
+            | ScheduleNodeType::Sequence
+            | ScheduleNodeType::Set
+            | ScheduleNodeType::Filter => tile.map(|t| t.to_vec()),
+            _ => None,
+        },
     };
     let n = node.n_children().isl("counting a node's children")?;
     for i in 0..n {
-        node = node.child(i).isl("visiting a schedule node")?;
-        node = visit(prog, node, mem_mark)?;
-        node = node.parent().isl("visiting a schedule node")?;
+        let c = node
+            .copy()
+            .isl("copying a node")?
+            .child(i)
+            .isl("visiting a schedule node")?;
+        path.push(i as usize);
+        let r = visit(prog, &c, below.as_deref(), path, plans);
+        path.pop();
+        r?;
     }
-    Ok(node)
+    Ok(())
 }
 
-/// The per-member cost, or `None` when the member is not vectorisable or not affine.
-fn member_cost(prog: &Program, mupa: &MultiUnionPwAff, m: i32) -> Result<Option<u64>> {
+/// The tensors with copy statements in the extension right below the mark `node`.
+fn promoted_tensors(prog: &Program, node: &ScheduleNode) -> Result<Vec<usize>> {
+    let c = node
+        .copy()
+        .isl("copying a node")?
+        .child(0)
+        .isl("visiting a schedule node")?;
+    if c.get_type().isl("reading a schedule node's type")? != ScheduleNodeType::Extension {
+        return Ok(Vec::new());
+    }
+    let ext = c.extension_get_extension().isl("reading an extension")?;
+    let range = ext.range().isl("reading an extension")?;
+    let list = range.get_set_list().isl("reading an extension")?;
+    let n = list.n_set().isl("reading an extension")?;
+    let mut out = Vec::new();
+    for i in 0..n {
+        let set = list.get_at(i).isl("reading an extension")?;
+        let name = set.get_tuple_name().isl("reading a statement name")?.to_string();
+        if let Some((_, _, t)) = crate::promote::parse_copy_stmt(&name) {
+            if let Some(t) = prog.tensors.iter().position(|x| x.name == t) {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The per-member cost, or `None` when the member is not vectorisable or not affine; and
+/// whether no tensor of `reg` moves along the member (`false` when not affine).
+fn member_cost(
+    prog: &Program,
+    mupa: &MultiUnionPwAff,
+    m: i32,
+    reg: &[usize],
+) -> Result<(Option<u64>, bool)> {
     let upa = mupa.get_at(m).isl("reading a band member")?;
     let list = upa.get_pw_aff_list().isl("reading a band member")?;
     let k = list.size().isl("reading a band member")?;
-    let mut cost = 0u64;
+    let mut cost = Some(0u64);
+    let mut reg_free = true;
     for p in 0..k {
         let pa = list.get_at(p).isl("reading a band member")?;
         if pa.n_piece().isl("reading a band member")? != 1 {
-            return Ok(None);
+            return Ok((None, false));
         }
         let space = pa.get_domain_space().isl("reading a band member")?;
         let name = space
@@ -74,7 +202,8 @@ fn member_cost(prog: &Program, mupa: &MultiUnionPwAff, m: i32) -> Result<Option<
             .isl("reading a statement name")?
             .to_string();
         let Some(stmt) = prog.stmts.iter().find(|s| s.name == name) else {
-            return Ok(None);
+            // A copy statement: it has its own band and does not constrain this one.
+            continue;
         };
         let aff = pa.as_aff().isl("reading a band member")?;
         let mut dir = Vec::with_capacity(stmt.iters.len());
@@ -83,22 +212,26 @@ fn member_cost(prog: &Program, mupa: &MultiUnionPwAff, m: i32) -> Result<Option<
                 .get_coefficient_val(DimType::In, d as i32)
                 .isl("reading a coefficient")?;
             if !v.is_int().isl("reading a coefficient")? {
-                return Ok(None);
+                return Ok((None, false));
             }
             dir.push(v.get_num_si().isl("reading a coefficient")?);
         }
-        let mut accesses: Vec<(&[Aff], u64)> = vec![(&stmt.lhs_index, 2)];
+        let mut accesses: Vec<(usize, &[Aff], u64)> = vec![(stmt.lhs, &stmt.lhs_index, 2)];
         let reads = stmt.reads();
-        accesses.extend(reads.iter().map(|(_, idx, _)| (idx.as_slice(), 1)));
-        for (idx, weight) in accesses {
-            match access_class(idx, &dir, stmt.iters.len(), prog.params.len()) {
+        accesses.extend(reads.iter().map(|(t, idx, _)| (*t, idx.as_slice(), 1)));
+        for (t, idx, weight) in accesses {
+            let class = access_class(idx, &dir, stmt.iters.len(), prog.params.len());
+            if class != Class::Invariant && reg.contains(&t) {
+                reg_free = false;
+            }
+            match class {
                 Class::Invariant => {}
-                Class::Contiguous => cost += weight,
-                Class::Strided => return Ok(None),
+                Class::Contiguous => cost = cost.map(|c| c + weight),
+                Class::Strided => cost = None,
             }
         }
     }
-    Ok(Some(cost))
+    Ok((cost, reg_free))
 }
 
 /// How an access moves along a direction of the iteration space.
@@ -140,52 +273,41 @@ fn access_class(idx: &[Aff], dir: &[i64], n_iters: usize, n_params: usize) -> Cl
     class
 }
 
-fn permute_band(prog: &Program, node: ScheduleNode) -> Result<ScheduleNode> {
+/// The new member order of a point band and whether it is a register tile to separate,
+/// or `None` when nothing changes.
+fn plan_band(prog: &Program, node: &ScheduleNode, reg: &[usize]) -> Result<Option<(Vec<i32>, bool)>> {
     let n = node.band_n_member().isl("reading a band")?;
-    if n < 2 || !node.band_get_permutable().isl("reading a band")? {
-        return Ok(node);
+    if n < 1 || !node.band_get_permutable().isl("reading a band")? {
+        return Ok(None);
     }
     let mupa = node
         .band_get_partial_schedule()
         .isl("reading a band's schedule")?;
     let mut best: Option<(u64, i32)> = None;
+    let mut reg_free = Vec::with_capacity(n as usize);
     for m in 0..n {
+        let (cost, free) = member_cost(prog, &mupa, m, reg)?;
+        reg_free.push(!reg.is_empty() && free);
         if !node.band_member_get_coincident(m).isl("reading a band")? {
             continue;
         }
-        if let Some(c) = member_cost(prog, &mupa, m)? {
+        if let Some(c) = cost {
             if !matches!(best, Some((bc, _)) if c > bc) {
                 best = Some((c, m));
             }
         }
     }
-    let Some((_, pick)) = best else {
-        return Ok(node);
-    };
-    if pick == n - 1 {
-        return Ok(node);
+    let pick = best.map(|(_, m)| m);
+    let rest = (0..n).filter(|&m| Some(m) != pick);
+    let order: Vec<i32> = rest
+        .clone()
+        .filter(|&m| reg_free[m as usize])
+        .chain(rest.filter(|&m| !reg_free[m as usize]))
+        .chain(pick)
+        .collect();
+    let separate = !reg.is_empty();
+    if order.iter().copied().eq(0..n) && !separate {
+        return Ok(None);
     }
-    let order: Vec<i32> = (0..n).filter(|&m| m != pick).chain([pick]).collect();
-    let mut coincident = Vec::with_capacity(n as usize);
-    let mut permuted = mupa.copy().isl("copying a band's schedule")?;
-    for (p, &m) in order.iter().enumerate() {
-        coincident.push(node.band_member_get_coincident(m).isl("reading a band")?);
-        let upa = mupa.get_at(m).isl("reading a band member")?;
-        permuted = permuted
-            .set_at(p as i32, upa)
-            .isl("permuting a band's members")?;
-    }
-    let mut node = node
-        .delete()
-        .isl("replacing a band")?
-        .insert_partial_schedule(permuted)
-        .isl("replacing a band")?
-        .band_set_permutable(1)
-        .isl("replacing a band")?;
-    for (p, c) in coincident.into_iter().enumerate() {
-        node = node
-            .band_member_set_coincident(p as i32, c as i32)
-            .isl("replacing a band")?;
-    }
-    Ok(node)
+    Ok(Some((order, separate)))
 }

@@ -17,6 +17,7 @@ pub mod desc;
 pub mod interchange;
 pub mod kir;
 pub mod lower;
+pub mod normalize;
 pub mod parallel;
 pub mod promote;
 

@@ -70,7 +70,7 @@ pub fn lower_with(
     let schedule = schedule
         .copy()
         .isl("copying the schedule for code generation")?;
-    let schedule = crate::interchange::sink_vectorizable_members(prog, &schedule)?;
+    let schedule = crate::interchange::sink_vectorizable_members(ctx, prog, &schedule)?;
     let promos = match scop {
         Some(scop) => crate::promote::promotions_in(ctx, prog, scop, &schedule)?,
         None => Vec::new(),
@@ -168,10 +168,10 @@ pub fn lower_with(
     } else {
         body
     };
-    Ok(Kernel {
+    Ok(crate::normalize::normalize_loops(Kernel {
         body,
         loop_iters: iters,
-    })
+    }))
 }
 
 /// Every name a program declares (tensors, scalars, sizes, statement iterators, the def).
@@ -299,6 +299,8 @@ impl CallbackState {
             }
             let b2p = Map::from_union_map(b2p)
                 .isl("relating the build's schedule to the tiles")?
+                .flatten_domain()
+                .isl("relating the build's schedule to the tiles")?
                 .reset_tuple_id(DimType::In)
                 .isl("relating the build's schedule to the tiles")?
                 .reset_tuple_id(DimType::Out)
@@ -341,9 +343,12 @@ impl CallbackState {
             .isl("reading the schedule space")?
             .range()
             .isl("reading the schedule space")?;
-        let n = space.dim(DimType::Set).isl("counting schedule dimensions")? as u32;
+        // From the build's schedule space (which may be nested) to its flat dimensions.
         let ident = Map::identity(space.map_from_set().isl("building a projection")?)
+            .isl("building a projection")?
+            .flatten_range()
             .isl("building a projection")?;
+        let n = ident.dim(DimType::Out).isl("counting schedule dimensions")? as u32;
         let mut out = Vec::new();
         for p in active {
             let d = p.outer;

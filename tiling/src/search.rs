@@ -29,7 +29,8 @@
 //! the search and are reported as they are. A point is then legal when every tile of every
 //! level fits its buffer: the footprints are computed exactly with
 //! [`crate::analysis::tile_footprint`] (memoised per band, level and window), as
-//! [`crate::tile()`] does. The winner is planned once more with the real tiling code before
+//! [`crate::tile()`] does. Like tiling, the search does not check register files (`reg`,
+//! `register`): promotion puts only what fits there. The winner is planned once more with the real tiling code before
 //! it is returned.
 //!
 //! ## The cost model
@@ -472,7 +473,14 @@ impl Evaluator<'_> {
                     }
                 }
                 let total = self.bytes(mi, windows)?;
-                if let (Some(t), Some(c)) = (total, self.capacity(level)) {
+                // As in tiling: a register file holds only what promotion puts there, within
+                // its capacity, so its footprint is not checked.
+                let checked = if level.is_register_file() {
+                    None
+                } else {
+                    self.capacity(level)
+                };
+                if let (Some(t), Some(c)) = (total, checked) {
                     if t > c {
                         return Ok(Outcome::Illegal(format!(
                             "the {level} tile of `{stmt}` needs {t} bytes, but {level} holds {c} bytes"

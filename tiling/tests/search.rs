@@ -159,21 +159,35 @@ fn two_levels_shrink_and_tie_break() {
 
 #[test]
 fn capacity_makes_points_illegal() {
-    // reg holds 2048 bytes: with k whole (64), a reg tile a x b needs 4 (64a + 64b + ab).
-    // Every pair fits but 4 x 4 (2112 bytes). (4, 2) and (2, 4) tie on cost and tiles; the
-    // lexicographically larger wins.
+    // L1 holds 49152 bytes: with k whole (128), an L1 tile a x b needs
+    // 4 (128a + 128b + ab) bytes. Of {16, 32, 64}^2 only (64, 64) (81920 bytes), (64, 32)
+    // and (32, 64) (57344 bytes) do not fit. (32, 32) is cheapest of the rest.
+    let fx = mm(128);
+    let (_, r) = run(&fx, "S_1: {16, 32, 64}@L1, {16, 32, 64}@L1\n", 512);
+    assert_eq!((r.candidates, r.legal), (9, 6));
+    assert_eq!(r.best().sizes, vec![32, 32]);
+    // (64, 16) and (16, 64) tie with each other; the larger sizes rank first.
+    let second: Vec<Vec<i64>> = r.ranked[1..3].iter().map(|p| p.sizes.clone()).collect();
+    assert_eq!(second, vec![vec![64, 16], vec![16, 64]]);
+}
+
+#[test]
+fn register_files_are_not_checked() {
+    // As in tiling, promotion decides what lives in registers: every reg point is legal,
+    // even 8 x 8 with k whole (4352 bytes > 2048); the model takes the largest reg tile.
+    // 64 is above the enclosing L1 size 32, so its points are skipped.
     let fx = mm(64);
-    let (_, r) = run(&fx, "S_1: {1, 2, 4}@reg, {1, 2, 4}@reg\n", 512);
-    assert_eq!((r.candidates, r.legal), (9, 8));
-    assert_eq!(r.best().sizes, vec![4, 2]);
+    let (_, r) = run(&fx, "S_1: 32@L1 {4, 8, 64}@reg, 32@L1 {4, 8}@reg\n", 512);
+    assert_eq!((r.candidates, r.legal), (4, 4));
+    assert_eq!(r.best().sizes, vec![8, 8]);
 }
 
 #[test]
 fn no_legal_candidate_is_a_located_error() {
-    let fx = mm(64);
+    let fx = mm(256);
     insta::assert_snapshot!(
         "no_legal_candidate",
-        search_err(&fx, "S_1: {8, 16}@reg, {32, 64}@reg\n")
+        search_err(&fx, "S_1: {128, 256}@L1, {64, 128}@L1\n")
     );
 }
 

@@ -1,0 +1,358 @@
+//! Loop normalisation in the kernel IR: every unit-step loop starts at 0.
+//!
+//! isl's AST generator writes point loops in absolute coordinates,
+//! `for (c6 = 4 * c3; c6 <= 4 * c3 + 3; c6 += 1)`. C compilers do not always see that
+//! such a loop has a constant trip count, and then neither unroll nor vectorise a register
+//! tile (measured: 37 against 85 GFLOP/s for a 4 x 64 GEMM register tile with gcc 12).
+//! [`normalize_loops`] rewrites each loop with step 1 and a non-constant start `s` as
+//! `for (c = 0; c <= u - s; c += 1)` and replaces `c` by `s + c` in its body, simplifying
+//! affine expressions on the way, so the bound above becomes `c6 <= 3`.
+
+use std::collections::BTreeMap;
+
+use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalRef};
+
+/// An affine expression: variable coefficients and a constant.
+type Linear = (BTreeMap<String, i64>, i64);
+
+fn linear(e: &KExpr) -> Option<Linear> {
+    Some(match e {
+        KExpr::Int(v) => (BTreeMap::new(), *v),
+        KExpr::Var(n) => (BTreeMap::from([(n.clone(), 1)]), 0),
+        KExpr::Add(a, b) => add(linear(a)?, linear(b)?, 1),
+        KExpr::Sub(a, b) => add(linear(a)?, linear(b)?, -1),
+        KExpr::Neg(a) => scale(linear(a)?, -1),
+        KExpr::Mul(a, b) => {
+            let (x, y) = (linear(a)?, linear(b)?);
+            if x.0.is_empty() {
+                scale(y, x.1)
+            } else if y.0.is_empty() {
+                scale(x, y.1)
+            } else {
+                return None;
+            }
+        }
+        _ => return None,
+    })
+}
+
+fn add(a: Linear, b: Linear, sign: i64) -> Linear {
+    let (mut m, c) = a;
+    for (k, v) in b.0 {
+        *m.entry(k).or_insert(0) += sign * v;
+    }
+    m.retain(|_, v| *v != 0);
+    (m, c + sign * b.1)
+}
+
+fn scale(a: Linear, f: i64) -> Linear {
+    let (mut m, c) = a;
+    for v in m.values_mut() {
+        *v *= f;
+    }
+    m.retain(|_, v| *v != 0);
+    (m, c * f)
+}
+
+/// The canonical expression of a linear form: terms in name order, then the constant.
+fn from_linear(l: &Linear) -> KExpr {
+    let mut acc: Option<KExpr> = None;
+    for (name, &c) in &l.0 {
+        let v = KExpr::Var(name.clone());
+        let (term, neg) = match c {
+            1 => (v, false),
+            -1 => (v, true),
+            c if c < 0 => (KExpr::Mul(Box::new(KExpr::Int(-c)), Box::new(v)), true),
+            c => (KExpr::Mul(Box::new(KExpr::Int(c)), Box::new(v)), false),
+        };
+        acc = Some(match (acc, neg) {
+            (None, false) => term,
+            (None, true) => KExpr::Neg(Box::new(term)),
+            (Some(a), false) => KExpr::Add(Box::new(a), Box::new(term)),
+            (Some(a), true) => KExpr::Sub(Box::new(a), Box::new(term)),
+        });
+    }
+    match acc {
+        None => KExpr::Int(l.1),
+        Some(a) if l.1 > 0 => KExpr::Add(Box::new(a), Box::new(KExpr::Int(l.1))),
+        Some(a) if l.1 < 0 => KExpr::Sub(Box::new(a), Box::new(KExpr::Int(-l.1))),
+        Some(a) => a,
+    }
+}
+
+/// Simplifies affine parts of `e` (folds constants, cancels terms).
+pub fn simplify(e: &KExpr) -> KExpr {
+    if let Some(l) = linear(e) {
+        return from_linear(&l);
+    }
+    let b = |x: &KExpr| Box::new(simplify(x));
+    match e {
+        KExpr::Add(x, y) => KExpr::Add(b(x), b(y)),
+        KExpr::Sub(x, y) => KExpr::Sub(b(x), b(y)),
+        KExpr::Mul(x, y) => KExpr::Mul(b(x), b(y)),
+        KExpr::Neg(x) => KExpr::Neg(b(x)),
+        KExpr::FloorDiv(x, y) => KExpr::FloorDiv(b(x), b(y)),
+        KExpr::Div(x, y) => KExpr::Div(b(x), b(y)),
+        KExpr::Rem(x, y) => KExpr::Rem(b(x), b(y)),
+        KExpr::Min(v) | KExpr::Max(v) => {
+            let is_min = matches!(e, KExpr::Min(_));
+            let args: Vec<KExpr> = v.iter().map(simplify).collect();
+            let consts: Vec<i64> = args
+                .iter()
+                .filter_map(|a| if let KExpr::Int(c) = a { Some(*c) } else { None })
+                .collect();
+            let mut rest: Vec<KExpr> = args
+                .into_iter()
+                .filter(|a| !matches!(a, KExpr::Int(_)))
+                .collect();
+            let folded = if is_min {
+                consts.iter().min()
+            } else {
+                consts.iter().max()
+            };
+            if let Some(c) = folded {
+                rest.push(KExpr::Int(*c));
+            }
+            if rest.len() == 1 {
+                rest.pop().unwrap_or(KExpr::Int(0))
+            } else if is_min {
+                KExpr::Min(rest)
+            } else {
+                KExpr::Max(rest)
+            }
+        }
+        KExpr::Cmp(op, x, y) => KExpr::Cmp(*op, b(x), b(y)),
+        KExpr::And(x, y) => KExpr::And(b(x), b(y)),
+        KExpr::Or(x, y) => KExpr::Or(b(x), b(y)),
+        KExpr::Select(c, x, y) => KExpr::Select(b(c), b(x), b(y)),
+        other => other.clone(),
+    }
+}
+
+/// `u - s`, distributing over a minimum (`min(a, b) - s = min(a - s, b - s)`).
+fn minus(u: &KExpr, s: &KExpr) -> KExpr {
+    match u {
+        KExpr::Min(v) => simplify(&KExpr::Min(v.iter().map(|a| minus(a, s)).collect())),
+        _ => simplify(&KExpr::Sub(Box::new(u.clone()), Box::new(s.clone()))),
+    }
+}
+
+/// Rewrites every loop of `kernel` with step 1 and a non-constant start to start at 0
+/// (see the module documentation).
+pub fn normalize_loops(kernel: Kernel) -> Kernel {
+    Kernel {
+        body: node(kernel.body),
+        loop_iters: kernel.loop_iters,
+    }
+}
+
+fn node(n: KNode) -> KNode {
+    match n {
+        KNode::Block(v) => KNode::Block(v.into_iter().map(node).collect()),
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            parallel,
+        } => {
+            let body = node(*body);
+            let upper = match &cond {
+                KExpr::Cmp(KCmp::Le, c, u) if **c == KExpr::Var(iter.clone()) => Some(u),
+                _ => None,
+            };
+            match upper {
+                Some(u) if step == 1 && !matches!(init, KExpr::Int(_)) && !mentions(&init, &iter) => {
+                    let shifted = simplify(&KExpr::Add(
+                        Box::new(init.clone()),
+                        Box::new(KExpr::Var(iter.clone())),
+                    ));
+                    let body = substitute(body, &iter, &shifted);
+                    KNode::For {
+                        cond: KExpr::Cmp(
+                            KCmp::Le,
+                            Box::new(KExpr::Var(iter.clone())),
+                            Box::new(minus(u, &init)),
+                        ),
+                        iter,
+                        init: KExpr::Int(0),
+                        step,
+                        body: Box::new(body),
+                        parallel,
+                    }
+                }
+                _ => KNode::For {
+                    iter,
+                    init,
+                    cond,
+                    step,
+                    body: Box::new(body),
+                    parallel,
+                },
+            }
+        }
+        KNode::If { cond, then, els } => KNode::If {
+            cond,
+            then: Box::new(node(*then)),
+            els: els.map(|e| Box::new(node(*e))),
+        },
+        KNode::Local { bufs, body } => KNode::Local {
+            bufs,
+            body: Box::new(node(*body)),
+        },
+        other => other,
+    }
+}
+
+fn mentions(e: &KExpr, name: &str) -> bool {
+    let found = std::cell::Cell::new(false);
+    e.substitute(&|n: &str| {
+        if n == name {
+            found.set(true);
+        }
+        None
+    });
+    found.get()
+}
+
+/// Replaces the variable `name` by `value` everywhere in `n`, simplifying.
+fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
+    let sub = |e: &KExpr| {
+        simplify(&e.substitute(&|v: &str| if v == name { Some(value.clone()) } else { None }))
+    };
+    let subs = |v: Vec<KExpr>| v.iter().map(sub).collect::<Vec<_>>();
+    let locals = |v: Vec<LocalRef>| {
+        v.into_iter()
+            .map(|l| LocalRef {
+                promo: l.promo,
+                tensor: l.tensor,
+                offset: subs(l.offset),
+            })
+            .collect::<Vec<_>>()
+    };
+    match n {
+        KNode::Block(v) => KNode::Block(v.into_iter().map(|c| substitute(c, name, value)).collect()),
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            parallel,
+        } => KNode::For {
+            init: sub(&init),
+            cond: sub(&cond),
+            body: Box::new(substitute(*body, name, value)),
+            iter,
+            step,
+            parallel,
+        },
+        KNode::If { cond, then, els } => KNode::If {
+            cond: sub(&cond),
+            then: Box::new(substitute(*then, name, value)),
+            els: els.map(|e| Box::new(substitute(*e, name, value))),
+        },
+        KNode::Stmt { stmt, args, locals: l } => KNode::Stmt {
+            stmt,
+            args: subs(args),
+            locals: locals(l),
+        },
+        KNode::Copy {
+            promo,
+            tensor,
+            copy_in,
+            args,
+            locals: l,
+        } => KNode::Copy {
+            promo,
+            tensor,
+            copy_in,
+            args: subs(args),
+            locals: locals(l),
+        },
+        KNode::Local { bufs, body } => KNode::Local {
+            bufs,
+            body: Box::new(substitute(*body, name, value)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(n: &str) -> Box<KExpr> {
+        Box::new(KExpr::var(n))
+    }
+    fn i(x: i64) -> Box<KExpr> {
+        Box::new(KExpr::Int(x))
+    }
+
+    #[test]
+    fn simplify_cancels_affine_terms() {
+        // (4*c3 + 3) - 4*c3 = 3
+        let e = KExpr::Sub(
+            Box::new(KExpr::Add(Box::new(KExpr::Mul(i(4), v("c3"))), i(3))),
+            Box::new(KExpr::Mul(i(4), v("c3"))),
+        );
+        assert_eq!(simplify(&e), KExpr::Int(3));
+        let m = KExpr::Min(vec![KExpr::Int(5), KExpr::Int(3), KExpr::var("N")]);
+        assert_eq!(simplify(&m), KExpr::Min(vec![KExpr::var("N"), KExpr::Int(3)]));
+    }
+
+    #[test]
+    fn loops_start_at_zero_and_bodies_are_shifted() {
+        let body = KNode::Stmt {
+            stmt: 0,
+            args: vec![KExpr::var("c6")],
+            locals: Vec::new(),
+        };
+        let start = KExpr::Mul(i(4), v("c3"));
+        let k = Kernel {
+            body: KNode::For {
+                iter: "c6".into(),
+                init: start.clone(),
+                cond: KExpr::Cmp(
+                    KCmp::Le,
+                    v("c6"),
+                    Box::new(KExpr::Min(vec![
+                        KExpr::Add(Box::new(start.clone()), i(3)),
+                        KExpr::var("M"),
+                    ])),
+                ),
+                step: 1,
+                body: Box::new(body),
+                parallel: false,
+            },
+            loop_iters: vec!["c6".into()],
+        };
+        let out = normalize_loops(k);
+        let KNode::For {
+            init, cond, body, ..
+        } = out.body
+        else {
+            panic!("a loop stays a loop");
+        };
+        assert_eq!(init, KExpr::Int(0));
+        // c6 <= min(M - 4*c3, 3)
+        assert_eq!(
+            cond,
+            KExpr::Cmp(
+                KCmp::Le,
+                v("c6"),
+                Box::new(KExpr::Min(vec![
+                    KExpr::Sub(v("M"), Box::new(KExpr::Mul(i(4), v("c3")))),
+                    KExpr::Int(3)
+                ]))
+            )
+        );
+        let KNode::Stmt { args, .. } = *body else {
+            panic!("the body stays a statement");
+        };
+        assert_eq!(
+            args,
+            vec![KExpr::Add(Box::new(KExpr::Mul(i(4), v("c3"))), v("c6"))]
+        );
+    }
+}
