@@ -39,7 +39,9 @@
 //! - `Init(op)` stores the identity: 0 for `+`, 1 for `*`, the lowest value for `max`
 //!   (−inf for floats, `MIN` for integers), the highest for `min`. `Update(Assign, e)`
 //!   stores `e`; `Update(Add, e)` stores `lhs + e`, `Mul` `lhs * e`, `Max`
-//!   `e > lhs ? e : lhs`, `Min` `e < lhs ? e : lhs`.
+//!   `e > lhs ? e : lhs`, `Min` `e < lhs ? e : lhs`. In f32 and f64, `Update(Add, a * b)`
+//!   is one fused multiply-add (`fma(a, b, lhs)`, a single rounding), as the emitted C
+//!   computes it: multiply-accumulate is the operation of every target's compute units.
 //!
 //! An access outside its tensor at run time is an error naming the statement, the tensor
 //! and the index. The interpreter never panics on a well-typed [`Program`]; malformed ones
@@ -394,6 +396,13 @@ struct I8w(i32);
 /// Arithmetic in one statement type.
 trait Num: Copy + PartialOrd + 'static {
     const FLOAT: bool;
+    /// `lhs += a * b` is one fused multiply-add (one rounding): true for f32 and f64.
+    const FUSED_MAC: bool = false;
+    /// `self + a * b`, fused where [`Num::FUSED_MAC`] says so.
+    #[inline(always)]
+    fn mac(self, a: Self, b: Self) -> Self {
+        self.add(a.mul(b))
+    }
     fn from_f16(x: f16) -> Self;
     fn from_f32(x: f32) -> Self;
     fn from_f64(x: f64) -> Self;
@@ -553,6 +562,11 @@ macro_rules! float_num {
     ($t:ty) => {
         impl Num for $t {
             const FLOAT: bool = true;
+            const FUSED_MAC: bool = true;
+            #[inline(always)]
+            fn mac(self, a: Self, b: Self) -> Self {
+                a.mul_add(b, self)
+            }
             prim_conv!($t);
             float_fns!($t);
             #[inline(always)]
@@ -1138,6 +1152,8 @@ enum Body<T> {
     Init(T),
     /// `lhs op= e`.
     Update(AssignOp, CE<T>),
+    /// `lhs += a * b` as one fused multiply-add ([`Num::FUSED_MAC`] types).
+    Mac(CE<T>, CE<T>),
 }
 
 /// Runs one statement in type `T`; returns the instance count.
@@ -1166,6 +1182,9 @@ fn run_stmt<T: Num>(
             AssignOp::Max => T::lowest(),
             AssignOp::Min => T::highest(),
         }),
+        StmtBody::Update(AssignOp::Add, Expr::Bin(BinOp::Mul, a, b)) if T::FUSED_MAC => {
+            Body::Mac(c.expr::<T>(a)?, c.expr::<T>(b)?)
+        }
         StmtBody::Update(op, e) => Body::Update(*op, c.expr::<T>(e)?),
     };
     let acc = c.acc;
@@ -1256,6 +1275,18 @@ fn exec<T: Num, const FAST: bool>(
     };
     let v = match body {
         Body::Init(v) => *v,
+        Body::Mac(a, b) => {
+            let cx = Cx {
+                it,
+                p,
+                tensors,
+                acc,
+                fast,
+            };
+            let x = eval::<T, FAST>(a, &cx)?;
+            let y = eval::<T, FAST>(b, &cx)?;
+            T::load(&tensors[lhs.tensor].buf, off).mac(x, y)
+        }
         Body::Update(op, e) => {
             let cx = Cx {
                 it,

@@ -69,8 +69,11 @@
 //!   `INT8_MAX`, …). Updates: `lhs = lhs + v`, `lhs = lhs * v`, `max=`:
 //!   `lhs = v > lhs ? v : lhs` (that is `max(v, lhs)`), `min=`: `lhs = v < lhs ? v : lhs`.
 //!   The current value of `lhs` is converted to `S` like any read.
-//! - The runner compiles with `-ffp-contract=off`, so no multiply-add is fused and every
-//!   float operation rounds as written.
+//! - The runner compiles with `-ffp-contract=off`, so no multiply-add is fused behind the
+//!   program's back and every float operation rounds as written. The one fused operation
+//!   is the multiply-accumulate `lhs += a * b` in f32 and f64, emitted as
+//!   `lhs = fmaf(a, b, lhs)` (`fma` for f64); the reference interpreter computes it the
+//!   same way, with one rounding.
 
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -744,6 +747,17 @@ impl<'a> Emitter<'a> {
                     AssignOp::Min => highest(store),
                 };
                 let _ = writeln!(out, "{lhs} = {v};");
+            }
+            StmtBody::Update(AssignOp::Add, Expr::Bin(BinOp::Mul, a, b))
+                if store == ct && matches!(ct, DType::F32 | DType::F64) =>
+            {
+                let f = if ct == DType::F32 { "fmaf" } else { "fma" };
+                let _ = writeln!(
+                    out,
+                    "{lhs} = {f}({}, {}, {lhs});",
+                    self.expr(st, &names, a),
+                    self.expr(st, &names, b)
+                );
             }
             StmtBody::Update(op, e) => {
                 let v = self.expr(st, &names, e);
