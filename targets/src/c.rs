@@ -470,6 +470,17 @@ struct Emitter<'a> {
 /// Local buffers up to this many bytes live on the stack; larger ones are `malloc`ed.
 const STACK_TILE_BYTES: i64 = 64 * 1024;
 
+/// The row length (elements) of a local buffer whose last extent is `last`: padded by one
+/// 64-byte line when a row is a multiple of 1 KiB, so that the rows of a tile do not all
+/// fall into the same cache sets (an L1 set repeats every 4 KiB on x86).
+fn padded_row(last: i64, elem_bytes: i64) -> i64 {
+    if last * elem_bytes >= 1024 && (last * elem_bytes) % 1024 == 0 {
+        last + (64 / elem_bytes).max(1)
+    } else {
+        last
+    }
+}
+
 /// The C name of promotion `k`'s local buffer.
 fn tile_name(k: usize) -> String {
     format!("polyc_tile{k}")
@@ -537,7 +548,7 @@ impl<'a> Emitter<'a> {
 
     /// `polyc_tileK[flat]` for the element at tensor coordinates `index` of tile `l`.
     fn tile_access(&self, l: &LocalRef, index: &[String]) -> String {
-        let sizes = self.tiles.get(&l.promo).cloned().unwrap_or_default();
+        let sizes = self.tile_dims(l.promo, l.tensor);
         let mut flat = String::new();
         for (d, ix) in index.iter().enumerate() {
             let off = l.offset.get(d).map(|o| self.kexpr(o, 7)).unwrap_or_else(|| "0".into());
@@ -553,6 +564,19 @@ impl<'a> Emitter<'a> {
             flat = "0".into();
         }
         format!("{}[{flat}]", tile_name(l.promo))
+    }
+
+    /// The extents of a local buffer as laid out (the last one padded, see
+    /// [`padded_row`]).
+    fn tile_dims(&self, promo: usize, tensor: TensorId) -> Vec<i64> {
+        let mut sizes = self.tiles.get(&promo).cloned().unwrap_or_default();
+        let elem = self.prog.tensors[tensor].dtype.size_bytes() as i64;
+        if sizes.len() >= 2 {
+            if let Some(last) = sizes.last_mut() {
+                *last = padded_row(*last, elem);
+            }
+        }
+        sizes
     }
 
     /// `NAME[flat index]` for an access of tensor `t` in global memory.
@@ -631,7 +655,7 @@ impl<'a> Emitter<'a> {
                 let mut heap = Vec::new();
                 for b in bufs {
                     let c = self.prog.tensors[b.tensor].dtype.c_type();
-                    let n: i64 = b.sizes.iter().product();
+                    let n: i64 = self.tile_dims(b.promo, b.tensor).iter().product();
                     let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
                     let name = tile_name(b.promo);
                     indent(out, level + 1);

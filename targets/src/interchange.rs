@@ -121,11 +121,16 @@ fn visit(
         None
     };
     let below: Option<Vec<usize>> = match mark {
-        Some(Mark::Mem(b)) => Some(if b.is_register_file() {
-            promoted_tensors(prog, node)?
-        } else {
-            Vec::new()
+        Some(Mark::Mem(b)) => Some(match tile {
+            // A tile nested inside a register tile (a fused producer's own tiling) keeps
+            // the register tile's tensors.
+            Some(reg) if !reg.is_empty() => reg.to_vec(),
+            _ if b.is_register_file() => promoted_tensors(prog, node)?,
+            _ => Vec::new(),
         }),
+        // Inside a register tile every band is a point band of the tile (a fused
+        // producer's own tile bands included).
+        _ if tile.is_some_and(|t| !t.is_empty()) => tile.map(|t| t.to_vec()),
         _ => match ty {
             ScheduleNodeType::Extension
             | ScheduleNodeType::Sequence
@@ -149,7 +154,8 @@ fn visit(
     Ok(())
 }
 
-/// The tensors with copy statements in the extension right below the mark `node`.
+/// The tensors with copy-out statements (written register tiles) in the extension right
+/// below the mark `node`.
 fn promoted_tensors(prog: &Program, node: &ScheduleNode) -> Result<Vec<usize>> {
     let c = node
         .copy()
@@ -167,7 +173,9 @@ fn promoted_tensors(prog: &Program, node: &ScheduleNode) -> Result<Vec<usize>> {
     for i in 0..n {
         let set = list.get_at(i).isl("reading an extension")?;
         let name = set.get_tuple_name().isl("reading a statement name")?.to_string();
-        if let Some((_, _, t)) = crate::promote::parse_copy_stmt(&name) {
+        // Only written tiles (accumulators, with a copy-out) must stay put across the
+        // reduction loops; read-only ones may move.
+        if let Some((false, _, t)) = crate::promote::parse_copy_stmt(&name) {
             if let Some(t) = prog.tensors.iter().position(|x| x.name == t) {
                 if !out.contains(&t) {
                     out.push(t);
@@ -277,9 +285,27 @@ fn access_class(idx: &[Aff], dir: &[i64], n_iters: usize, n_params: usize) -> Cl
 /// or `None` when nothing changes.
 fn plan_band(prog: &Program, node: &ScheduleNode, reg: &[usize]) -> Result<Option<(Vec<i32>, bool)>> {
     let n = node.band_n_member().isl("reading a band")?;
-    if n < 1 || !node.band_get_permutable().isl("reading a band")? {
+    if n < 1 {
         return Ok(None);
     }
+    let permutable = node.band_get_permutable().isl("reading a band")?;
+    let mut coincident = Vec::with_capacity(n as usize);
+    for m in 0..n {
+        coincident.push(node.band_member_get_coincident(m).isl("reading a band")?);
+    }
+    // In a band that is not permutable, a coincident member (no dependence is carried
+    // along it: distance 0) may move anywhere, but the members that carry dependences
+    // must keep their relative order.
+    let legal = |order: &[i32]| {
+        permutable || {
+            let carried: Vec<i32> = order
+                .iter()
+                .copied()
+                .filter(|&m| !coincident[m as usize])
+                .collect();
+            carried.windows(2).all(|w| w[0] < w[1])
+        }
+    };
     let mupa = node
         .band_get_partial_schedule()
         .isl("reading a band's schedule")?;
@@ -299,12 +325,18 @@ fn plan_band(prog: &Program, node: &ScheduleNode, reg: &[usize]) -> Result<Optio
     }
     let pick = best.map(|(_, m)| m);
     let rest = (0..n).filter(|&m| Some(m) != pick);
-    let order: Vec<i32> = rest
+    let mut order: Vec<i32> = rest
         .clone()
         .filter(|&m| reg_free[m as usize])
-        .chain(rest.filter(|&m| !reg_free[m as usize]))
+        .chain(rest.clone().filter(|&m| !reg_free[m as usize]))
         .chain(pick)
         .collect();
+    if !legal(&order) {
+        order = rest.chain(pick).collect();
+        if !legal(&order) {
+            order = (0..n).collect();
+        }
+    }
     let separate = !reg.is_empty();
     if order.iter().copied().eq(0..n) && !separate {
         return Ok(None);

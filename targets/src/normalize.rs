@@ -138,11 +138,146 @@ fn minus(u: &KExpr, s: &KExpr) -> KExpr {
 }
 
 /// Rewrites every loop of `kernel` with step 1 and a non-constant start to start at 0
-/// (see the module documentation).
+/// (see the module documentation), then versions promoted tiles into full and partial
+/// ones ([`version_tiles`]).
 pub fn normalize_loops(kernel: Kernel) -> Kernel {
     Kernel {
-        body: node(kernel.body),
+        body: version_tiles(node(kernel.body)),
         loop_iters: kernel.loop_iters,
+    }
+}
+
+/// Full-tile versioning: in the body of each promoted tile ([`KNode::Local`]), a loop bound
+/// `min(e, K)` with a constant `K` and an `e` that does not depend on the tile's own loops
+/// is `K` in every full tile. The body is emitted twice, under `if (e >= K && …)` with
+/// the constant bounds (which the C compiler unrolls and vectorises, keeping a register
+/// tile in registers) and, for the partial tiles at the edges, as it was.
+pub fn version_tiles(n: KNode) -> KNode {
+    match n {
+        KNode::Local { bufs, body } => {
+            let body = version_tiles(*body);
+            let mut inner = Vec::new();
+            body.walk(&mut |x| {
+                if let KNode::For { iter, .. } = x {
+                    inner.push(iter.clone());
+                }
+            });
+            let mut conds: Vec<(KExpr, i64)> = Vec::new();
+            collect_edges(&body, &inner, &mut conds);
+            if conds.is_empty() {
+                return KNode::Local {
+                    bufs,
+                    body: Box::new(body),
+                };
+            }
+            let full = replace_edges(body.clone(), &conds);
+            let cond = conds
+                .iter()
+                .map(|(e, k)| KExpr::Cmp(KCmp::Ge, Box::new(e.clone()), Box::new(KExpr::Int(*k))))
+                .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
+                .unwrap_or(KExpr::Int(1));
+            KNode::Local {
+                bufs,
+                body: Box::new(KNode::If {
+                    cond,
+                    then: Box::new(full),
+                    els: Some(Box::new(body)),
+                }),
+            }
+        }
+        KNode::Block(v) => KNode::Block(v.into_iter().map(version_tiles).collect()),
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            parallel,
+        } => KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body: Box::new(version_tiles(*body)),
+            parallel,
+        },
+        KNode::If { cond, then, els } => KNode::If {
+            cond,
+            then: Box::new(version_tiles(*then)),
+            els: els.map(|e| Box::new(version_tiles(*e))),
+        },
+        other => other,
+    }
+}
+
+/// The `(e, K)` of every loop bound `min(e, K)` below `n` whose `e` mentions none of
+/// `inner`.
+fn collect_edges(n: &KNode, inner: &[String], out: &mut Vec<(KExpr, i64)>) {
+    n.walk(&mut |x| {
+        if let KNode::For {
+            cond: KExpr::Cmp(KCmp::Le, _, u),
+            ..
+        } = x
+        {
+            if let KExpr::Min(v) = &**u {
+                if let [e, KExpr::Int(k)] = v.as_slice() {
+                    if !inner.iter().any(|i| mentions(e, i))
+                        && !out.iter().any(|(f, j)| f == e && j == k)
+                    {
+                        out.push((e.clone(), *k));
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// `n` with every loop bound `min(e, K)` of `edges` replaced by `K`.
+fn replace_edges(n: KNode, edges: &[(KExpr, i64)]) -> KNode {
+    match n {
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            parallel,
+        } => {
+            let cond = match cond {
+                KExpr::Cmp(KCmp::Le, c, u) => {
+                    let u = match *u {
+                        KExpr::Min(v) => match v.as_slice() {
+                            [e, KExpr::Int(k)] if edges.iter().any(|(f, j)| f == e && j == k) => {
+                                KExpr::Int(*k)
+                            }
+                            _ => KExpr::Min(v),
+                        },
+                        other => other,
+                    };
+                    KExpr::Cmp(KCmp::Le, c, Box::new(u))
+                }
+                other => other,
+            };
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body: Box::new(replace_edges(*body, edges)),
+                parallel,
+            }
+        }
+        KNode::Block(v) => KNode::Block(v.into_iter().map(|c| replace_edges(c, edges)).collect()),
+        KNode::If { cond, then, els } => KNode::If {
+            cond,
+            then: Box::new(replace_edges(*then, edges)),
+            els: els.map(|e| Box::new(replace_edges(*e, edges))),
+        },
+        KNode::Local { bufs, body } => KNode::Local {
+            bufs,
+            body: Box::new(replace_edges(*body, edges)),
+        },
+        other => other,
     }
 }
 

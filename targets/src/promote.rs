@@ -25,7 +25,9 @@
 //! - [`PromoteKind::Registers`] (a CPU `reg` tile, GPU registers): scalar replacement.
 //!   Tensors whose tile is reused (at least 2 accesses per element) are taken in order of
 //!   reuse, as long as the sum of their footprints times the buffer's stages fits its
-//!   capacity.
+//!   capacity: written tiles (accumulators), and read-only tiles of at most an eighth of
+//!   the register file (a filter's weights). Nothing below a register tile is promoted
+//!   again.
 //! - [`PromoteKind::Pack`] (CPU cache levels): packed tiles, as [`PackPolicy`] says.
 //! - [`PromoteKind::None`]: nothing.
 
@@ -497,7 +499,15 @@ fn choose(a: &MarkAnalysis, prog: &Program, level: &LevelInfo, opts: &PromoteOpt
         let b = bytes(t);
         let take = match level.kind {
             PromoteKind::None => false,
-            PromoteKind::Registers => opts.registers && t.reuse() >= 2.0 && used + b <= budget,
+            // Accumulators (written tiles), and read-only tiles of a few registers (a
+            // filter's weights); a larger read-only tile is better loaded in vectors
+            // where it is used than copied.
+            PromoteKind::Registers => {
+                opts.registers
+                    && t.reuse() >= 2.0
+                    && used + b <= budget
+                    && (t.writes.is_some() || b <= level.bytes / 8)
+            }
             PromoteKind::Pack => match opts.pack {
                 PackPolicy::None => false,
                 PackPolicy::All => used + b <= budget,
@@ -528,8 +538,14 @@ pub fn promote(
     let marks = mark_tiles(ctx, scop, &root)?;
     let mut plans: Vec<(Vec<usize>, Vec<(usize, TensorTile)>)> = Vec::new();
     let mut report = PromoteReport::default();
+    // Register tiles made so far: nothing below them is promoted again (a fused
+    // producer's own tiles inside a register tile would only copy data around).
+    let mut reg_tiles: Vec<Vec<usize>> = Vec::new();
     for m in &marks {
         let Mark::Mem(buf) = m.mark else { continue };
+        if reg_tiles.iter().any(|p| m.path.starts_with(p)) {
+            continue;
+        }
         let Some(level) = opts.levels.iter().find(|l| l.buffer == buf) else {
             continue;
         };
@@ -562,6 +578,9 @@ pub fn promote(
                 copy_out: t.writes.is_some(),
             });
             chosen.push((id, t));
+        }
+        if level.kind == PromoteKind::Registers {
+            reg_tiles.push(m.path.clone());
         }
         plans.push((m.path.clone(), chosen));
     }

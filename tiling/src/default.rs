@@ -19,7 +19,19 @@ sizes are the L1 sizes times the largest power of two f such that the L2 tile \
 (min(f * L1 size, extent) per member) fits half of L2; the L2 level is dropped when it \
 equals the L1 tile or covers the whole band. Bands with symbolic extents, no tilable \
 member, or no tile that fits are left untiled. The spec names a live-out statement of \
-the band (one whose results no other statement of the band reads or overwrites).";
+the band (one whose results no other statement of the band reads or overwrites). \
+Register tiles: when the target has a register file and the band's tilable prefix has a \
+reduction member (not coincident) besides at least two coincident ones, the band gets a \
+register tile instead of the L1 level: the two innermost coincident members u, v get \
+`reg` sizes 4 and R / (2 * 4 * element bytes) (a tile of the written tensor in half the \
+register file R: 4 x 64 for f32 in 2 KiB), reductions stay whole at `reg`; at `L2`, each \
+reduction member gets the largest power of two <= 512 for which one register tile's sweep \
+over it (footprint of u, v at their reg sizes) fits 3/4 of L1, v the whole extent if the \
+tile (4 rows) fits half of L2 (else halved until it does), and u the largest multiple of \
+its reg size <= 256 for which the L2 tile fits half of L2.";
+
+/// Rows of a default register tile.
+const REG_ROWS: i64 = 4;
 
 /// Inner band members with fewer iterations than this are not tiled by the default policy.
 const MIN_TILED_EXTENT: i64 = 8;
@@ -43,6 +55,11 @@ pub fn default_spec(
         return Ok(out);
     };
     let l2 = cap(Buffer::L2);
+    let reg = cx
+        .capacities
+        .iter()
+        .find(|(b, _)| b.is_register_file())
+        .copied();
     let (_s, bands) = collect_bands(cx.ctx, cx.scop, tree)?;
     let elem = cx.elem_bytes();
     let names = &cx.scop.stmt_names;
@@ -75,6 +92,33 @@ pub fn default_spec(
             let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows(s), &elem)?;
             Ok(fps.iter().map(|f| f.bytes).sum())
         };
+        if let (Some((reg_buf, reg_bytes)), Some(l2)) = (reg, l2) {
+            let stmt = live_out(cx, band)?;
+            let ebytes = elem[cx.program.stmts[stmt].lhs] as i64;
+            if let Some(dims) =
+                register_tiles(&band.coincident[..k], &ext, reg_bytes, ebytes, l1, l2, &bytes)?
+            {
+                out.stmts.push(StmtSpec {
+                    stmt: names[stmt].clone(),
+                    stmt_span: Span::default(),
+                    dims: dims
+                        .into_iter()
+                        .map(|(l2s, regs)| {
+                            let mut levels = vec![level(l2s, Buffer::L2)];
+                            if let Some(r) = regs {
+                                levels.push(level(r, reg_buf));
+                            }
+                            DimSpec {
+                                levels,
+                                span: Span::default(),
+                            }
+                        })
+                        .collect(),
+                    span: Span::default(),
+                });
+                continue;
+            }
+        }
         // A band whose whole data already fits in half of L1 gains nothing from tiles.
         if matches!(bytes(&ext)?, Some(b) if b <= l1 / 2) {
             continue;
@@ -131,13 +175,7 @@ pub fn default_spec(
             continue;
         }
         let stmt = live_out(cx, band)?;
-        let lv = |size: i64, buffer: Buffer| LevelSize {
-            size: SizeSpec::Fixed(size),
-            buffer,
-            span: Span::default(),
-            size_span: Span::default(),
-            buffer_span: Span::default(),
-        };
+        let lv = level;
         let dims = (0..k)
             .map(|m| {
                 let mut levels = Vec::new();
@@ -159,6 +197,84 @@ pub fn default_spec(
         });
     }
     Ok(out)
+}
+
+fn level(size: i64, buffer: Buffer) -> LevelSize {
+    LevelSize {
+        size: SizeSpec::Fixed(size),
+        buffer,
+        span: Span::default(),
+        size_span: Span::default(),
+        buffer_span: Span::default(),
+    }
+}
+
+/// The register-tile sizes of [`DEFAULT_POLICY`]: per member, its `L2` size and its `reg`
+/// size (`None`: whole at `reg`). `None` when the band has no reduction member or fewer
+/// than two coincident members, or nothing fits.
+fn register_tiles(
+    coincident: &[bool],
+    ext: &[i64],
+    reg_bytes: u64,
+    elem_bytes: i64,
+    l1: u64,
+    l2: u64,
+    bytes: &dyn Fn(&[i64]) -> miette::Result<Option<u64>>,
+) -> miette::Result<Option<Vec<(i64, Option<i64>)>>> {
+    let par: Vec<usize> = (0..ext.len()).filter(|&m| coincident[m]).collect();
+    let red: Vec<usize> = (0..ext.len()).filter(|&m| !coincident[m]).collect();
+    if par.len() < 2 || red.is_empty() {
+        return Ok(None);
+    }
+    let (u, v) = (par[par.len() - 2], par[par.len() - 1]);
+    let cols = (reg_bytes as i64 / (2 * REG_ROWS * elem_bytes.max(1))).max(1);
+    let mut regs: Vec<Option<i64>> = vec![None; ext.len()];
+    regs[u] = Some(REG_ROWS.min(ext[u]));
+    regs[v] = Some(pow2_floor(cols).min(ext[v]));
+    // Every member at its reg size (reductions whole, other members 1) ...
+    let mut s: Vec<i64> = (0..ext.len())
+        .map(|m| regs[m].unwrap_or(if red.contains(&m) { ext[m] } else { 1 }))
+        .collect();
+    // ... reductions: the largest power of two whose register sweep fits 3/4 of L1.
+    for &r in &red {
+        let mut size = pow2_floor(ext[r].min(512));
+        loop {
+            s[r] = size;
+            match bytes(&s)? {
+                Some(b) if b <= l1 * 3 / 4 => break,
+                Some(_) if size > 1 => size /= 2,
+                _ => return Ok(None),
+            }
+        }
+    }
+    // v: the whole extent if 4 rows of it fit half of L2.
+    s[v] = ext[v];
+    loop {
+        match bytes(&s)? {
+            Some(b) if b <= l2 / 2 => break,
+            Some(_) if s[v] > regs[v].unwrap_or(1) => s[v] = (s[v] / 2).max(regs[v].unwrap_or(1)),
+            _ => return Ok(None),
+        }
+    }
+    // u: the largest multiple of its reg size <= 256 that fits half of L2.
+    let step = regs[u].unwrap_or(1);
+    let mut best = step;
+    let mut cand = step;
+    while cand <= 256.min(ext[u].max(step)) {
+        s[u] = cand;
+        match bytes(&s)? {
+            Some(b) if b <= l2 / 2 => best = cand,
+            _ => break,
+        }
+        cand *= 2;
+    }
+    s[u] = best.min(ext[u]);
+    // Other coincident members: one at a time outside (size 1 tiles are loops anyway).
+    Ok(Some(
+        (0..ext.len())
+            .map(|m| (s[m].min(ext[m]).max(1), regs[m]))
+            .collect(),
+    ))
 }
 
 fn pow2_floor(x: i64) -> i64 {
