@@ -190,7 +190,8 @@ fn matmul_f32_matches_triple_loop_exactly() {
         for jj in 0..n {
             let mut s = 0f32;
             for kk in 0..k {
-                s += av[ii * k + kk] * bv[kk * n + jj];
+                // `C += A * B` is one fused multiply-add per instance.
+                s = av[ii * k + kk].mul_add(bv[kk * n + jj], s);
             }
             want[ii * n + jj] = s;
         }

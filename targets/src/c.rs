@@ -539,7 +539,13 @@ impl<'a> Emitter<'a> {
     /// `NAME[flat index]` for an access of tensor `t` with C index texts: into the
     /// innermost promoted tile of `t` in scope, if any, else into the tensor.
     fn access(&self, t: TensorId, index: &[String]) -> String {
-        let local = self.cur.borrow().iter().rev().find(|l| l.tensor == t).cloned();
+        let local = self
+            .cur
+            .borrow()
+            .iter()
+            .rev()
+            .find(|l| l.tensor == t)
+            .cloned();
         match local {
             Some(l) => self.tile_access(&l, index),
             None => self.tensor_access(t, index),
@@ -551,7 +557,11 @@ impl<'a> Emitter<'a> {
         let sizes = self.tile_dims(l.promo, l.tensor);
         let mut flat = String::new();
         for (d, ix) in index.iter().enumerate() {
-            let off = l.offset.get(d).map(|o| self.kexpr(o, 7)).unwrap_or_else(|| "0".into());
+            let off = l
+                .offset
+                .get(d)
+                .map(|o| self.kexpr(o, 7))
+                .unwrap_or_else(|| "0".into());
             let ix = format!("({} - {off})", paren(ix));
             if d == 0 {
                 flat = ix;

@@ -40,7 +40,11 @@ use schedule_tree::{NodeKind, ScheduleTree};
 /// innermost member is the cheapest vectorisable one (see the module documentation).
 /// Bands without a vectorisable member, or whose members are not affine per statement,
 /// are left as they are.
-pub fn sink_vectorizable_members(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Schedule> {
+pub fn sink_vectorizable_members(
+    ctx: &Ctx,
+    prog: &Program,
+    schedule: &Schedule,
+) -> Result<Schedule> {
     let root = schedule.get_root().isl("reading the schedule's root")?;
     let mut plans = Vec::new();
     visit(prog, &root, None, &mut Vec::new(), &mut plans)?;
@@ -83,10 +87,16 @@ fn apply(ctx: &Ctx, tree: &mut ScheduleTree, p: &Plan) -> Result<()> {
         }
         band.schedule = multi_union_pw_aff_text(&permuted)
             .ok_or_else(|| miette!("isl could not print a band's schedule"))?;
-        band.coincident = p.order.iter().map(|&m| band.coincident[m as usize]).collect();
+        band.coincident = p
+            .order
+            .iter()
+            .map(|&m| band.coincident[m as usize])
+            .collect();
     }
     if p.separate {
-        let members: Vec<String> = (0..p.order.len()).map(|m| format!("separate[{m}]")).collect();
+        let members: Vec<String> = (0..p.order.len())
+            .map(|m| format!("separate[{m}]"))
+            .collect();
         band.ast_options = Some(format!("{{ {} }}", members.join("; ")));
     }
     Ok(())
@@ -172,7 +182,10 @@ fn promoted_tensors(prog: &Program, node: &ScheduleNode) -> Result<Vec<usize>> {
     let mut out = Vec::new();
     for i in 0..n {
         let set = list.get_at(i).isl("reading an extension")?;
-        let name = set.get_tuple_name().isl("reading a statement name")?.to_string();
+        let name = set
+            .get_tuple_name()
+            .isl("reading a statement name")?
+            .to_string();
         // Only written tiles (accumulators, with a copy-out) must stay put across the
         // reduction loops; read-only ones may move.
         if let Some((false, _, t)) = crate::promote::parse_copy_stmt(&name) {
@@ -283,7 +296,11 @@ fn access_class(idx: &[Aff], dir: &[i64], n_iters: usize, n_params: usize) -> Cl
 
 /// The new member order of a point band and whether it is a register tile to separate,
 /// or `None` when nothing changes.
-fn plan_band(prog: &Program, node: &ScheduleNode, reg: &[usize]) -> Result<Option<(Vec<i32>, bool)>> {
+fn plan_band(
+    prog: &Program,
+    node: &ScheduleNode,
+    reg: &[usize],
+) -> Result<Option<(Vec<i32>, bool)>> {
     let n = node.band_n_member().isl("reading a band")?;
     if n < 1 {
         return Ok(None);

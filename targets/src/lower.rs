@@ -30,15 +30,15 @@ use isl_rs::{
     ASTExpr, ASTExprOpType, ASTExprType, ASTNode, DimType, Id, Map, PwMultiAff, Schedule,
     ScheduleNode, ScheduleNodeType, Set, UnionMap,
 };
-use std::ffi::c_void;
-use std::os::raw::c_int;
 use miette::{miette, Result};
 use polyhedral::ir::Program;
 use polyhedral::isl::ffi::ast_build::{self as ffi, AstNodeKind};
 use polyhedral::isl::ffi::promote as pffi;
-use polyhedral::scop::Scop;
 use polyhedral::isl::{Ctx, IslResultExt};
+use polyhedral::scop::Scop;
 use schedule_tree::mark::Mark;
+use std::ffi::c_void;
+use std::os::raw::c_int;
 
 use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef};
 use crate::promote::{parse_copy_stmt, Promotion};
@@ -218,9 +218,7 @@ fn tag_node(
                     .isl("reading a mark's schedule depth")? as usize
                     + 1,
             ),
-            Mark::Mem(_) if promos.get(ordinal).is_some_and(|p| !p.is_empty()) => {
-                Some(ordinal + 1)
-            }
+            Mark::Mem(_) if promos.get(ordinal).is_some_and(|p| !p.is_empty()) => Some(ordinal + 1),
             _ => None,
         };
         if let Some(tag) = tag {
@@ -336,8 +334,8 @@ impl CallbackState {
         if active.is_empty() {
             return Ok(Vec::new());
         }
-        let sched = Map::from_union_map(build_schedule(build)?)
-            .isl("reading the build's schedule")?;
+        let sched =
+            Map::from_union_map(build_schedule(build)?).isl("reading the build's schedule")?;
         let space = sched
             .get_space()
             .isl("reading the schedule space")?
@@ -348,12 +346,16 @@ impl CallbackState {
             .isl("building a projection")?
             .flatten_range()
             .isl("building a projection")?;
-        let n = ident.dim(DimType::Out).isl("counting schedule dimensions")? as u32;
+        let n = ident
+            .dim(DimType::Out)
+            .isl("counting schedule dimensions")? as u32;
         let mut out = Vec::new();
         for p in active {
             let d = p.outer;
             if d > n {
-                return Err(miette!("a promoted tile's depth {d} exceeds the schedule's {n}"));
+                return Err(miette!(
+                    "a promoted tile's depth {d} exceeds the schedule's {n}"
+                ));
             }
             let proj = ident
                 .copy()
@@ -609,7 +611,9 @@ impl Lowerer<'_> {
                 };
                 let mut locals = Vec::new();
                 if info > 0 {
-                    for (promo, tensor, exprs) in self.state.infos.get(info - 1).into_iter().flatten() {
+                    for (promo, tensor, exprs) in
+                        self.state.infos.get(info - 1).into_iter().flatten()
+                    {
                         let offset = exprs.iter().map(|e| self.expr(e)).collect::<Result<_>>()?;
                         locals.push(LocalRef {
                             promo: *promo,
@@ -644,7 +648,9 @@ impl Lowerer<'_> {
                 .tensors
                 .iter()
                 .position(|t| t.name == tname)
-                .ok_or_else(|| miette!("the copy statement {name} names no tensor of the program"))?;
+                .ok_or_else(|| {
+                    miette!("the copy statement {name} names no tensor of the program")
+                })?;
             if !locals.iter().any(|l| l.promo == promo) {
                 return Err(miette!(
                     help = "copy statements are made by the promotion pass and must stay below their memory mark",
@@ -656,7 +662,9 @@ impl Lowerer<'_> {
                 args.push(self.expr(&call.get_op_arg(i).isl("reading a copy's argument")?)?);
             }
             if args.len() != self.prog.tensors[tensor].shape.len() {
-                return Err(miette!("the copy statement {name} has the wrong number of coordinates"));
+                return Err(miette!(
+                    "the copy statement {name} has the wrong number of coordinates"
+                ));
             }
             return Ok(KNode::Copy {
                 promo,

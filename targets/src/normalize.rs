@@ -99,7 +99,13 @@ pub fn simplify(e: &KExpr) -> KExpr {
             let args: Vec<KExpr> = v.iter().map(simplify).collect();
             let consts: Vec<i64> = args
                 .iter()
-                .filter_map(|a| if let KExpr::Int(c) = a { Some(*c) } else { None })
+                .filter_map(|a| {
+                    if let KExpr::Int(c) = a {
+                        Some(*c)
+                    } else {
+                        None
+                    }
+                })
                 .collect();
             let mut rest: Vec<KExpr> = args
                 .into_iter()
@@ -298,7 +304,9 @@ fn node(n: KNode) -> KNode {
                 _ => None,
             };
             match upper {
-                Some(u) if step == 1 && !matches!(init, KExpr::Int(_)) && !mentions(&init, &iter) => {
+                Some(u)
+                    if step == 1 && !matches!(init, KExpr::Int(_)) && !mentions(&init, &iter) =>
+                {
                     let shifted = simplify(&KExpr::Add(
                         Box::new(init.clone()),
                         Box::new(KExpr::Var(iter.clone())),
@@ -367,7 +375,9 @@ fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
             .collect::<Vec<_>>()
     };
     match n {
-        KNode::Block(v) => KNode::Block(v.into_iter().map(|c| substitute(c, name, value)).collect()),
+        KNode::Block(v) => {
+            KNode::Block(v.into_iter().map(|c| substitute(c, name, value)).collect())
+        }
         KNode::For {
             iter,
             init,
@@ -388,7 +398,11 @@ fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
             then: Box::new(substitute(*then, name, value)),
             els: els.map(|e| Box::new(substitute(*e, name, value))),
         },
-        KNode::Stmt { stmt, args, locals: l } => KNode::Stmt {
+        KNode::Stmt {
+            stmt,
+            args,
+            locals: l,
+        } => KNode::Stmt {
             stmt,
             args: subs(args),
             locals: locals(l),
@@ -433,7 +447,10 @@ mod tests {
         );
         assert_eq!(simplify(&e), KExpr::Int(3));
         let m = KExpr::Min(vec![KExpr::Int(5), KExpr::Int(3), KExpr::var("N")]);
-        assert_eq!(simplify(&m), KExpr::Min(vec![KExpr::var("N"), KExpr::Int(3)]));
+        assert_eq!(
+            simplify(&m),
+            KExpr::Min(vec![KExpr::var("N"), KExpr::Int(3)])
+        );
     }
 
     #[test]

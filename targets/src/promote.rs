@@ -230,14 +230,20 @@ pub struct MarkTiles {
 /// so the relation is built top-down: a band appends its members, a filter restricts, an
 /// extension adds its instances with the outer schedule it maps them from.
 pub fn mark_tiles(ctx: &Ctx, scop: &Scop, root: &ScheduleNode) -> Result<Vec<MarkTiles>> {
-    let dom = root.domain_get_domain().isl("reading the schedule's domain")?;
+    let dom = root
+        .domain_get_domain()
+        .isl("reading the schedule's domain")?;
     let r = UnionMap::from_domain(dom).isl("starting the prefix schedule")?;
     let mut out = Vec::new();
     let mut open = Vec::new();
     let mut path = Vec::new();
     let n = root.n_children().isl("counting children")?;
     for i in 0..n {
-        let c = root.copy().isl("copying a node")?.child(i).isl("visiting a child")?;
+        let c = root
+            .copy()
+            .isl("copying a node")?
+            .child(i)
+            .isl("visiting a child")?;
         path.push(i as usize);
         let mut w = Walk {
             ctx,
@@ -341,7 +347,11 @@ impl Walk<'_, '_> {
         }
         let n = node.n_children().isl("counting children")?;
         for i in 0..n {
-            let c = node.copy().isl("copying a node")?.child(i).isl("visiting a child")?;
+            let c = node
+                .copy()
+                .isl("copying a node")?
+                .child(i)
+                .isl("visiting a child")?;
             self.path.push(i as usize);
             let res = self.node(&c, r.copy().isl("copying a map")?, k, dead);
             self.path.pop();
@@ -361,7 +371,10 @@ fn by_range_name(u: &UnionMap) -> Result<BTreeMap<String, Map>> {
     let mut out = BTreeMap::new();
     for i in 0..n {
         let m = list.get_at(i).isl("reading a map")?;
-        let name = m.get_tuple_name(DimType::Out).isl("reading a tuple name")?.to_string();
+        let name = m
+            .get_tuple_name(DimType::Out)
+            .isl("reading a tuple name")?
+            .to_string();
         let m = match out.remove(&name) {
             None => m,
             Some(prev) => {
@@ -404,7 +417,11 @@ pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> 
         return Ok(None);
     }
     let inst = m.inst.copy().isl("copying a map")?;
-    let rev = inst.copy().isl("copying a map")?.reverse().isl("reversing a map")?;
+    let rev = inst
+        .copy()
+        .isl("copying a map")?
+        .reverse()
+        .isl("reversing a map")?;
     let reads = by_range_name(
         &rev.copy()
             .isl("copying a map")?
@@ -432,10 +449,22 @@ pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> 
         let Some(t) = scop_tensor(scop, name) else {
             continue;
         };
-        let r = reads.get(name).map(|m| m.copy()).transpose().isl("copying a map")?;
-        let w = writes.get(name).map(|m| m.copy()).transpose().isl("copying a map")?;
+        let r = reads
+            .get(name)
+            .map(|m| m.copy())
+            .transpose()
+            .isl("copying a map")?;
+        let w = writes
+            .get(name)
+            .map(|m| m.copy())
+            .transpose()
+            .isl("copying a map")?;
         let all = match (&r, &w) {
-            (Some(a), Some(b)) => a.copy().isl("copying")?.union(b.copy().isl("copying")?).isl("uniting footprints")?,
+            (Some(a), Some(b)) => a
+                .copy()
+                .isl("copying")?
+                .union(b.copy().isl("copying")?)
+                .isl("uniting footprints")?,
             (Some(a), None) | (None, Some(a)) => a.copy().isl("copying")?,
             (None, None) => continue,
         };
@@ -464,7 +493,11 @@ pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> 
 }
 
 fn by_domain_name(u: &UnionMap) -> Result<BTreeMap<String, Map>> {
-    let rev = u.copy().isl("copying a map")?.reverse().isl("reversing a map")?;
+    let rev = u
+        .copy()
+        .isl("copying a map")?
+        .reverse()
+        .isl("reversing a map")?;
     let mut out = BTreeMap::new();
     for (k, m) in by_range_name(&rev)? {
         out.insert(k, m.reverse().isl("reversing a map")?);
@@ -473,16 +506,20 @@ fn by_domain_name(u: &UnionMap) -> Result<BTreeMap<String, Map>> {
 }
 
 fn scop_tensor(scop: &Scop, name: &str) -> Option<usize> {
-    scop.tensor_extents.iter().position(|s| {
-        s.get_tuple_name()
-            .map(|n| n == name)
-            .unwrap_or(false)
-    })
+    scop.tensor_extents
+        .iter()
+        .position(|s| s.get_tuple_name().map(|n| n == name).unwrap_or(false))
 }
 
 /// The tensors the policy promotes at one mark, as indices into `a.tiles`.
-fn choose(a: &MarkAnalysis, prog: &Program, level: &LevelInfo, opts: &PromoteOptions) -> Vec<usize> {
-    let bytes = |t: &TensorTile| t.elems() as u64 * prog.tensors[t.tensor].dtype.size_bytes() as u64;
+fn choose(
+    a: &MarkAnalysis,
+    prog: &Program,
+    level: &LevelInfo,
+    opts: &PromoteOptions,
+) -> Vec<usize> {
+    let bytes =
+        |t: &TensorTile| t.elems() as u64 * prog.tensors[t.tensor].dtype.size_bytes() as u64;
     let mut order: Vec<usize> = (0..a.tiles.len()).collect();
     order.sort_by(|&x, &y| {
         a.tiles[y]
@@ -638,7 +675,12 @@ fn copy_branch(name: &str, dims: usize) -> Node {
 }
 
 /// Grafts the copies of `tiles` under the mark at `path`.
-fn graft(tree: &mut ScheduleTree, path: &[usize], prog: &Program, tiles: &[(usize, TensorTile)]) -> Result<()> {
+fn graft(
+    tree: &mut ScheduleTree,
+    path: &[usize],
+    prog: &Program,
+    tiles: &[(usize, TensorTile)],
+) -> Result<()> {
     let mut ext_parts = Vec::new();
     let mut before = Vec::new();
     let mut after = Vec::new();
@@ -663,7 +705,12 @@ fn graft(tree: &mut ScheduleTree, path: &[usize], prog: &Program, tiles: &[(usiz
     // The original subtree's filter: every statement instance that reaches it.
     let orig_filter = universe_filter(&sub, prog);
     let mut children = before;
-    children.push(Node::with_child(NodeKind::Filter { filter: orig_filter }, sub));
+    children.push(Node::with_child(
+        NodeKind::Filter {
+            filter: orig_filter,
+        },
+        sub,
+    ));
     children.extend(after);
     let ext = union_texts(&ext_parts);
     mark.children[0] = Node::with_child(
@@ -685,7 +732,13 @@ fn union_texts(parts: &[String]) -> String {
         if params.is_empty() {
             params = pre.trim().trim_end_matches("->").trim().to_string();
         }
-        bodies.push(body.trim().trim_start_matches('{').trim_end_matches('}').trim().to_string());
+        bodies.push(
+            body.trim()
+                .trim_start_matches('{')
+                .trim_end_matches('}')
+                .trim()
+                .to_string(),
+        );
     }
     let body = bodies.join("; ");
     if params.is_empty() {
@@ -784,7 +837,11 @@ fn node_at(root: &ScheduleNode, path: &[usize]) -> Result<ScheduleNode> {
 /// The (promotion number, tensor name) pairs of the copy statements in the extension node
 /// right below a mark.
 fn copy_ids_below_mark(node: &ScheduleNode) -> Result<Vec<(usize, String)>> {
-    let c = node.copy().isl("copying a node")?.child(0).isl("visiting a child")?;
+    let c = node
+        .copy()
+        .isl("copying a node")?
+        .child(0)
+        .isl("visiting a child")?;
     if c.get_type().isl("reading a node type")? != ScheduleNodeType::Extension {
         return Ok(Vec::new());
     }

@@ -95,9 +95,15 @@ pub fn default_spec(
         if let (Some((reg_buf, reg_bytes)), Some(l2)) = (reg, l2) {
             let stmt = live_out(cx, band)?;
             let ebytes = elem[cx.program.stmts[stmt].lhs] as i64;
-            if let Some(dims) =
-                register_tiles(&band.coincident[..k], &ext, reg_bytes, ebytes, l1, l2, &bytes)?
-            {
+            if let Some(dims) = register_tiles(
+                &band.coincident[..k],
+                &ext,
+                reg_bytes,
+                ebytes,
+                l1,
+                l2,
+                &bytes,
+            )? {
                 out.stmts.push(StmtSpec {
                     stmt: names[stmt].clone(),
                     stmt_span: Span::default(),

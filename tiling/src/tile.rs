@@ -305,7 +305,11 @@ pub(crate) fn plan(
             let capacity = cx.capacity(level);
             // A register file holds only the tensors promoted into it; promotion picks
             // them within its capacity.
-            let checked = if level.is_register_file() { None } else { capacity };
+            let checked = if level.is_register_file() {
+                None
+            } else {
+                capacity
+            };
             if let (Some(t), Some(c)) = (total, checked) {
                 if t > c {
                     let stmt = stmt_of(scop, &s.stmt);

@@ -89,18 +89,28 @@ fn explain_table() {
 #[test]
 fn default_policy() {
     let fx = Fixture::new("matmul.tc", &[("M", 512), ("N", 512), ("K", 512)], true);
-    let d = default_spec(&fx.tree, &fx.cx(), None).expect("default");
+    // Without a register file: L2 and L1 tiles.
+    let mut cx = fx.cx();
+    let caches = [CPU[0], CPU[1]];
+    cx.capacities = &caches;
+    let d = default_spec(&fx.tree, &cx, None).expect("default");
     assert_eq!(
         d.to_string(),
         "S_1: 128@L2 32@L1, 128@L2 32@L1, 256@L2 64@L1\n"
     );
     let f = spec_file("");
-    let (t, r) = tile(fx.tree.clone(), &fx.cx(), &d, &f).expect("tiles");
+    let (t, r) = tile(fx.tree.clone(), &cx, &d, &f).expect("tiles");
     assert_eq!(
         r.bands[0].levels[1].total_bytes,
         Some((32 * 64 + 64 * 32 + 32 * 32) * 4)
     );
     assert!(t.to_tree_text().contains("Mark \"mem:L1\""));
+    // With the register file: a 4 x 64 register tile; k's L2 size lets one register
+    // tile's sweep (4 x 128 of A, 128 x 64 of B, 4 x 64 of C: 35 KiB) fit 3/4 of L1.
+    let d = default_spec(&fx.tree, &fx.cx(), None).expect("default");
+    assert_eq!(d.to_string(), "S_1: 256@L2 4@reg, 512@L2 64@reg, 128@L2\n");
+    let (t, _) = tile(fx.tree.clone(), &fx.cx(), &d, &f).expect("tiles");
+    assert!(t.to_tree_text().contains("Mark \"mem:reg\""));
 }
 
 #[test]

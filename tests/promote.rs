@@ -1,0 +1,201 @@
+//! Memory promotion through the binary: golden `promoted` trees, the promotion report of
+//! `polyc explain`, the emitted local buffers, and `polyc run --check` (against the
+//! reference interpreter) over programs, tile specs, packing policies and sizes that do
+//! not divide the tiles.
+
+mod common;
+use common::*;
+
+const MM: &str = "examples/matmul.tc";
+
+/// `polyc dump --stage promoted` with a tile spec.
+fn promoted(prog: &str, params: &str, spec: &str, extra: &[&str]) -> String {
+    let dir = tempdir();
+    let f = write(dir.path(), "tiles.txt", spec);
+    let mut args = vec![
+        "dump",
+        prog,
+        "--param",
+        params,
+        "--tile-spec",
+        &f,
+        "--stage",
+        "promoted",
+    ];
+    args.extend_from_slice(extra);
+    polyc_ok(&args)
+}
+
+/// `polyc run --check` passes (exit 0, every output `ok`).
+fn check(prog: &str, params: &str, spec: &str, extra: &[&str]) {
+    let dir = tempdir();
+    let f = write(dir.path(), "tiles.txt", spec);
+    let mut args = vec!["run", prog, "--param", params, "--tile-spec", &f, "--check"];
+    args.extend_from_slice(extra);
+    let o = polyc(&args);
+    let err = format!("{}{}", stdout(&o), stderr(&o));
+    assert_code(&o, 0);
+    let results: Vec<&str> = err.lines().filter(|l| l.contains("max_abs_err")).collect();
+    assert!(!results.is_empty(), "{err}");
+    assert!(
+        results.iter().all(|l| l.ends_with(" ok")),
+        "{spec} {extra:?}\n{err}"
+    );
+}
+
+#[test]
+fn matmul_register_tile_and_packed_l2_tree() {
+    insta::assert_snapshot!(promoted(
+        MM,
+        "M=64,N=64,K=64",
+        "S_1: 32@L2 4@reg, 64@L2 16@reg, 32@L2\n",
+        &[]
+    ));
+}
+
+#[test]
+fn conv_chain_fused_register_tile_tree() {
+    insta::assert_snapshot!(promoted(
+        "examples/conv_chain.tc",
+        "H=16,W=16,KH=3,KW=3",
+        "S_4: 4@reg, 8@reg\n",
+        &["--scheduler", "initial", "--no-default-tiling"]
+    ));
+}
+
+#[test]
+fn register_tile_c_has_local_accumulators() {
+    let dir = tempdir();
+    let f = write(
+        dir.path(),
+        "tiles.txt",
+        "S_1: 32@L2 4@reg, 64@L2 64@reg, 32@L2\n",
+    );
+    let c = polyc_ok(&[
+        MM,
+        "--param",
+        "M=64,N=64,K=64",
+        "--tile-spec",
+        &f,
+        "--pack",
+        "none",
+    ]);
+    assert!(c.contains("/* tile of C (4 x 64) */"), "{c}");
+    assert!(
+        c.contains("float polyc_tile0[256] __attribute__((aligned(64)));"),
+        "{c}"
+    );
+    // The point loops start at 0 with constant bounds: 4 rows, 64 columns innermost.
+    assert!(
+        c.contains("for (int64_t c6 = 0; c6 <= 3; c6 += 1) {"),
+        "{c}"
+    );
+    assert!(
+        c.contains("for (int64_t c7 = 0; c7 <= 63; c7 += 1) {"),
+        "{c}"
+    );
+    assert!(
+        c.contains("polyc_tile0[((i - (32 * c0 + 4 * c3))) * 64 + (j - 0)] = fmaf(A[i * 64 + k], B[k * 64 + j], polyc_tile0[((i - (32 * c0 + 4 * c3))) * 64 + (j - 0)]);"),
+        "{c}"
+    );
+    assert!(
+        c.contains("C[(32 * c0 + 4 * c3 + c5) * 64 + c6] = polyc_tile0[(((32 * c0 + 4 * c3 + c5) - (32 * c0 + 4 * c3))) * 64 + (c6 - 0)];"),
+        "{c}"
+    );
+}
+
+#[test]
+fn explain_lists_the_promoted_tiles() {
+    let dir = tempdir();
+    let f = write(
+        dir.path(),
+        "tiles.txt",
+        "S_1: 32@L2 4@reg, 64@L2 16@reg, 32@L2\n",
+    );
+    let out = polyc_ok(&[
+        "explain",
+        MM,
+        "--param",
+        "M=64,N=64,K=64",
+        "--tile-spec",
+        &f,
+    ]);
+    let promo: String = out
+        .lines()
+        .skip_while(|l| !l.starts_with("promotion:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(promo);
+}
+
+#[test]
+fn no_register_tiles_and_no_packing_leave_the_tree_alone() {
+    let spec = "S_1: 32@L2 4@reg, 64@L2 16@reg, 32@L2\n";
+    let fused = {
+        let dir = tempdir();
+        let f = write(dir.path(), "tiles.txt", spec);
+        polyc_ok(&[
+            "dump",
+            MM,
+            "--param",
+            "M=64,N=64,K=64",
+            "--tile-spec",
+            &f,
+            "--stage",
+            "fused",
+        ])
+    };
+    let promoted = promoted(
+        MM,
+        "M=64,N=64,K=64",
+        spec,
+        &["--pack", "none", "--no-register-tiles"],
+    );
+    assert_eq!(promoted, fused);
+}
+
+#[test]
+fn matmul_promotions_check() {
+    for (params, spec) in [
+        ("M=64,N=64,K=64", "S_1: 32@L2 4@reg, 64@L2 16@reg, 32@L2\n"),
+        ("M=100,N=70,K=33", "S_1: 32@L2 4@reg, 64@L2 16@reg, 32@L2\n"),
+        ("M=96,N=80,K=72", "S_1: 48@L2 32@L1, 32@L2 16@L1, 128@L2\n"),
+        (
+            "M=96,N=80,K=72",
+            "S_1: 32@L2 32@L1 4@reg, 32@L2 16@L1 16@reg, 32@L2\n",
+        ),
+        ("M=37,N=29,K=5", "S_1: 100@L2 8@reg, 8@L2 8@reg\n"),
+    ] {
+        for pack in ["auto", "all", "none"] {
+            check(MM, params, spec, &["--pack", pack]);
+        }
+    }
+}
+
+#[test]
+fn fused_chains_with_register_tiles_check() {
+    check(
+        "examples/conv_chain.tc",
+        "H=67,W=101,KH=5,KW=3",
+        "S_4: 4@reg, 64@reg\n",
+        &["--scheduler", "initial"],
+    );
+    check(
+        "examples/conv_chain.tc",
+        "H=40,W=37,KH=3,KW=3",
+        "S_4: 16@L2 2@reg, 16@L2 8@reg\n",
+        &["--scheduler", "initial", "--pack", "all"],
+    );
+    check(
+        "examples/mm2.tc",
+        "NI=33,NJ=20,NK=17,NL=40",
+        "S_3: 8@L2 4@reg, 16@L2 8@reg, 8@L2\n",
+        &["--pack", "all"],
+    );
+    check(
+        "examples/softmax.tc",
+        "R=19,N=70",
+        "S_5: 8@L1, 16@L1\n",
+        &["--scheduler", "initial", "--pack", "all"],
+    );
+}
