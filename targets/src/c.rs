@@ -691,7 +691,7 @@ impl<'a> Emitter<'a> {
                 if heap.is_empty() {
                     self.node(out, body, level + 1);
                 } else {
-                    let cond: Vec<String> = heap.iter().map(|h| format!("{h}")).collect();
+                    let cond: Vec<String> = heap.iter().map(|h| h.to_string()).collect();
                     indent(out, level + 1);
                     let _ = writeln!(out, "if ({}) {{", cond.join(" && "));
                     self.node(out, body, level + 2);

@@ -29,7 +29,7 @@
 //!   the register file (a filter's weights). Nothing below a register tile is promoted
 //!   again.
 //! - [`PromoteKind::Pack`] (CPU cache levels): packed tiles, as [`PackPolicy`] says.
-//! - [`PromoteKind::None`]: nothing.
+//! - [`PromoteKind::None`]: nothing is copied.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -562,6 +562,9 @@ fn choose(
     out
 }
 
+/// The promotions to graft under one mark: its path and the numbered tiles.
+type Graft = (Vec<usize>, Vec<(usize, TensorTile)>);
+
 /// Runs promotion on `tree` (see the module documentation).
 pub fn promote(
     ctx: &Ctx,
@@ -573,7 +576,7 @@ pub fn promote(
     let schedule = tree.to_isl(ctx)?;
     let root = schedule.get_root().isl("reading the root")?;
     let marks = mark_tiles(ctx, scop, &root)?;
-    let mut plans: Vec<(Vec<usize>, Vec<(usize, TensorTile)>)> = Vec::new();
+    let mut plans: Vec<Graft> = Vec::new();
     let mut report = PromoteReport::default();
     // Register tiles made so far: nothing below them is promoted again (a fused
     // producer's own tiles inside a register tile would only copy data around).
@@ -623,7 +626,7 @@ pub fn promote(
     }
     // Apply deeper marks first so that the paths of the others stay valid.
     let mut out = tree.clone();
-    plans.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    plans.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
     for (p, tiles) in plans {
         graft(&mut out, &p, prog, &tiles)?;
     }

@@ -215,6 +215,9 @@ fn level(size: i64, buffer: Buffer) -> LevelSize {
     }
 }
 
+/// Per member: its `L2` size and its `reg` size (`None`: whole at `reg`).
+type RegisterSizes = Vec<(i64, Option<i64>)>;
+
 /// The register-tile sizes of [`DEFAULT_POLICY`]: per member, its `L2` size and its `reg`
 /// size (`None`: whole at `reg`). `None` when the band has no reduction member or fewer
 /// than two coincident members, or nothing fits.
@@ -226,7 +229,7 @@ fn register_tiles(
     l1: u64,
     l2: u64,
     bytes: &dyn Fn(&[i64]) -> miette::Result<Option<u64>>,
-) -> miette::Result<Option<Vec<(i64, Option<i64>)>>> {
+) -> miette::Result<Option<RegisterSizes>> {
     let par: Vec<usize> = (0..ext.len()).filter(|&m| coincident[m]).collect();
     let red: Vec<usize> = (0..ext.len()).filter(|&m| !coincident[m]).collect();
     if par.len() < 2 || red.is_empty() {

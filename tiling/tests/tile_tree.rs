@@ -143,7 +143,7 @@ fn agreeing_specs_are_fine() {
 }
 
 #[test]
-fn error_search_not_implemented() {
+fn error_unresolved_search_entries_reach_tile() {
     insta::assert_snapshot!("err_search", tile_err(&mm(), "S_1: {16, 32}@L1\n"));
 }
 
