@@ -263,6 +263,38 @@ impl KNode {
             _ => false,
         }
     }
+    /// The node with `f` applied to each of its child nodes (block items, loop bodies,
+    /// branches, the body of a local scope); statements and copies come back as they are.
+    pub fn map_children(self, f: &mut impl FnMut(KNode) -> KNode) -> KNode {
+        match self {
+            KNode::Block(v) => KNode::Block(v.into_iter().map(&mut *f).collect()),
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body,
+                parallel,
+            } => KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body: Box::new(f(*body)),
+                parallel,
+            },
+            KNode::If { cond, then, els } => KNode::If {
+                cond,
+                then: Box::new(f(*then)),
+                els: els.map(|e| Box::new(f(*e))),
+            },
+            KNode::Local { bufs, body } => KNode::Local {
+                bufs,
+                body: Box::new(f(*body)),
+            },
+            other => other,
+        }
+    }
     /// Calls `f` on every node, parents before children.
     pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a KNode)) {
         f(self);

@@ -191,28 +191,7 @@ pub fn version_tiles(n: KNode) -> KNode {
                 }),
             }
         }
-        KNode::Block(v) => KNode::Block(v.into_iter().map(version_tiles).collect()),
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            parallel,
-        } => KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body: Box::new(version_tiles(*body)),
-            parallel,
-        },
-        KNode::If { cond, then, els } => KNode::If {
-            cond,
-            then: Box::new(version_tiles(*then)),
-            els: els.map(|e| Box::new(version_tiles(*e))),
-        },
-        other => other,
+        other => other.map_children(&mut version_tiles),
     }
 }
 
@@ -273,23 +252,12 @@ fn replace_edges(n: KNode, edges: &[(KExpr, i64)]) -> KNode {
                 parallel,
             }
         }
-        KNode::Block(v) => KNode::Block(v.into_iter().map(|c| replace_edges(c, edges)).collect()),
-        KNode::If { cond, then, els } => KNode::If {
-            cond,
-            then: Box::new(replace_edges(*then, edges)),
-            els: els.map(|e| Box::new(replace_edges(*e, edges))),
-        },
-        KNode::Local { bufs, body } => KNode::Local {
-            bufs,
-            body: Box::new(replace_edges(*body, edges)),
-        },
-        other => other,
+        other => other.map_children(&mut |c| replace_edges(c, edges)),
     }
 }
 
 fn node(n: KNode) -> KNode {
     match n {
-        KNode::Block(v) => KNode::Block(v.into_iter().map(node).collect()),
         KNode::For {
             iter,
             init,
@@ -335,16 +303,7 @@ fn node(n: KNode) -> KNode {
                 },
             }
         }
-        KNode::If { cond, then, els } => KNode::If {
-            cond,
-            then: Box::new(node(*then)),
-            els: els.map(|e| Box::new(node(*e))),
-        },
-        KNode::Local { bufs, body } => KNode::Local {
-            bufs,
-            body: Box::new(node(*body)),
-        },
-        other => other,
+        other => other.map_children(&mut node),
     }
 }
 
