@@ -285,11 +285,13 @@ impl CallbackState {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();
+        let sched_rev = build_schedule(build)?
+            .reverse()
+            .isl("reversing the build's schedule")?;
         for p in promos {
-            let sched = build_schedule(build)?;
-            let b2p = sched
-                .reverse()
-                .isl("reversing the build's schedule")?
+            let b2p = sched_rev
+                .copy()
+                .isl("copying a map")?
                 .apply_range(p.inst.copy().isl("copying a map")?)
                 .isl("relating the build's schedule to the tiles")?;
             if b2p.is_empty().isl("checking a map")? {

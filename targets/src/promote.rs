@@ -706,7 +706,7 @@ fn graft(
         .ok_or_else(|| miette!("internal error: a promoted mark moved"))?;
     let sub = std::mem::replace(&mut mark.children[0], Node::leaf());
     // The original subtree's filter: every statement instance that reaches it.
-    let orig_filter = universe_filter(&sub, prog);
+    let orig_filter = universe_filter(prog);
     let mut children = before;
     children.push(Node::with_child(
         NodeKind::Filter {
@@ -723,7 +723,8 @@ fn graft(
     Ok(())
 }
 
-/// Joins isl map texts (`[P] -> { … }` or `{ … }`) into one union map text.
+/// Joins isl map texts (`[P] -> { … }` or `{ … }`) into one union map text, keeping the
+/// pieces in the order given (copy-ins before copy-outs), which isl's own union would not.
 fn union_texts(parts: &[String]) -> String {
     let mut params = String::new();
     let mut bodies = Vec::new();
@@ -752,7 +753,7 @@ fn union_texts(parts: &[String]) -> String {
 }
 
 /// A filter that lets every instance of every program statement through.
-fn universe_filter(_sub: &Node, prog: &Program) -> String {
+fn universe_filter(prog: &Program) -> String {
     let parts: Vec<String> = prog
         .stmts
         .iter()
