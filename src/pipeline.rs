@@ -52,6 +52,9 @@ pub struct PassCx<'a> {
     pub tile_fusion: TileFusion,
     /// The fusion pass's explanation, for `polyc explain`.
     pub fuse_report: std::cell::RefCell<Option<String>>,
+    /// The temporaries fusion made private to the live-out tiles (promotion gives them
+    /// tile-local buffers).
+    pub fuse_locals: std::cell::RefCell<Vec<String>>,
     /// Memory promotion settings.
     pub promote: targets::promote::PromoteOptions,
     /// The promotion pass's report, for `polyc explain`.
@@ -176,8 +179,11 @@ impl<'a> Pass<PassCx<'a>> for Promote {
         "promoted"
     }
     fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
-        let (tree, report) =
-            targets::promote::promote(cx.ctx, cx.program, cx.scop, &tree, &cx.promote)?;
+        let opts = targets::promote::PromoteOptions {
+            locals: cx.fuse_locals.borrow().clone(),
+            ..cx.promote.clone()
+        };
+        let (tree, report) = targets::promote::promote(cx.ctx, cx.program, cx.scop, &tree, &opts)?;
         *cx.promote_report.borrow_mut() = Some(report.to_string());
         Ok(tree)
     }
@@ -214,6 +220,7 @@ pub fn promote_options(
         levels,
         pack: opts.pack,
         registers: !opts.no_register_tiles,
+        locals: Vec::new(),
     }
 }
 
@@ -241,6 +248,11 @@ impl<'a> Pass<PassCx<'a>> for Fuse {
             ));
         }
         *cx.fuse_report.borrow_mut() = Some(report.explain());
+        *cx.fuse_locals.borrow_mut() = if report.applied {
+            report.buffers.iter().map(|b| b.tensor.clone()).collect()
+        } else {
+            Vec::new()
+        };
         Ok(fused)
     }
 }
@@ -450,6 +462,7 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
                 one_nest: opts.tile_fusion_one_nest,
             },
             fuse_report: std::cell::RefCell::new(None),
+            fuse_locals: std::cell::RefCell::new(Vec::new()),
             promote: promote_options(&desc, opts),
             promote_report: std::cell::RefCell::new(None),
         };

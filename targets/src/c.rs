@@ -17,7 +17,9 @@
 //! shape `(d0, …, dn)` is at `((i0 · d1 + i1) · d2 + …) · dn + in`. Temporaries are
 //! `malloc`ed at the start of the function and `free`d at its end (with
 //! [`EmitOptions::poison_temps`] they are first filled with `0xFF` bytes: NaN for floats,
-//! −1 for integers). A name that is a C keyword or clashes with the prelude (for example
+//! −1 for integers, and so are the local buffers of tile-local temporaries). A temporary that the code only touches
+//! through local buffers (a tile-local temporary, see [`crate::promote`]) is not allocated
+//! at all. A name that is a C keyword or clashes with the prelude (for example
 //! `int`, `exp`, `free`, anything starting with `polyc_`) gets a trailing `_` in C.
 //!
 //! **The entry wrapper** (the only symbol the runner calls):
@@ -320,6 +322,7 @@ pub fn emit_c(
     opts: &EmitOptions,
 ) -> String {
     let mut e = Emitter::new(prog, param_texts);
+    e.poison = opts.poison_temps;
     kernel.body.walk(&mut |n| {
         if let KNode::Local { bufs, .. } = n {
             for b in bufs {
@@ -373,7 +376,10 @@ pub fn emit_c(
     };
     let _ = writeln!(out, "void {fname}({params_text}) {{");
 
-    let temps: Vec<TensorId> = prog.temps().collect();
+    // Temporaries the code touches in their global arrays (a tile-local temporary lives
+    // only in its tiles' local buffers and is not allocated).
+    let global = kernel.body.global_tensors(prog);
+    let temps: Vec<TensorId> = prog.temps().filter(|t| global.contains(t)).collect();
     for &t in &temps {
         let ten = &prog.tensors[t];
         let c = ten.dtype.c_type();
@@ -465,6 +471,8 @@ struct Emitter<'a> {
     tiles: HashMap<usize, Vec<i64>>,
     /// The promoted tiles in scope of the statement being emitted (outermost first).
     cur: RefCell<Vec<LocalRef>>,
+    /// Fill local buffers with `0xFF` bytes too (see [`EmitOptions::poison_temps`]).
+    poison: bool,
 }
 
 /// Local buffers up to this many bytes live on the stack; larger ones are `malloc`ed.
@@ -520,6 +528,7 @@ impl<'a> Emitter<'a> {
             bound,
             tiles: HashMap::new(),
             cur: RefCell::new(Vec::new()),
+            poison: false,
         }
     }
 
@@ -688,12 +697,33 @@ impl<'a> Emitter<'a> {
                         heap.push(name);
                     }
                 }
+                // Buffers no copy fills or drains (tile-local temporaries) are poisoned
+                // like global temporaries; the others are covered by their copies.
+                let mut copied = Vec::new();
+                body.walk(&mut |n| {
+                    if let KNode::Copy { promo, .. } = n {
+                        copied.push(*promo);
+                    }
+                });
+                let poison = |out: &mut String, level: usize| {
+                    if !self.poison {
+                        return;
+                    }
+                    for b in bufs.iter().filter(|b| !copied.contains(&b.promo)) {
+                        let n: i64 = self.tile_dims(b.promo, b.tensor).iter().product();
+                        let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
+                        indent(out, level);
+                        let _ = writeln!(out, "memset({}, 0xFF, {bytes});", tile_name(b.promo));
+                    }
+                };
                 if heap.is_empty() {
+                    poison(out, level + 1);
                     self.node(out, body, level + 1);
                 } else {
                     let cond: Vec<String> = heap.iter().map(|h| h.to_string()).collect();
                     indent(out, level + 1);
                     let _ = writeln!(out, "if ({}) {{", cond.join(" && "));
+                    poison(out, level + 2);
                     self.node(out, body, level + 2);
                     indent(out, level + 1);
                     out.push_str("} else {\n");

@@ -64,6 +64,8 @@ pub fn sink_vectorizable_members(
 /// whether every member is generated in separate pieces (a register tile).
 struct Plan {
     path: Vec<usize>,
+    /// The band's schedule depth (outer band members above it).
+    depth: usize,
     order: Vec<i32>,
     separate: bool,
 }
@@ -92,12 +94,69 @@ fn apply(ctx: &Ctx, tree: &mut ScheduleTree, p: &Plan) -> Result<()> {
             .iter()
             .map(|&m| band.coincident[m as usize])
             .collect();
+        // Extension nodes below (promotion's copies) map from the outer schedule, this
+        // band's members included: their domains follow the new member order.
+        for c in &mut node.children {
+            permute_extensions(ctx, c, p.depth, &p.order)?;
+        }
     }
     if p.separate {
         let members: Vec<String> = (0..p.order.len())
             .map(|m| format!("separate[{m}]"))
             .collect();
         band.ast_options = Some(format!("{{ {} }}", members.join("; ")));
+    }
+    Ok(())
+}
+
+/// Renumbers the outer-schedule dimensions `depth..depth + order.len()` of the domain of
+/// every extension node in `node`'s subtree: new position `q` takes old dimension
+/// `depth + order[q]`.
+fn permute_extensions(
+    ctx: &Ctx,
+    node: &mut schedule_tree::Node,
+    depth: usize,
+    order: &[i32],
+) -> Result<()> {
+    if let NodeKind::Extension { extension } = &mut node.kind {
+        let ext =
+            isl_rs::UnionMap::read_from_str(&ctx.isl, extension).isl("reading an extension")?;
+        let list = ext.get_map_list().isl("listing an extension's maps")?;
+        let mut out: Option<isl_rs::UnionMap> = None;
+        for i in 0..list.n_map().isl("counting maps")? {
+            let m = list.get_at(i).isl("reading a map")?;
+            let n = m.dim(DimType::In).isl("reading a map's dimensions")? as usize;
+            if n < depth + order.len() {
+                return Err(miette!(
+                    "internal error: an extension below a permuted band has too few dimensions"
+                ));
+            }
+            let old: Vec<String> = (0..n).map(|k| format!("a{k}")).collect();
+            let mut new = old.clone();
+            for (q, &o) in order.iter().enumerate() {
+                new[depth + q] = old[depth + o as usize].clone();
+            }
+            let perm = isl_rs::Map::read_from_str(
+                &ctx.isl,
+                &format!("{{ [{}] -> [{}] }}", old.join(", "), new.join(", ")),
+            )
+            .isl("building a permutation")?;
+            let m = isl_rs::UnionMap::from_map(
+                m.apply_domain(perm)
+                    .isl("permuting an extension's domain")?,
+            )
+            .isl("an extension")?;
+            out = Some(match out {
+                None => m,
+                Some(u) => u.union(m).isl("uniting an extension")?,
+            });
+        }
+        if let Some(u) = out {
+            *extension = polyhedral::isl::ffi::model::union_map_text(&u);
+        }
+    }
+    for c in &mut node.children {
+        permute_extensions(ctx, c, depth, order)?;
     }
     Ok(())
 }
@@ -115,8 +174,12 @@ fn visit(
     if ty == ScheduleNodeType::Band {
         if let Some(reg) = tile {
             if let Some((order, separate)) = plan_band(prog, node, reg)? {
+                let depth = node
+                    .get_schedule_depth()
+                    .isl("reading a band's schedule depth")? as usize;
                 plans.push(Plan {
                     path: path.clone(),
+                    depth,
                     order,
                     separate,
                 });
@@ -188,7 +251,8 @@ fn promoted_tensors(prog: &Program, node: &ScheduleNode) -> Result<Vec<usize>> {
             .to_string();
         // Only written tiles (accumulators, with a copy-out) must stay put across the
         // reduction loops; read-only ones may move.
-        if let Some((false, _, t)) = crate::promote::parse_copy_stmt(&name) {
+        if let Some((crate::promote::CopyKind::Out, _, t)) = crate::promote::parse_copy_stmt(&name)
+        {
             if let Some(t) = prog.tensors.iter().position(|x| x.name == t) {
                 if !out.contains(&t) {
                     out.push(t);

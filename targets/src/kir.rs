@@ -323,6 +323,42 @@ impl KNode {
         });
         out
     }
+    /// The tensors the tree reads or writes in their global arrays, not through a local
+    /// buffer: what a kernel must allocate. A tile-local temporary is missing from it.
+    pub fn global_tensors(&self, prog: &polyhedral::ir::Program) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut add = |t: usize| {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        };
+        self.walk(&mut |n| match n {
+            KNode::Stmt { stmt, locals, .. } => {
+                let s = &prog.stmts[*stmt];
+                let touched = std::iter::once(s.lhs).chain(s.reads().into_iter().map(|r| r.0));
+                for t in touched {
+                    if !locals.iter().any(|l| l.tensor == t) {
+                        add(t);
+                    }
+                }
+            }
+            // The tensor side of a copy is the innermost other tile of the tensor, if any.
+            KNode::Copy {
+                promo,
+                tensor,
+                locals,
+                ..
+            } if !locals
+                .iter()
+                .any(|l| l.tensor == *tensor && l.promo != *promo) =>
+            {
+                add(*tensor);
+            }
+            _ => {}
+        });
+        out.sort_unstable();
+        out
+    }
 }
 
 /// A whole kernel: the loop nest of one `def`.

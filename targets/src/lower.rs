@@ -41,7 +41,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef};
-use crate::promote::{parse_copy_stmt, Promotion};
+use crate::promote::{parse_copy_stmt, CopyKind, Promotion};
 
 /// Lowers `schedule` (whose domain names statements `S_0`, `S_1`, … of `prog`) to a
 /// kernel with isl's AST generator. See the module documentation for how each isl AST
@@ -644,7 +644,7 @@ impl Lowerer<'_> {
             .get_name()
             .isl("reading a statement name")?
             .to_string();
-        if let Some((copy_in, promo, tname)) = parse_copy_stmt(&name) {
+        if let Some((kind, promo, tname)) = parse_copy_stmt(&name) {
             let tensor = self
                 .prog
                 .tensors
@@ -659,6 +659,12 @@ impl Lowerer<'_> {
                     "the copy statement {name} runs outside the tile it copies"
                 ));
             }
+            let copy_in = match kind {
+                CopyKind::In => true,
+                CopyKind::Out => false,
+                // The tile's local buffer is the tensor: nothing to copy.
+                CopyKind::Local => return Ok(KNode::Block(Vec::new())),
+            };
             let mut args = Vec::new();
             for i in 1..n {
                 args.push(self.expr(&call.get_op_arg(i).isl("reading a copy's argument")?)?);

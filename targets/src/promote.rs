@@ -30,6 +30,14 @@
 //!   again.
 //! - [`PromoteKind::Pack`] (CPU cache levels): packed tiles, as [`PackPolicy`] says.
 //! - [`PromoteKind::None`]: nothing is copied.
+//!
+//! A temporary that post-tiling fusion made private to the live-out tiles
+//! ([`PromoteOptions::locals`]) becomes a **tile-local buffer**, whatever the level's
+//! kind: it lives at the deepest memory mark below which every statement that touches it
+//! runs, provided each tile writes every element it reads. Nothing is copied: the
+//! extension holds one `local_<k>_<T>[]` instance per tile, which declares the buffer,
+//! and code generation allocates no global array for `T` (the report says how many
+//! bytes that saves). Otherwise the temporary stays global, and the report says why.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -89,6 +97,10 @@ pub struct PromoteOptions {
     pub pack: PackPolicy,
     /// Whether register levels take register tiles.
     pub registers: bool,
+    /// Temporaries that post-tiling fusion made private to the live-out tiles (by name).
+    /// Each becomes a local buffer of the deepest memory mark below which all its
+    /// accesses run, with no copies at all, and its global array is not allocated.
+    pub locals: Vec<String>,
 }
 
 /// The tile of one tensor below one mark.
@@ -148,6 +160,9 @@ pub struct PromotedTile {
     pub copy_in: bool,
     /// See [`PromotedTile::copy_in`].
     pub copy_out: bool,
+    /// For a tile-local temporary (no copies, no global array): the bytes of the global
+    /// array it replaces.
+    pub replaces: Option<u64>,
 }
 
 /// What the pass did.
@@ -155,11 +170,13 @@ pub struct PromotedTile {
 pub struct PromoteReport {
     /// Every promotion, in tree order.
     pub tiles: Vec<PromotedTile>,
+    /// Tile-local temporaries that stay global arrays, with the reason.
+    pub kept_global: Vec<(String, String)>,
 }
 
 impl fmt::Display for PromoteReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.tiles.is_empty() {
+        if self.tiles.is_empty() && self.kept_global.is_empty() {
             return writeln!(f, "promotion: no tensor promoted");
         }
         writeln!(f, "promotion:")?;
@@ -171,9 +188,16 @@ impl fmt::Display for PromoteReport {
                 (false, true) => "copy out",
                 (false, false) => "no copies",
             };
+            let local = match t.replaces {
+                Some(g) => format!(
+                    "; tile-local: the global array ({g} bytes) is not allocated, saving {} bytes",
+                    g.saturating_sub(t.bytes)
+                ),
+                None => String::new(),
+            };
             writeln!(
                 f,
-                "  #{} {} in {} below {}: {} = {} bytes, {:.1} accesses per element, {copies}",
+                "  #{} {} in {} below {}: {} = {} bytes, {:.1} accesses per element, {copies}{local}",
                 t.id,
                 t.tensor,
                 t.buffer.name(),
@@ -183,25 +207,47 @@ impl fmt::Display for PromoteReport {
                 t.reuse
             )?;
         }
+        for (t, why) in &self.kept_global {
+            writeln!(f, "  {t} stays a global array: {why}")?;
+        }
         Ok(())
     }
 }
 
-/// The name of promotion `k`'s copy statement for `tensor`.
-pub fn copy_stmt_name(k: usize, tensor: &str, copy_in: bool) -> String {
-    let dir = if copy_in { "copyin" } else { "copyout" };
-    format!("{dir}_{k}_{tensor}")
+/// What a statement grafted by promotion does with its tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    /// `copyin_<k>_<T>[e]`: tensor element `e` into the local buffer.
+    In,
+    /// `copyout_<k>_<T>[e]`: local buffer back to tensor element `e`.
+    Out,
+    /// `local_<k>_<T>[]`: once per tile, declares that `T` lives only in the local buffer
+    /// (a tile-local temporary); it copies nothing.
+    Local,
 }
 
-/// Splits a copy statement name into (copy in?, promotion number, tensor name).
-pub fn parse_copy_stmt(name: &str) -> Option<(bool, usize, &str)> {
-    let (dir, rest) = if let Some(r) = name.strip_prefix("copyin_") {
-        (true, r)
-    } else {
-        (false, name.strip_prefix("copyout_")?)
-    };
+impl CopyKind {
+    fn prefix(self) -> &'static str {
+        match self {
+            CopyKind::In => "copyin",
+            CopyKind::Out => "copyout",
+            CopyKind::Local => "local",
+        }
+    }
+}
+
+/// The name of promotion `k`'s statement of `kind` for `tensor`.
+pub fn copy_stmt_name(k: usize, tensor: &str, kind: CopyKind) -> String {
+    format!("{}_{k}_{tensor}", kind.prefix())
+}
+
+/// Splits a promotion statement's name into (kind, promotion number, tensor name).
+pub fn parse_copy_stmt(name: &str) -> Option<(CopyKind, usize, &str)> {
+    let (kind, rest) = [CopyKind::In, CopyKind::Out, CopyKind::Local]
+        .into_iter()
+        .find_map(|k| Some((k, name.strip_prefix(k.prefix())?.strip_prefix('_')?)))?;
     let (k, t) = rest.split_once('_')?;
-    Some((dir, k.parse().ok()?, t))
+    Some((kind, k.parse().ok()?, t))
 }
 
 /// `{ [i0, …, i(n-1)] -> [i0, …, i(d-1)] }`.
@@ -517,10 +563,13 @@ fn choose(
     prog: &Program,
     level: &LevelInfo,
     opts: &PromoteOptions,
+    skip: &BTreeSet<usize>,
 ) -> Vec<usize> {
     let bytes =
         |t: &TensorTile| t.elems() as u64 * prog.tensors[t.tensor].dtype.size_bytes() as u64;
-    let mut order: Vec<usize> = (0..a.tiles.len()).collect();
+    let mut order: Vec<usize> = (0..a.tiles.len())
+        .filter(|&i| !skip.contains(&a.tiles[i].tensor))
+        .collect();
     order.sort_by(|&x, &y| {
         a.tiles[y]
             .reuse()
@@ -562,8 +611,16 @@ fn choose(
     out
 }
 
-/// The promotions to graft under one mark: its path and the numbered tiles.
-type Graft = (Vec<usize>, Vec<(usize, TensorTile)>);
+/// One tile to graft under a mark: its promotion number, the tile, and whether it is a
+/// tile-local temporary (no copies).
+struct GraftTile {
+    id: usize,
+    tile: TensorTile,
+    local: bool,
+}
+
+/// The promotions to graft under one mark: its path and the tiles.
+type Graft = (Vec<usize>, Vec<GraftTile>);
 
 /// Runs promotion on `tree` (see the module documentation).
 pub fn promote(
@@ -576,51 +633,79 @@ pub fn promote(
     let schedule = tree.to_isl(ctx)?;
     let root = schedule.get_root().isl("reading the root")?;
     let marks = mark_tiles(ctx, scop, &root)?;
-    let mut plans: Vec<Graft> = Vec::new();
+    let mut analyses = Vec::with_capacity(marks.len());
+    for m in &marks {
+        analyses.push(match m.mark {
+            Mark::Mem(_) => analyse_mark(scop, m)?,
+            _ => None,
+        });
+    }
     let mut report = PromoteReport::default();
+    // Tile-local temporaries: (mark index, tile index) for each that can be placed.
+    let mut locals: Vec<(usize, usize)> = Vec::new();
+    for name in &opts.locals {
+        match place_local(prog, scop, &marks, &analyses, name)? {
+            Ok(at) => locals.push(at),
+            Err(why) => report.kept_global.push((name.clone(), why)),
+        }
+    }
+    let local_tensors: BTreeSet<usize> = locals
+        .iter()
+        .filter_map(|&(m, i)| Some(analyses[m].as_ref()?.tiles[i].tensor))
+        .collect();
+    let mut plans: Vec<Graft> = Vec::new();
     // Register tiles made so far: nothing below them is promoted again (a fused
     // producer's own tiles inside a register tile would only copy data around).
     let mut reg_tiles: Vec<Vec<usize>> = Vec::new();
-    for m in &marks {
+    for (mi, m) in marks.iter().enumerate() {
         let Mark::Mem(buf) = m.mark else { continue };
-        if reg_tiles.iter().any(|p| m.path.starts_with(p)) {
-            continue;
-        }
-        let Some(level) = opts.levels.iter().find(|l| l.buffer == buf) else {
+        let Some(a) = analyses[mi].take() else {
             continue;
         };
-        if level.kind == PromoteKind::None {
-            continue;
+        let level = opts.levels.iter().find(|l| l.buffer == buf);
+        let mut picks: Vec<(usize, bool)> = locals
+            .iter()
+            .filter(|&&(at, _)| at == mi)
+            .map(|&(_, i)| (i, true))
+            .collect();
+        let below_reg = reg_tiles.iter().any(|p| m.path.starts_with(p));
+        if let (Some(level), false) = (level, below_reg) {
+            let chosen = choose(&a, prog, level, opts, &local_tensors);
+            if level.kind == PromoteKind::Registers && !chosen.is_empty() {
+                reg_tiles.push(m.path.clone());
+            }
+            picks.extend(chosen.into_iter().map(|i| (i, false)));
         }
-        let Some(a) = analyse_mark(scop, m)? else {
-            continue;
-        };
-        let picks = choose(&a, prog, level, opts);
         if picks.is_empty() {
             continue;
         }
+        picks.sort_unstable();
         let below = stmt_names(&m.inst)?;
         let mut chosen = Vec::new();
         let mut tiles: Vec<Option<TensorTile>> = a.tiles.into_iter().map(Some).collect();
-        for i in picks {
+        for (i, local) in picks {
             let Some(t) = tiles[i].take() else { continue };
             let id = report.tiles.len();
             let ten = &prog.tensors[t.tensor];
+            let eb = ten.dtype.size_bytes() as u64;
             report.tiles.push(PromotedTile {
                 id,
                 tensor: ten.name.clone(),
                 buffer: buf,
                 stmts: below.clone(),
                 sizes: t.sizes.clone(),
-                bytes: t.elems() as u64 * ten.dtype.size_bytes() as u64,
+                bytes: t.elems() as u64 * eb,
                 reuse: t.reuse(),
-                copy_in: t.reads.is_some(),
-                copy_out: t.writes.is_some(),
+                copy_in: !local && t.reads.is_some(),
+                copy_out: !local && t.writes.is_some(),
+                replaces: if local {
+                    let ext = &scop.tensor_extents[t.tensor];
+                    polyhedral::isl::ffi::count::set_count(ext).map(|n| n * eb)
+                } else {
+                    None
+                },
             });
-            chosen.push((id, t));
-        }
-        if level.kind == PromoteKind::Registers {
-            reg_tiles.push(m.path.clone());
+            chosen.push(GraftTile { id, tile: t, local });
         }
         plans.push((m.path.clone(), chosen));
     }
@@ -631,6 +716,58 @@ pub fn promote(
         graft(&mut out, &p, prog, &tiles)?;
     }
     Ok((out, report))
+}
+
+/// Where tile-local temporary `name` lives: `Ok((mark, tile))`, the deepest memory mark
+/// below which every statement that touches it runs and whose tile writes every element
+/// the tile reads; or why it stays a global array.
+fn place_local(
+    prog: &Program,
+    scop: &Scop,
+    marks: &[MarkTiles],
+    analyses: &[Option<MarkAnalysis>],
+    name: &str,
+) -> Result<std::result::Result<(usize, usize), String>> {
+    let Some(t) = prog.tensors.iter().position(|x| x.name == name) else {
+        return Ok(Err("the program has no such tensor".into()));
+    };
+    let users: BTreeSet<&str> = (0..scop.stmt_names.len())
+        .filter(|&s| {
+            scop.stmt_writes[s].tensor == t || scop.stmt_reads[s].iter().any(|a| a.tensor == t)
+        })
+        .map(|s| scop.stmt_names[s].as_str())
+        .collect();
+    let mut best: Option<(usize, usize)> = None;
+    for (mi, m) in marks.iter().enumerate() {
+        let Some(a) = &analyses[mi] else { continue };
+        let Some(i) = a.tiles.iter().position(|x| x.tensor == t) else {
+            continue;
+        };
+        let here = stmt_names(&m.inst)?;
+        if !users.iter().all(|u| here.iter().any(|h| h == u)) {
+            continue;
+        }
+        if best.is_none_or(|(b, _)| m.path.len() > marks[b].path.len()) {
+            best = Some((mi, i));
+        }
+    }
+    let Some((mi, i)) = best else {
+        return Ok(Err(
+            "no memory mark with a rectangular tile of it covers all its uses".into(),
+        ));
+    };
+    let tile = &analyses[mi].as_ref().expect("analysed above").tiles[i];
+    let covered = match (&tile.reads, &tile.writes) {
+        (Some(r), Some(w)) => r.is_subset(w).isl("comparing footprints")?,
+        (None, Some(_)) => true,
+        _ => false,
+    };
+    if !covered {
+        return Ok(Err(
+            "a tile reads elements of it that the same tile does not write".into(),
+        ));
+    }
+    Ok(Ok((mi, i)))
 }
 
 /// The statements of the domain of `inst`, sorted naturally.
@@ -682,21 +819,45 @@ fn graft(
     tree: &mut ScheduleTree,
     path: &[usize],
     prog: &Program,
-    tiles: &[(usize, TensorTile)],
+    tiles: &[GraftTile],
 ) -> Result<()> {
     let mut ext_parts = Vec::new();
+    let mut decls = Vec::new();
     let mut before = Vec::new();
     let mut after = Vec::new();
-    for (k, t) in tiles {
+    for g in tiles {
+        let (k, t) = (g.id, &g.tile);
         let ten = &prog.tensors[t.tensor];
         let dims = t.sizes.len();
+        if g.local {
+            // One instance per tile: `local_<k>_<T>[]`.
+            let name = copy_stmt_name(k, &ten.name, CopyKind::Local);
+            let w = t
+                .writes
+                .as_ref()
+                .ok_or_else(|| miette!("internal error: a tile-local tensor is not written"))?;
+            let n = w.dim(DimType::Out).isl("reading a map's dimensions")?;
+            let once = w
+                .copy()
+                .isl("copying a map")?
+                .project_out(DimType::Out, 0, n as u32)
+                .isl("projecting a footprint")?;
+            ext_parts.push(renamed(&once, &name)?);
+            decls.push(Node::with_child(
+                NodeKind::Filter {
+                    filter: format!("{{ {name}[] }}"),
+                },
+                Node::leaf(),
+            ));
+            continue;
+        }
         if let Some(r) = &t.reads {
-            let name = copy_stmt_name(*k, &ten.name, true);
+            let name = copy_stmt_name(k, &ten.name, CopyKind::In);
             ext_parts.push(renamed(r, &name)?);
             before.push(copy_branch(&name, dims));
         }
         if let Some(w) = &t.writes {
-            let name = copy_stmt_name(*k, &ten.name, false);
+            let name = copy_stmt_name(k, &ten.name, CopyKind::Out);
             ext_parts.push(renamed(w, &name)?);
             after.push(copy_branch(&name, dims));
         }
@@ -707,7 +868,8 @@ fn graft(
     let sub = std::mem::replace(&mut mark.children[0], Node::leaf());
     // The original subtree's filter: every statement instance that reaches it.
     let orig_filter = universe_filter(prog);
-    let mut children = before;
+    let mut children = decls;
+    children.extend(before);
     children.push(Node::with_child(
         NodeKind::Filter {
             filter: orig_filter,

@@ -76,8 +76,10 @@
 //! ## Tile-local buffers
 //!
 //! A fused temporary that only the fused group touches is reported in
-//! [`FuseReport::buffers`] with the bytes a tile-local buffer would save (the global array
-//! minus one tile's box). The array is not shrunk yet (`applied: false`).
+//! [`FuseReport::buffers`] with the bytes a tile-local buffer saves (the global array
+//! minus one tile's box). The promotion pass (`targets::promote`) then gives it a local
+//! buffer in each tile, with no copies, and code generation no longer allocates the
+//! global array.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
@@ -152,8 +154,6 @@ pub struct LocalBuffer {
     pub tile_bytes: Option<u64>,
     /// `global_bytes − tile_bytes`.
     pub saved_bytes: Option<u64>,
-    /// Whether code generation shrinks the array (not yet: the saving is potential).
-    pub applied: bool,
 }
 
 /// What [`fuse`] did.
@@ -210,16 +210,11 @@ impl FuseReport {
         for b in &self.buffers {
             let fmt_b = |x: Option<u64>| x.map_or("?".to_string(), |v| v.to_string());
             out.push_str(&format!(
-                "  tile-local {}: global {} bytes, one tile {} bytes, saves {} bytes ({})\n",
+                "  tile-local {}: global {} bytes, one tile {} bytes, saves {} bytes (promotion gives it a local buffer)\n",
                 b.tensor,
                 fmt_b(b.global_bytes),
                 fmt_b(b.tile_bytes),
                 fmt_b(b.saved_bytes),
-                if b.applied {
-                    "applied"
-                } else {
-                    "potential; the array is not shrunk yet"
-                }
             ));
         }
         out
@@ -1064,7 +1059,6 @@ fn local_buffers(
                 (Some(g), Some(t)) => Some(g.saturating_sub(t)),
                 _ => None,
             },
-            applied: false,
         });
     }
     Ok(out)

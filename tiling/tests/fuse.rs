@@ -96,9 +96,8 @@ fn mm2_row_tiles() {
             b.global_bytes,
             b.tile_bytes,
             b.saved_bytes,
-            b.applied
         ),
-        ("T", Some(1024), Some(512), Some(512), false)
+        ("T", Some(1024), Some(512), Some(512))
     );
 }
 
