@@ -148,9 +148,209 @@ fn minus(u: &KExpr, s: &KExpr) -> KExpr {
 /// ones ([`version_tiles`]).
 pub fn normalize_loops(kernel: Kernel) -> Kernel {
     Kernel {
-        body: version_tiles(node(kernel.body)),
+        body: split_versions(version_tiles(node(kernel.body))),
         loop_iters: kernel.loop_iters,
     }
+}
+
+/// Index-set splitting of versioned tiles: a unit-step loop whose body is a guard (under
+/// local-buffer scopes), such as the full-tile test of [`version_tiles`], no longer tests
+/// it on every iteration. Conjuncts that do not depend on the loop are hoisted above it
+/// (unswitching), and conjuncts `a·c + r ≥ 0` in the loop's iterator `c` alone split its
+/// range: full tiles run in one loop, the partial tiles at the edges in loops of their
+/// own. gcc keeps a register tile in registers only when the loop body has no such branch
+/// (measured on the conv chain's 4 × 32 register tile: 1.05 → 1.5 × the best peer).
+/// Guards with other conjuncts are left as they are.
+pub fn split_versions(n: KNode) -> KNode {
+    match n {
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            parallel,
+        } => {
+            let body = split_versions(*body);
+            split_loop(Loop {
+                iter,
+                init,
+                cond,
+                step,
+                body,
+                parallel,
+            })
+        }
+        other => other.map_children(&mut split_versions),
+    }
+}
+
+/// A loop being split.
+struct Loop {
+    iter: String,
+    init: KExpr,
+    cond: KExpr,
+    step: i64,
+    body: KNode,
+    parallel: bool,
+}
+
+impl Loop {
+    fn node(self) -> KNode {
+        KNode::For {
+            iter: self.iter,
+            init: self.init,
+            cond: self.cond,
+            step: self.step,
+            body: Box::new(self.body),
+            parallel: self.parallel,
+        }
+    }
+    fn with(&self, init: KExpr, upper: KExpr, body: KNode) -> KNode {
+        KNode::For {
+            iter: self.iter.clone(),
+            init,
+            cond: KExpr::Cmp(
+                KCmp::Le,
+                Box::new(KExpr::Var(self.iter.clone())),
+                Box::new(upper),
+            ),
+            step: self.step,
+            body: Box::new(body),
+            parallel: self.parallel,
+        }
+    }
+}
+
+/// The conjuncts of a condition.
+fn conjuncts(e: &KExpr, out: &mut Vec<KExpr>) {
+    match e {
+        KExpr::And(a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+/// `l ≥ 0` for an affine comparison.
+fn nonneg_form(e: &KExpr) -> Option<Linear> {
+    let KExpr::Cmp(op, a, b) = e else { return None };
+    let d = add(linear(a)?, linear(b)?, -1);
+    Some(match op {
+        KCmp::Ge => d,
+        KCmp::Gt => add(d, (BTreeMap::new(), 1), -1),
+        KCmp::Le => scale(d, -1),
+        KCmp::Lt => add(scale(d, -1), (BTreeMap::new(), 1), -1),
+        KCmp::Eq => return None,
+    })
+}
+
+fn and_all(v: Vec<KExpr>) -> Option<KExpr> {
+    v.into_iter()
+        .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
+}
+
+fn split_loop(l: Loop) -> KNode {
+    let upper = match &l.cond {
+        KExpr::Cmp(KCmp::Le, c, u) if l.step == 1 && **c == KExpr::Var(l.iter.clone()) => {
+            (**u).clone()
+        }
+        _ => return l.node(),
+    };
+    // The body: local scopes around one guard.
+    let mut scopes = Vec::new();
+    let mut inner = &l.body;
+    while let KNode::Local { bufs, body } = inner {
+        scopes.push(bufs.clone());
+        inner = body;
+    }
+    let KNode::If { cond, then, els } = inner else {
+        return l.node();
+    };
+    let wrap = |n: KNode| -> KNode {
+        scopes.iter().rev().fold(n, |b, bufs| KNode::Local {
+            bufs: bufs.clone(),
+            body: Box::new(b),
+        })
+    };
+    let mut parts = Vec::new();
+    conjuncts(cond, &mut parts);
+    let (mut invariant, mut varying, mut lo, mut hi) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for c in &parts {
+        if !mentions(c, &l.iter) {
+            invariant.push(c.clone());
+            continue;
+        }
+        // `a·iter + r ≥ 0` with a constant `r`.
+        match nonneg_form(c) {
+            Some((m, r)) if m.len() == 1 && m.contains_key(&l.iter) => {
+                let a = m[&l.iter];
+                if a > 0 {
+                    lo.push((-r).div_euclid(a) + i64::from((-r).rem_euclid(a) != 0));
+                } else {
+                    hi.push(r.div_euclid(-a));
+                }
+                varying.push(c.clone());
+            }
+            _ => return l.node(),
+        }
+    }
+    let els = els.as_deref().cloned();
+    if !invariant.is_empty() {
+        // Unswitch: test the invariant conjuncts once, outside the loop.
+        let guarded = match and_all(varying) {
+            Some(r) => KNode::If {
+                cond: r,
+                then: then.clone(),
+                els: els.clone().map(Box::new),
+            },
+            None => (**then).clone(),
+        };
+        let full = split_loop(Loop {
+            iter: l.iter.clone(),
+            init: l.init.clone(),
+            cond: l.cond.clone(),
+            step: l.step,
+            body: wrap(guarded),
+            parallel: l.parallel,
+        });
+        let partial = els.map(|e| l.with(l.init.clone(), upper.clone(), wrap(e)));
+        return KNode::If {
+            cond: and_all(invariant).unwrap_or(KExpr::Int(1)),
+            then: Box::new(full),
+            els: partial.map(Box::new),
+        };
+    }
+    let lo = lo.into_iter().max();
+    let hi = hi.into_iter().min();
+    let mut out = Vec::new();
+    let bound = |e: KExpr| simplify(&e);
+    if let (Some(lo), Some(e)) = (lo, &els) {
+        let u = bound(KExpr::Min(vec![upper.clone(), KExpr::Int(lo - 1)]));
+        out.push(l.with(l.init.clone(), u, wrap(e.clone())));
+    }
+    let start = match lo {
+        Some(lo) => bound(KExpr::Max(vec![l.init.clone(), KExpr::Int(lo)])),
+        None => l.init.clone(),
+    };
+    let end = match hi {
+        Some(hi) => bound(KExpr::Min(vec![upper.clone(), KExpr::Int(hi)])),
+        None => upper.clone(),
+    };
+    out.push(l.with(start, end, wrap((**then).clone())));
+    if let (Some(hi), Some(e)) = (hi, &els) {
+        let s = bound(KExpr::Max(vec![l.init.clone(), KExpr::Int(hi + 1)]));
+        out.push(l.with(s, upper.clone(), wrap(e.clone())));
+    }
+    KNode::Block(out.into_iter().filter(|n| !empty_range(n)).collect())
+}
+
+/// A loop `for (c = a; c <= b; …)` with constants `a > b`: it never runs.
+fn empty_range(n: &KNode) -> bool {
+    matches!(n, KNode::For { init: KExpr::Int(a), cond: KExpr::Cmp(KCmp::Le, _, u), .. }
+        if matches!(**u, KExpr::Int(b) if *a > b))
 }
 
 /// Full-tile versioning: in the body of each promoted tile ([`KNode::Local`]), a loop bound
