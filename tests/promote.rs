@@ -277,3 +277,36 @@ fn tile_local_temporaries_check() {
         );
     }
 }
+
+/// Register tiles of the conv chain: full tiles run in their own loops (the partial
+/// column tile and the partial row strip apart), and the 5 × 3 window loops around the
+/// tile's rows and columns are unrolled; the results are right.
+#[test]
+fn conv_chain_full_tiles_split_and_window_unrolled() {
+    let dir = tempdir();
+    let f = write(dir.path(), "tiles.txt", "S_4: 4@reg, 32@reg\n");
+    let args = [
+        "examples/conv_chain.tc",
+        "--scheduler",
+        "initial",
+        "--param",
+        "H=67,W=101,KH=5,KW=3",
+        "--tile-spec",
+        &f,
+    ];
+    let c = polyc_ok(&args);
+    for line in [
+        "  for (int64_t c0 = 0; c0 <= 14; c0 += 1) {",
+        "    for (int64_t c1 = 0; c1 <= 2; c1 += 1) {",
+        "    for (int64_t c1 = 3; c1 <= 3; c1 += 1) {",
+        "        #pragma GCC unroll 8",
+    ] {
+        assert!(c.lines().any(|l| l == line), "{line:?} missing in\n{c}");
+    }
+    check(
+        "examples/conv_chain.tc",
+        "H=67,W=101,KH=5,KW=3",
+        "S_4: 4@reg, 32@reg\n",
+        &["--scheduler", "initial"],
+    );
+}

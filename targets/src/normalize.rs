@@ -666,4 +666,111 @@ mod tests {
             vec![KExpr::Add(Box::new(KExpr::Mul(i(4), v("c3"))), v("c6"))]
         );
     }
+    fn stmt(k: usize) -> KNode {
+        KNode::Stmt {
+            stmt: k,
+            args: Vec::new(),
+            locals: Vec::new(),
+        }
+    }
+    fn for_loop(iter: &str, lo: i64, hi: i64, body: KNode) -> KNode {
+        KNode::For {
+            iter: iter.into(),
+            init: KExpr::Int(lo),
+            cond: KExpr::Cmp(KCmp::Le, v(iter), i(hi)),
+            step: 1,
+            body: Box::new(body),
+            parallel: false,
+        }
+    }
+    fn local(body: KNode) -> KNode {
+        KNode::Local {
+            bufs: Vec::new(),
+            body: Box::new(body),
+        }
+    }
+    /// `-(32 * c) + k >= 31`: the tile of `c` is full.
+    fn full(c: &str, k: i64) -> KExpr {
+        KExpr::Cmp(
+            KCmp::Ge,
+            Box::new(KExpr::Add(
+                Box::new(KExpr::Neg(Box::new(KExpr::Mul(i(32), v(c))))),
+                i(k),
+            )),
+            i(31),
+        )
+    }
+
+    #[test]
+    fn full_tiles_split_off_the_partial_one() {
+        // for c1 in 0..=63 { local { if (-(32 c1) + 2043 >= 31) S_0 else S_1 } }
+        let n = for_loop(
+            "c1",
+            0,
+            63,
+            local(KNode::If {
+                cond: full("c1", 2043),
+                then: Box::new(stmt(0)),
+                els: Some(Box::new(stmt(1))),
+            }),
+        );
+        assert_eq!(
+            split_versions(n),
+            KNode::Block(vec![
+                for_loop("c1", 0, 62, local(stmt(0))),
+                for_loop("c1", 63, 63, local(stmt(1))),
+            ])
+        );
+    }
+
+    #[test]
+    fn invariant_conjuncts_are_unswitched() {
+        // for c1 in 0..=63 { local { if (full(c0) && full(c1)) S_0 else S_1 } }
+        let cond = KExpr::And(Box::new(full("c0", 2043)), Box::new(full("c1", 2043)));
+        let n = for_loop(
+            "c1",
+            0,
+            63,
+            local(KNode::If {
+                cond,
+                then: Box::new(stmt(0)),
+                els: Some(Box::new(stmt(1))),
+            }),
+        );
+        assert_eq!(
+            split_versions(n),
+            KNode::If {
+                cond: full("c0", 2043),
+                then: Box::new(KNode::Block(vec![
+                    for_loop("c1", 0, 62, local(stmt(0))),
+                    for_loop("c1", 63, 63, local(stmt(1))),
+                ])),
+                els: Some(Box::new(for_loop("c1", 0, 63, local(stmt(1))))),
+            }
+        );
+    }
+
+    #[test]
+    fn guards_mixing_loops_stay() {
+        // -(32 c1) + c0 >= 0 mentions c1 and c0 in one conjunct: left alone.
+        let cond = KExpr::Cmp(
+            KCmp::Ge,
+            Box::new(KExpr::Add(
+                Box::new(KExpr::Neg(Box::new(KExpr::Mul(i(32), v("c1"))))),
+                v("c0"),
+            )),
+            i(0),
+        );
+        let n = for_loop(
+            "c1",
+            0,
+            63,
+            KNode::If {
+                cond,
+                then: Box::new(stmt(0)),
+                els: None,
+            },
+        );
+        assert_eq!(split_versions(n.clone()), n);
+    }
 }

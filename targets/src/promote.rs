@@ -633,10 +633,12 @@ pub fn promote(
     let schedule = tree.to_isl(ctx)?;
     let root = schedule.get_root().isl("reading the root")?;
     let marks = mark_tiles(ctx, scop, &root)?;
-    let mut analyses = Vec::with_capacity(marks.len());
+    // Every memory mark's analysis, when tile-local temporaries must be placed; otherwise
+    // each mark is analysed only when its level promotes something.
+    let mut analyses: Vec<Option<MarkAnalysis>> = Vec::with_capacity(marks.len());
     for m in &marks {
         analyses.push(match m.mark {
-            Mark::Mem(_) => analyse_mark(scop, m)?,
+            Mark::Mem(_) if !opts.locals.is_empty() => analyse_mark(scop, m)?,
             _ => None,
         });
     }
@@ -659,17 +661,27 @@ pub fn promote(
     let mut reg_tiles: Vec<Vec<usize>> = Vec::new();
     for (mi, m) in marks.iter().enumerate() {
         let Mark::Mem(buf) = m.mark else { continue };
-        let Some(a) = analyses[mi].take() else {
-            continue;
-        };
-        let level = opts.levels.iter().find(|l| l.buffer == buf);
+        let level = opts
+            .levels
+            .iter()
+            .find(|l| l.buffer == buf && l.kind != PromoteKind::None)
+            .filter(|_| !reg_tiles.iter().any(|p| m.path.starts_with(p)));
         let mut picks: Vec<(usize, bool)> = locals
             .iter()
             .filter(|&&(at, _)| at == mi)
             .map(|&(_, i)| (i, true))
             .collect();
-        let below_reg = reg_tiles.iter().any(|p| m.path.starts_with(p));
-        if let (Some(level), false) = (level, below_reg) {
+        if level.is_none() && picks.is_empty() {
+            continue;
+        }
+        let a = match analyses[mi].take() {
+            Some(a) => a,
+            None => match analyse_mark(scop, m)? {
+                Some(a) => a,
+                None => continue,
+            },
+        };
+        if let Some(level) = level {
             let chosen = choose(&a, prog, level, opts, &local_tensors);
             if level.kind == PromoteKind::Registers && !chosen.is_empty() {
                 reg_tiles.push(m.path.clone());
