@@ -162,64 +162,7 @@ pub fn normalize_loops(kernel: Kernel) -> Kernel {
 /// (measured on the conv chain's 4 × 32 register tile: 1.05 → 1.5 × the best peer).
 /// Guards with other conjuncts are left as they are.
 pub fn split_versions(n: KNode) -> KNode {
-    match n {
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            parallel,
-        } => {
-            let body = split_versions(*body);
-            split_loop(Loop {
-                iter,
-                init,
-                cond,
-                step,
-                body,
-                parallel,
-            })
-        }
-        other => other.map_children(&mut split_versions),
-    }
-}
-
-/// A loop being split.
-struct Loop {
-    iter: String,
-    init: KExpr,
-    cond: KExpr,
-    step: i64,
-    body: KNode,
-    parallel: bool,
-}
-
-impl Loop {
-    fn node(self) -> KNode {
-        KNode::For {
-            iter: self.iter,
-            init: self.init,
-            cond: self.cond,
-            step: self.step,
-            body: Box::new(self.body),
-            parallel: self.parallel,
-        }
-    }
-    fn with(&self, init: KExpr, upper: KExpr, body: KNode) -> KNode {
-        KNode::For {
-            iter: self.iter.clone(),
-            init,
-            cond: KExpr::Cmp(
-                KCmp::Le,
-                Box::new(KExpr::Var(self.iter.clone())),
-                Box::new(upper),
-            ),
-            step: self.step,
-            body: Box::new(body),
-            parallel: self.parallel,
-        }
-    }
+    split_loop(n.map_children(&mut split_versions))
 }
 
 /// The conjuncts of a condition.
@@ -251,22 +194,52 @@ fn and_all(v: Vec<KExpr>) -> Option<KExpr> {
         .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
 }
 
-fn split_loop(l: Loop) -> KNode {
-    let upper = match &l.cond {
-        KExpr::Cmp(KCmp::Le, c, u) if l.step == 1 && **c == KExpr::Var(l.iter.clone()) => {
+/// [`split_versions`] on one node whose children are done.
+fn split_loop(n: KNode) -> KNode {
+    let KNode::For {
+        iter,
+        init,
+        cond,
+        step,
+        body,
+        parallel,
+    } = &n
+    else {
+        return n;
+    };
+    let upper = match cond {
+        KExpr::Cmp(KCmp::Le, c, u) if *step == 1 && **c == KExpr::Var(iter.clone()) => {
             (**u).clone()
         }
-        _ => return l.node(),
+        _ => return n,
+    };
+    // The same loop over `init..=upper` with another body.
+    let with = |init: KExpr, upper: KExpr, body: KNode| KNode::For {
+        iter: iter.clone(),
+        init,
+        cond: KExpr::Cmp(
+            KCmp::Le,
+            Box::new(KExpr::Var(iter.clone())),
+            Box::new(upper),
+        ),
+        step: *step,
+        body: Box::new(body),
+        parallel: *parallel,
     };
     // The body: local scopes around one guard.
     let mut scopes = Vec::new();
-    let mut inner = &l.body;
+    let mut inner = &**body;
     while let KNode::Local { bufs, body } = inner {
         scopes.push(bufs.clone());
         inner = body;
     }
-    let KNode::If { cond, then, els } = inner else {
-        return l.node();
+    let KNode::If {
+        cond: guard,
+        then,
+        els,
+    } = inner
+    else {
+        return n;
     };
     let wrap = |n: KNode| -> KNode {
         scopes.iter().rev().fold(n, |b, bufs| KNode::Local {
@@ -275,18 +248,18 @@ fn split_loop(l: Loop) -> KNode {
         })
     };
     let mut parts = Vec::new();
-    conjuncts(cond, &mut parts);
+    conjuncts(guard, &mut parts);
     let (mut invariant, mut varying, mut lo, mut hi) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for c in &parts {
-        if !mentions(c, &l.iter) {
+        if !mentions(c, iter) {
             invariant.push(c.clone());
             continue;
         }
         // `a·iter + r ≥ 0` with a constant `r`.
         match nonneg_form(c) {
-            Some((m, r)) if m.len() == 1 && m.contains_key(&l.iter) => {
-                let a = m[&l.iter];
+            Some((m, r)) if m.len() == 1 && m.contains_key(iter) => {
+                let a = m[iter];
                 if a > 0 {
                     lo.push((-r).div_euclid(a) + i64::from((-r).rem_euclid(a) != 0));
                 } else {
@@ -294,7 +267,7 @@ fn split_loop(l: Loop) -> KNode {
                 }
                 varying.push(c.clone());
             }
-            _ => return l.node(),
+            _ => return n,
         }
     }
     let els = els.as_deref().cloned();
@@ -308,15 +281,8 @@ fn split_loop(l: Loop) -> KNode {
             },
             None => (**then).clone(),
         };
-        let full = split_loop(Loop {
-            iter: l.iter.clone(),
-            init: l.init.clone(),
-            cond: l.cond.clone(),
-            step: l.step,
-            body: wrap(guarded),
-            parallel: l.parallel,
-        });
-        let partial = els.map(|e| l.with(l.init.clone(), upper.clone(), wrap(e)));
+        let full = split_loop(with(init.clone(), upper.clone(), wrap(guarded)));
+        let partial = els.map(|e| with(init.clone(), upper.clone(), wrap(e)));
         return KNode::If {
             cond: and_all(invariant).unwrap_or(KExpr::Int(1)),
             then: Box::new(full),
@@ -329,20 +295,20 @@ fn split_loop(l: Loop) -> KNode {
     let bound = |e: KExpr| simplify(&e);
     if let (Some(lo), Some(e)) = (lo, &els) {
         let u = bound(KExpr::Min(vec![upper.clone(), KExpr::Int(lo - 1)]));
-        out.push(l.with(l.init.clone(), u, wrap(e.clone())));
+        out.push(with(init.clone(), u, wrap(e.clone())));
     }
     let start = match lo {
-        Some(lo) => bound(KExpr::Max(vec![l.init.clone(), KExpr::Int(lo)])),
-        None => l.init.clone(),
+        Some(lo) => bound(KExpr::Max(vec![init.clone(), KExpr::Int(lo)])),
+        None => init.clone(),
     };
     let end = match hi {
         Some(hi) => bound(KExpr::Min(vec![upper.clone(), KExpr::Int(hi)])),
         None => upper.clone(),
     };
-    out.push(l.with(start, end, wrap((**then).clone())));
+    out.push(with(start, end, wrap((**then).clone())));
     if let (Some(hi), Some(e)) = (hi, &els) {
-        let s = bound(KExpr::Max(vec![l.init.clone(), KExpr::Int(hi + 1)]));
-        out.push(l.with(s, upper.clone(), wrap(e.clone())));
+        let s = bound(KExpr::Max(vec![init.clone(), KExpr::Int(hi + 1)]));
+        out.push(with(s, upper.clone(), wrap(e.clone())));
     }
     KNode::Block(out.into_iter().filter(|n| !empty_range(n)).collect())
 }
