@@ -310,3 +310,56 @@ fn conv_chain_full_tiles_split_and_window_unrolled() {
         &["--scheduler", "initial"],
     );
 }
+
+/// A packed operand read by register tiles narrower than its tile is stored in blocks,
+/// one per register tile (a GEMM's B in micro-panels): the explain line says so, the
+/// copy runs block by block, and the register tile indexes its block without division.
+/// Where the register tiles straddle the packed tiles (48-wide L2 tiles, 32-wide register
+/// tiles), the tile stays row-major. Both run correctly, partial tiles included.
+#[test]
+fn packed_operand_stored_in_register_tile_blocks() {
+    let blocked = "S_1: 32@L2 4@reg, 64@L2 16@reg, 32@L2\n";
+    let straddling = "S_1: 32@L2 4@reg, 48@L2 32@reg, 32@L2\n";
+    let b_line = |spec: &str| {
+        let dir = tempdir();
+        let f = write(dir.path(), "tiles.txt", spec);
+        let out = polyc_ok(&[
+            "explain",
+            MM,
+            "--param",
+            "M=64,N=96,K=64",
+            "--tile-spec",
+            &f,
+        ]);
+        out.lines()
+            .find(|l| l.contains(" B in L2"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        b_line(blocked),
+        "  #1 B in L2 below S_0, S_1: 32 x 64 = 8192 bytes, 32.0 accesses per element, copy in; stored in blocks of 32 x 16 (the inner tiles)"
+    );
+    assert_eq!(
+        b_line(straddling),
+        "  #1 B in L2 below S_0, S_1: 32 x 48 = 6144 bytes, 32.0 accesses per element, copy in"
+    );
+    let dir = tempdir();
+    let f = write(dir.path(), "tiles.txt", blocked);
+    let c = polyc_ok(&[MM, "--param", "M=64,N=64,K=64", "--tile-spec", &f]);
+    // The copy: block (c3), row (c4), column in the block (c5).
+    assert!(
+        c.contains("polyc_tile1[(c3) * 512 + (((32 * c2 + c4) - 32 * c2)) * 16 + ((16 * c3 + c5) - 16 * c3)] = B[(32 * c2 + c4) * 64 + (16 * c3 + c5)];"),
+        "{c}"
+    );
+    // The register tile: its block is the register tile's column number c4.
+    assert!(
+        c.contains("polyc_tile1[(c4) * 512 + ((k - 32 * c2)) * 16 + (j - 16 * c4)]"),
+        "{c}"
+    );
+    for params in ["M=64,N=96,K=64", "M=100,N=70,K=33"] {
+        for spec in [blocked, straddling] {
+            check(MM, params, spec, &[]);
+        }
+    }
+}

@@ -84,7 +84,7 @@ use polyhedral::ir::{
     AssignOp, BinOp, CmpOp, DType, Expr, Func, InputRef, Program, Stmt, StmtBody, TensorId,
 };
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalRef};
+use crate::kir::{BlockRef, KCmp, KExpr, KNode, Kernel, LocalRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -327,6 +327,9 @@ pub fn emit_c(
         if let KNode::Local { bufs, .. } = n {
             for b in bufs {
                 e.tiles.insert(b.promo, b.sizes.clone());
+                if let Some(blk) = &b.block {
+                    e.blocks.insert(b.promo, blk.clone());
+                }
             }
         }
     });
@@ -469,6 +472,8 @@ struct Emitter<'a> {
     bound: Vec<bool>,
     /// Extents of each promoted tile's local buffer, by promotion number.
     tiles: HashMap<usize, Vec<i64>>,
+    /// Block extents of the local buffers stored in blocks, by promotion number.
+    blocks: HashMap<usize, Vec<i64>>,
     /// The promoted tiles in scope of the statement being emitted (outermost first).
     cur: RefCell<Vec<LocalRef>>,
     /// Fill local buffers with `0xFF` bytes too (see [`EmitOptions::poison_temps`]).
@@ -477,12 +482,13 @@ struct Emitter<'a> {
     in_tile: std::cell::Cell<usize>,
 }
 
-/// Inside a promoted tile, loops with a constant trip count up to this that enclose a
-/// nest at least two loops deep get `#pragma GCC unroll`: the register tile's reduction
-/// loops over a small window (a 5 × 5 filter, around the tile's row and column loops)
-/// then leave the tile in registers (measured on the conv chain with a 4 × 32 register
-/// tile: 1.5 → 1.75 × the best peer). A row loop around the vector loop is left to the
-/// C compiler, which unrolls it anyway.
+/// Inside a promoted tile, loops with a constant trip count up to this that enclose
+/// another loop get `#pragma GCC unroll`: the register tile's reduction loops over a
+/// small window (a 5 × 5 filter, around the tile's row and column loops) then leave the
+/// tile in registers (measured on the conv chain with a 4 × 32 register tile: 1.5 → 1.75
+/// × the best peer), and the row loop around a register tile's vector loop is unrolled
+/// before gcc's loop interchange can move the reduction loop inside it (which keeps the
+/// accumulators in memory: a GEMM with a blocked B fell from 84 to 22 GFLOP/s).
 const UNROLL_TRIP: i64 = 8;
 
 /// Local buffers up to this many bytes live on the stack; larger ones are `malloc`ed.
@@ -537,6 +543,7 @@ impl<'a> Emitter<'a> {
             texts,
             bound,
             tiles: HashMap::new(),
+            blocks: HashMap::new(),
             cur: RefCell::new(Vec::new()),
             poison: false,
             in_tile: std::cell::Cell::new(0),
@@ -574,6 +581,9 @@ impl<'a> Emitter<'a> {
 
     /// `polyc_tileK[flat]` for the element at tensor coordinates `index` of tile `l`.
     fn tile_access(&self, l: &LocalRef, index: &[String]) -> String {
+        if let (Some(b), Some(r)) = (self.blocks.get(&l.promo), &l.block) {
+            return self.block_access(l.promo, b, r, index);
+        }
         let sizes = self.tile_dims(l.promo, l.tensor);
         let mut flat = String::new();
         for (d, ix) in index.iter().enumerate() {
@@ -594,6 +604,58 @@ impl<'a> Emitter<'a> {
             flat = "0".into();
         }
         format!("{}[{flat}]", tile_name(l.promo))
+    }
+
+    /// `polyc_tileK[flat]` in a buffer stored in blocks of extents `b`: the blocks in
+    /// row-major order, each block row-major.
+    fn block_access(&self, promo: usize, b: &[i64], r: &BlockRef, index: &[String]) -> String {
+        let sizes = self.tiles.get(&promo).cloned().unwrap_or_default();
+        let per_block: i64 = b.iter().product();
+        let mut outer = String::new();
+        let mut inner = String::new();
+        for (d, ix) in index.iter().enumerate() {
+            let bs = b.get(d).copied().unwrap_or(1);
+            let nb = (sizes.get(d).copied().unwrap_or(1) + bs - 1) / bs.max(1);
+            let q = r.index.get(d).map(|e| self.kexpr(e, 7));
+            if let Some(q) = q.filter(|_| nb > 1) {
+                outer = if outer.is_empty() {
+                    q
+                } else {
+                    format!("({outer}) * {nb} + {q}")
+                };
+            } else if !outer.is_empty() {
+                outer = format!("({outer}) * {nb}");
+            }
+            let o = r
+                .origin
+                .get(d)
+                .map(|e| self.kexpr(e, 7))
+                .unwrap_or_else(|| "0".into());
+            let ix = format!("({} - {o})", paren(ix));
+            inner = if d == 0 {
+                ix
+            } else {
+                format!("({inner}) * {bs} + {ix}")
+            };
+        }
+        let flat = match (outer.is_empty(), inner.is_empty()) {
+            (true, true) => "0".to_string(),
+            (true, false) => inner,
+            (false, _) => format!("({outer}) * {per_block} + {inner}"),
+        };
+        format!("{}[{flat}]", tile_name(promo))
+    }
+
+    /// Elements of a local buffer as laid out: [`Emitter::tile_dims`], or whole blocks.
+    fn tile_elems(&self, promo: usize, tensor: TensorId) -> i64 {
+        match (self.blocks.get(&promo), self.tiles.get(&promo)) {
+            (Some(b), Some(s)) => b
+                .iter()
+                .zip(s)
+                .map(|(&b, &s)| (s + b - 1) / b.max(1) * b)
+                .product(),
+            _ => self.tile_dims(promo, tensor).iter().product(),
+        }
     }
 
     /// The extents of a local buffer as laid out (the last one padded, see
@@ -651,9 +713,10 @@ impl<'a> Emitter<'a> {
                     indent(out, level);
                     out.push_str("#pragma omp parallel for\n");
                 }
-                if self.in_tile.get() > 0 {
+                // (An OpenMP loop takes no other pragma between `omp for` and the loop.)
+                if self.in_tile.get() > 0 && !*parallel {
                     if let Some(n) = const_trip(iter, init, cond, *step) {
-                        if (2..=UNROLL_TRIP).contains(&n) && loop_depth(body) >= 2 {
+                        if (2..=UNROLL_TRIP).contains(&n) && loop_depth(body) >= 1 {
                             indent(out, level);
                             let _ = writeln!(out, "#pragma GCC unroll {UNROLL_TRIP}");
                         }
@@ -693,7 +756,7 @@ impl<'a> Emitter<'a> {
                 let mut heap = Vec::new();
                 for b in bufs {
                     let c = self.prog.tensors[b.tensor].dtype.c_type();
-                    let n: i64 = self.tile_dims(b.promo, b.tensor).iter().product();
+                    let n: i64 = self.tile_elems(b.promo, b.tensor);
                     let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
                     let name = tile_name(b.promo);
                     indent(out, level + 1);
@@ -729,7 +792,7 @@ impl<'a> Emitter<'a> {
                         return;
                     }
                     for b in bufs.iter().filter(|b| !copied.contains(&b.promo)) {
-                        let n: i64 = self.tile_dims(b.promo, b.tensor).iter().product();
+                        let n: i64 = self.tile_elems(b.promo, b.tensor);
                         let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
                         indent(out, level);
                         let _ = writeln!(out, "memset({}, 0xFF, {bytes});", tile_name(b.promo));

@@ -74,37 +74,51 @@ fn apply(ctx: &Ctx, tree: &mut ScheduleTree, p: &Plan) -> Result<()> {
     let Some(node) = tree.node_at_mut(&p.path) else {
         return Err(miette!("internal error: a point band moved"));
     };
+    permute_band(ctx, node, p.depth, &p.order)?;
     let NodeKind::Band(band) = &mut node.kind else {
         return Err(miette!("internal error: a point band is not a band"));
     };
-    if !p.order.iter().copied().eq(0..p.order.len() as i32) {
-        let mupa = MultiUnionPwAff::read_from_str(&ctx.isl, &band.schedule)
-            .isl("reading a band's schedule")?;
-        let mut permuted = mupa.copy().isl("copying a band's schedule")?;
-        for (pos, &m) in p.order.iter().enumerate() {
-            let upa = mupa.get_at(m).isl("reading a band member")?;
-            permuted = permuted
-                .set_at(pos as i32, upa)
-                .isl("permuting a band's members")?;
-        }
-        band.schedule = multi_union_pw_aff_text(&permuted)
-            .ok_or_else(|| miette!("isl could not print a band's schedule"))?;
-        band.coincident = p
-            .order
-            .iter()
-            .map(|&m| band.coincident[m as usize])
-            .collect();
-        // Extension nodes below (promotion's copies) map from the outer schedule, this
-        // band's members included: their domains follow the new member order.
-        for c in &mut node.children {
-            permute_extensions(ctx, c, p.depth, &p.order)?;
-        }
-    }
     if p.separate {
         let members: Vec<String> = (0..p.order.len())
             .map(|m| format!("separate[{m}]"))
             .collect();
         band.ast_options = Some(format!("{{ {} }}", members.join("; ")));
+    }
+    Ok(())
+}
+
+/// Permutes the members of the band `node` (at schedule depth `depth`): new member `q`
+/// is old member `order[q]`. Extension nodes below follow the new order.
+pub(crate) fn permute_band(
+    ctx: &Ctx,
+    node: &mut schedule_tree::Node,
+    depth: usize,
+    order: &[i32],
+) -> Result<()> {
+    let NodeKind::Band(band) = &mut node.kind else {
+        return Err(miette!(
+            "internal error: permuting a node that is not a band"
+        ));
+    };
+    if order.iter().copied().eq(0..order.len() as i32) {
+        return Ok(());
+    }
+    let mupa = MultiUnionPwAff::read_from_str(&ctx.isl, &band.schedule)
+        .isl("reading a band's schedule")?;
+    let mut permuted = mupa.copy().isl("copying a band's schedule")?;
+    for (pos, &m) in order.iter().enumerate() {
+        let upa = mupa.get_at(m).isl("reading a band member")?;
+        permuted = permuted
+            .set_at(pos as i32, upa)
+            .isl("permuting a band's members")?;
+    }
+    band.schedule = multi_union_pw_aff_text(&permuted)
+        .ok_or_else(|| miette!("isl could not print a band's schedule"))?;
+    band.coincident = order.iter().map(|&m| band.coincident[m as usize]).collect();
+    // Extension nodes below (promotion's copies, fused producers) map from the outer
+    // schedule, this band's members included: their domains follow the new member order.
+    for c in &mut node.children {
+        permute_extensions(ctx, c, depth, order)?;
     }
     Ok(())
 }

@@ -242,6 +242,35 @@ pub struct LocalRef {
     pub tensor: usize,
     /// The tile's first element, per tensor dimension.
     pub offset: Vec<KExpr>,
+    /// For a buffer stored in blocks ([`LocalBuf::block`]): the block the statement's
+    /// elements lie in.
+    pub block: Option<BlockRef>,
+}
+
+/// The block of a blocked local buffer that one statement instance touches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockRef {
+    /// The block's number along each tensor dimension (0 along dimensions that are not
+    /// split into blocks).
+    pub index: Vec<KExpr>,
+    /// The block's first element, per tensor dimension: element `e` is at `e - origin`
+    /// inside the block.
+    pub origin: Vec<KExpr>,
+}
+
+impl LocalRef {
+    /// The reference with `f` applied to every expression it holds.
+    pub fn map_exprs(&self, f: &impl Fn(&KExpr) -> KExpr) -> LocalRef {
+        LocalRef {
+            promo: self.promo,
+            tensor: self.tensor,
+            offset: self.offset.iter().map(f).collect(),
+            block: self.block.as_ref().map(|b| BlockRef {
+                index: b.index.iter().map(f).collect(),
+                origin: b.origin.iter().map(f).collect(),
+            }),
+        }
+    }
 }
 
 /// A local buffer holding a promoted tile.
@@ -253,6 +282,9 @@ pub struct LocalBuf {
     pub tensor: usize,
     /// The tile's extents.
     pub sizes: Vec<i64>,
+    /// Stored in blocks of these extents (each block row-major, the blocks row-major)
+    /// rather than row-major: the tiles of an inner memory level, each contiguous.
+    pub block: Option<Vec<i64>>,
 }
 
 impl KNode {

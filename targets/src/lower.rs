@@ -27,8 +27,8 @@ use std::collections::{BTreeSet, HashSet};
 use std::ffi::CString;
 
 use isl_rs::{
-    ASTExpr, ASTExprOpType, ASTExprType, ASTNode, DimType, Id, Map, PwMultiAff, Schedule,
-    ScheduleNode, ScheduleNodeType, Set, UnionMap,
+    ASTExpr, ASTExprOpType, ASTExprType, ASTNode, DimType, Id, Map, PwAff, PwMultiAff, Schedule,
+    ScheduleNode, ScheduleNodeType, Set, UnionMap, Val,
 };
 use miette::{miette, Result};
 use polyhedral::ir::Program;
@@ -40,7 +40,7 @@ use schedule_tree::mark::Mark;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef};
+use crate::kir::{BlockRef, KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef};
 use crate::promote::{parse_copy_stmt, CopyKind, Promotion};
 
 /// Lowers `schedule` (whose domain names statements `S_0`, `S_1`, … of `prog`) to a
@@ -242,12 +242,25 @@ struct CallbackState {
     promos: Vec<Vec<Promotion>>,
     /// The marks the generator is inside, with the promoted tiles each one opens.
     stack: Vec<Vec<ActiveTile>>,
-    /// Per annotated statement instance: (promotion, tensor, offset expressions).
-    infos: Vec<Vec<(usize, usize, Vec<ASTExpr>)>>,
+    /// Per annotated statement instance: the promoted tiles in scope.
+    infos: Vec<Vec<TileInfo>>,
     /// The first failure inside a callback.
     error: Option<String>,
     /// The isl context.
     ctx: usize,
+}
+
+/// A promoted tile as one statement instance sees it, as isl expressions of the loop
+/// iterators.
+struct TileInfo {
+    /// Promotion number.
+    promo: usize,
+    /// Tensor.
+    tensor: usize,
+    /// The tile's first element.
+    offset: Vec<ASTExpr>,
+    /// For a buffer stored in blocks: the block's number and first element per dimension.
+    block: Option<(Vec<ASTExpr>, Vec<ASTExpr>)>,
 }
 
 /// A promoted tile the generator is inside.
@@ -256,6 +269,12 @@ struct ActiveTile {
     id: usize,
     /// Tensor.
     tensor: usize,
+    /// The buffer's extents (for a view: the block's).
+    sizes: Vec<i64>,
+    /// The block extents of a buffer stored in blocks.
+    block: Option<Vec<i64>>,
+    /// A view of the blocks of promotion `id` at a nested mark.
+    view: bool,
     /// Dimensions of the build's schedule at the mark.
     outer: u32,
     /// From the build's schedule at the mark to the tile's first element.
@@ -322,6 +341,9 @@ impl CallbackState {
             out.push(ActiveTile {
                 id: p.id,
                 tensor: p.tensor,
+                sizes: p.sizes.clone(),
+                block: p.block.clone(),
+                view: p.view,
                 outer,
                 offset,
             });
@@ -330,14 +352,20 @@ impl CallbackState {
     }
 
     /// The offsets of every promoted tile in scope, in terms of the build's loop
-    /// iterators.
-    fn offsets(&self, build: usize) -> Result<Vec<(usize, usize, Vec<ASTExpr>)>> {
+    /// iterators, and for buffers stored in blocks the block each instance touches: at a
+    /// view (a nested mark), the view's tile is one block; at a copy statement of the
+    /// buffer, the block of the copied element.
+    fn offsets(&self, build: usize) -> Result<Vec<TileInfo>> {
         let active: Vec<&ActiveTile> = self.stack.iter().flatten().collect();
         if active.is_empty() {
             return Ok(Vec::new());
         }
         let sched =
             Map::from_union_map(build_schedule(build)?).isl("reading the build's schedule")?;
+        let stmt = sched
+            .get_tuple_name(DimType::In)
+            .isl("reading a statement name")?
+            .to_string();
         let space = sched
             .get_space()
             .isl("reading the schedule space")?
@@ -351,8 +379,9 @@ impl CallbackState {
         let n = ident
             .dim(DimType::Out)
             .isl("counting schedule dimensions")? as u32;
-        let mut out = Vec::new();
-        for p in active {
+        // Each tile's offset as a function of the build's schedule.
+        let mut pmas = Vec::with_capacity(active.len());
+        for p in &active {
             let d = p.outer;
             if d > n {
                 return Err(miette!(
@@ -369,26 +398,121 @@ impl CallbackState {
             let comp = proj
                 .apply_range(p.offset.copy().isl("copying an offset")?)
                 .isl("composing an offset")?;
-            let pma = PwMultiAff::from_map(comp).isl("an offset as a function")?;
-            let dims = pma.dim(DimType::Out).isl("counting offset dimensions")?;
-            let mut exprs = Vec::with_capacity(dims as usize);
+            pmas.push(PwMultiAff::from_map(comp).isl("an offset as a function")?);
+        }
+        let mut out = Vec::new();
+        for (i, p) in active.iter().enumerate() {
+            let dims = pmas[i]
+                .dim(DimType::Out)
+                .isl("counting offset dimensions")?;
+            let mut offset = Vec::with_capacity(dims as usize);
             for j in 0..dims {
-                let mut pa = pma.get_at(j).isl("reading an offset")?;
-                pa.do_not_free_on_drop();
-                // SAFETY: takes the pw_aff, keeps the live build; the result is ours.
-                let e = unsafe { pffi::isl_ast_build_expr_from_pw_aff(build, pa.ptr) };
-                if e == 0 {
-                    return Err(miette!("isl could not build an expression for an offset"));
-                }
-                exprs.push(ASTExpr {
-                    ptr: e,
-                    should_free_on_drop: true,
-                });
+                offset.push(ast_expr(
+                    build,
+                    pmas[i].get_at(j).isl("reading an offset")?,
+                )?);
             }
-            out.push((p.id, p.tensor, exprs));
+            let block = match &p.block {
+                None => None,
+                Some(b) => {
+                    // (the buffer's offset, the element or the view's offset, the
+                    // buffer's extents)
+                    let parts = if p.view {
+                        let o = active[..i]
+                            .iter()
+                            .rposition(|q| q.id == p.id && !q.view)
+                            .ok_or_else(|| {
+                                miette!("a view of tile {} is outside the tile", p.id)
+                            })?;
+                        Some((
+                            o,
+                            pmas[i].copy().isl("copying an offset")?,
+                            &active[o].sizes,
+                        ))
+                    } else if parse_copy_stmt(&stmt).is_some_and(|(_, k, _)| k == p.id) {
+                        let elem = PwMultiAff::from_map(
+                            sched
+                                .copy()
+                                .isl("copying a map")?
+                                .reverse()
+                                .isl("reversing the schedule")?,
+                        )
+                        .isl("a copied element as a function")?;
+                        Some((i, elem, &p.sizes))
+                    } else {
+                        None
+                    };
+                    match parts {
+                        None => None,
+                        Some((o, at, sizes)) => {
+                            let mut index = Vec::with_capacity(b.len());
+                            let mut origin = Vec::with_capacity(b.len());
+                            for (j, (&bs, &s)) in b.iter().zip(sizes.iter()).enumerate() {
+                                let j = j as i32;
+                                let base = pmas[o].get_at(j).isl("reading an offset")?;
+                                let ctx = base.get_ctx();
+                                let v = |x: i64| Val::int_from_si(&ctx, x);
+                                if bs >= s {
+                                    let zero = base
+                                        .copy()
+                                        .isl("copying an offset")?
+                                        .scale_val(v(0).isl("zero")?)
+                                        .isl("building zero")?;
+                                    index.push(ast_expr(build, zero)?);
+                                    origin.push(ast_expr(build, base)?);
+                                    continue;
+                                }
+                                let e = at.get_at(j).isl("reading an element")?;
+                                let q = e
+                                    .sub(base.copy().isl("copying an offset")?)
+                                    .isl("locating a block")?
+                                    .scale_down_val(v(bs).isl("a block size")?)
+                                    .isl("locating a block")?
+                                    .floor()
+                                    .isl("locating a block")?;
+                                let first = if p.view {
+                                    at.get_at(j).isl("reading an offset")?
+                                } else {
+                                    base.add(
+                                        q.copy()
+                                            .isl("copying a block number")?
+                                            .scale_val(v(bs).isl("a block size")?)
+                                            .isl("locating a block")?,
+                                    )
+                                    .isl("locating a block")?
+                                };
+                                index.push(ast_expr(build, q)?);
+                                origin.push(ast_expr(build, first)?);
+                            }
+                            Some((index, origin))
+                        }
+                    }
+                }
+            };
+            out.push(TileInfo {
+                promo: p.id,
+                tensor: p.tensor,
+                offset,
+                block,
+            });
         }
         Ok(out)
     }
+}
+
+/// isl's expression for `pa` in the build (takes `pa`).
+fn ast_expr(build: usize, pa: PwAff) -> Result<ASTExpr> {
+    let mut pa = pa;
+    pa.do_not_free_on_drop();
+    // SAFETY: takes the pw_aff, keeps the live build; the result is ours.
+    let e = unsafe { pffi::isl_ast_build_expr_from_pw_aff(build, pa.ptr) };
+    if e == 0 {
+        return Err(miette!("isl could not build an expression for an offset"));
+    }
+    Ok(ASTExpr {
+        ptr: e,
+        should_free_on_drop: true,
+    })
 }
 
 /// isl's at-each-domain callback: annotates the statement instance with the offsets of
@@ -587,10 +711,12 @@ impl Lowerer<'_> {
                         .get(tag - 1)
                         .map(|v| {
                             v.iter()
+                                .filter(|p| !p.view)
                                 .map(|p| LocalBuf {
                                     promo: p.id,
                                     tensor: p.tensor,
                                     sizes: p.sizes.clone(),
+                                    block: p.block.clone(),
                                 })
                                 .collect()
                         })
@@ -613,14 +739,23 @@ impl Lowerer<'_> {
                 };
                 let mut locals = Vec::new();
                 if info > 0 {
-                    for (promo, tensor, exprs) in
-                        self.state.infos.get(info - 1).into_iter().flatten()
-                    {
-                        let offset = exprs.iter().map(|e| self.expr(e)).collect::<Result<_>>()?;
+                    for t in self.state.infos.get(info - 1).into_iter().flatten() {
+                        let exprs = |v: &[ASTExpr], me: &mut Self| -> Result<Vec<KExpr>> {
+                            v.iter().map(|e| me.expr(e)).collect()
+                        };
+                        let offset = exprs(&t.offset, self)?;
+                        let block = match &t.block {
+                            Some((index, origin)) => Some(BlockRef {
+                                index: exprs(index, self)?,
+                                origin: exprs(origin, self)?,
+                            }),
+                            None => None,
+                        };
                         locals.push(LocalRef {
-                            promo: *promo,
-                            tensor: *tensor,
+                            promo: t.promo,
+                            tensor: t.tensor,
                             offset,
+                            block,
                         });
                     }
                 }
@@ -961,14 +1096,7 @@ fn rename_iters(node: &KNode, f: &impl Fn(&str) -> Option<String>) -> KNode {
 }
 
 fn rename_locals(locals: &[LocalRef], sub: &impl Fn(&KExpr) -> KExpr) -> Vec<LocalRef> {
-    locals
-        .iter()
-        .map(|l| LocalRef {
-            promo: l.promo,
-            tensor: l.tensor,
-            offset: l.offset.iter().map(sub).collect(),
-        })
-        .collect()
+    locals.iter().map(|l| l.map_exprs(sub)).collect()
 }
 
 /// The names of the statements (`S_i`) that a kernel executes, sorted.

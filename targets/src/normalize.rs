@@ -490,15 +490,7 @@ fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
         simplify(&e.substitute(&|v: &str| if v == name { Some(value.clone()) } else { None }))
     };
     let subs = |v: Vec<KExpr>| v.iter().map(sub).collect::<Vec<_>>();
-    let locals = |v: Vec<LocalRef>| {
-        v.into_iter()
-            .map(|l| LocalRef {
-                promo: l.promo,
-                tensor: l.tensor,
-                offset: subs(l.offset),
-            })
-            .collect::<Vec<_>>()
-    };
+    let locals = |v: Vec<LocalRef>| v.iter().map(|l| l.map_exprs(&sub)).collect::<Vec<_>>();
     match n {
         KNode::Block(v) => {
             KNode::Block(v.into_iter().map(|c| substitute(c, name, value)).collect())

@@ -42,7 +42,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use isl_rs::{DimType, Map, Schedule, ScheduleNode, ScheduleNodeType, UnionMap};
+use isl_rs::{DimType, Map, Schedule, ScheduleNode, ScheduleNodeType, Set, UnionMap};
 use miette::{miette, Result};
 use polyhedral::ir::Program;
 use polyhedral::isl::ffi::model::map_text;
@@ -163,6 +163,9 @@ pub struct PromotedTile {
     /// For a tile-local temporary (no copies, no global array): the bytes of the global
     /// array it replaces.
     pub replaces: Option<u64>,
+    /// Stored in blocks of these extents, the tiles of the memory marks nested below
+    /// (see [`blocking`]); `None`: row-major.
+    pub block: Option<Vec<i64>>,
 }
 
 /// What the pass did.
@@ -195,9 +198,16 @@ impl fmt::Display for PromoteReport {
                 ),
                 None => String::new(),
             };
+            let blocks = match &t.block {
+                Some(b) => {
+                    let b: Vec<String> = b.iter().map(|s| s.to_string()).collect();
+                    format!("; stored in blocks of {} (the inner tiles)", b.join(" x "))
+                }
+                None => String::new(),
+            };
             writeln!(
                 f,
-                "  #{} {} in {} below {}: {} = {} bytes, {:.1} accesses per element, {copies}{local}",
+                "  #{} {} in {} below {}: {} = {} bytes, {:.1} accesses per element, {copies}{local}{blocks}",
                 t.id,
                 t.tensor,
                 t.buffer.name(),
@@ -617,6 +627,7 @@ struct GraftTile {
     id: usize,
     tile: TensorTile,
     local: bool,
+    block: Option<Vec<i64>>,
 }
 
 /// The promotions to graft under one mark: its path and the tiles.
@@ -697,6 +708,11 @@ pub fn promote(
         let mut tiles: Vec<Option<TensorTile>> = a.tiles.into_iter().map(Some).collect();
         for (i, local) in picks {
             let Some(t) = tiles[i].take() else { continue };
+            let block = if local {
+                None
+            } else {
+                blocking(ctx, scop, &marks, mi, &t)?.map(|b| b.sizes)
+            };
             let id = report.tiles.len();
             let ten = &prog.tensors[t.tensor];
             let eb = ten.dtype.size_bytes() as u64;
@@ -716,8 +732,14 @@ pub fn promote(
                 } else {
                     None
                 },
+                block: block.clone(),
             });
-            chosen.push(GraftTile { id, tile: t, local });
+            chosen.push(GraftTile {
+                id,
+                tile: t,
+                local,
+                block,
+            });
         }
         plans.push((m.path.clone(), chosen));
     }
@@ -728,6 +750,174 @@ pub fn promote(
         graft(&mut out, &p, prog, &tiles)?;
     }
     Ok((out, report))
+}
+
+/// How a packed tile is stored in blocks (see [`blocking`]).
+pub struct Blocking {
+    /// The extents of one block.
+    pub sizes: Vec<i64>,
+    /// The memory marks nested below (indices into the mark list) whose tiles of the
+    /// tensor are the blocks, with the tensor's box offset there (inner tile → first
+    /// element).
+    pub inner: Vec<(usize, Map)>,
+}
+
+/// Whether the read-only tile `t` of mark `marks[mi]` is stored in blocks: when the
+/// memory marks nested right below (the first ones on each path) all take a box of the
+/// same extents `b` of the tensor, smaller than the tile in some dimension other than the
+/// first, every instance below the mark that reads the tensor runs below one of them, and
+/// each of their boxes is exactly one block of the tile split into `b`-sized blocks
+/// (starting at the tile's first element). Then each inner tile reads one contiguous
+/// block: a register tile sweeping a micro-panel of a packed GEMM operand, for instance.
+pub fn blocking(
+    ctx: &Ctx,
+    scop: &Scop,
+    marks: &[MarkTiles],
+    mi: usize,
+    t: &TensorTile,
+) -> Result<Option<Blocking>> {
+    if t.writes.is_some() || t.reads.is_none() || t.sizes.len() < 2 {
+        return Ok(None);
+    }
+    let outer = &marks[mi];
+    // The memory marks nested below the mark, the first on each path whose box of the
+    // tensor is smaller than the tile (marks with the same box are looked through).
+    let mut nested: Vec<usize> = Vec::new();
+    let mut sizes: Option<Vec<i64>> = None;
+    let mut inner = Vec::new();
+    let mut covered: Option<isl_rs::UnionSet> = None;
+    for (j, m) in marks.iter().enumerate().skip(mi + 1) {
+        if !m.path.starts_with(&outer.path) {
+            break;
+        }
+        if !matches!(m.mark, Mark::Mem(_)) || m.dead {
+            continue;
+        }
+        if nested.iter().any(|&k| m.path.starts_with(&marks[k].path)) {
+            continue;
+        }
+        let Some(a) = analyse_mark(scop, m)? else {
+            continue;
+        };
+        let Some(it) = a.tiles.into_iter().find(|x| x.tensor == t.tensor) else {
+            continue;
+        };
+        if it.sizes == t.sizes {
+            continue;
+        }
+        nested.push(j);
+        if sizes.as_ref().is_some_and(|s| *s != it.sizes) {
+            return Ok(None);
+        }
+        sizes = Some(it.sizes.clone());
+        let dom = marks[j]
+            .inst
+            .copy()
+            .isl("copying a map")?
+            .domain()
+            .isl("reading the instances of a tile")?;
+        covered = Some(match covered {
+            None => dom,
+            Some(c) => c.union(dom).isl("uniting instances")?,
+        });
+        inner.push((j, it.offset));
+    }
+    let (Some(b), Some(covered)) = (sizes, covered) else {
+        return Ok(None);
+    };
+    let s = &t.sizes;
+    if b.len() != s.len()
+        || b.iter().zip(s).any(|(b, s)| b > s || *b <= 0)
+        || !b.iter().zip(s).skip(1).any(|(b, s)| b < s)
+    {
+        return Ok(None);
+    }
+    // Every instance below the mark that reads the tensor runs below a nested mark.
+    let ext = isl_rs::UnionSet::from_set(
+        scop.tensor_extents[t.tensor]
+            .copy()
+            .isl("copying a tensor's extent")?,
+    )
+    .isl("reading a tensor's extent")?;
+    let readers = scop
+        .reads
+        .copy()
+        .isl("copying reads")?
+        .intersect_range(ext)
+        .isl("finding a tensor's readers")?
+        .domain()
+        .isl("finding a tensor's readers")?;
+    let below = outer
+        .inst
+        .copy()
+        .isl("copying a map")?
+        .domain()
+        .isl("reading the instances of a tile")?
+        .intersect(readers)
+        .isl("finding a tensor's readers")?;
+    if !below.is_subset(&covered).isl("comparing instances")? {
+        return Ok(None);
+    }
+    // Each inner box starts at a block boundary of the tile: inner offset minus outer
+    // offset is a multiple of the block, inside the tile's blocks.
+    let n = s.len();
+    let xs: Vec<String> = (0..n).map(|d| format!("x{d}")).collect();
+    let qs: Vec<String> = (0..n).map(|d| format!("q{d}")).collect();
+    let cons: Vec<String> = (0..n)
+        .map(|d| {
+            let nb = (s[d] + b[d] - 1) / b[d];
+            format!("x{d} = {} q{d} and 0 <= q{d} <= {}", b[d], nb - 1)
+        })
+        .collect();
+    let lattice_text = format!(
+        "{{ [{}] : exists ({} : {}) }}",
+        xs.join(", "),
+        qs.join(", "),
+        cons.join(" and ")
+    );
+    let plain = |m: &Map| -> Result<Map> {
+        m.copy()
+            .isl("copying an offset")?
+            .reset_tuple_id(DimType::In)
+            .isl("reading an offset")?
+            .reset_tuple_id(DimType::Out)
+            .isl("reading an offset")
+    };
+    let o_out = plain(&t.offset)?;
+    for (j, o_in) in &inner {
+        let m = &marks[*j];
+        let tiles = Set::from_union_set(
+            m.inst
+                .copy()
+                .isl("copying a map")?
+                .range()
+                .isl("reading the tiles of a mark")?,
+        )
+        .isl("reading the tiles of a mark")?;
+        let o_in = plain(o_in)?
+            .intersect_domain(tiles)
+            .isl("restricting an offset")?;
+        let proj = Map::read_from_str(&ctx.isl, &projection_text(m.depth, outer.depth))
+            .isl("building a projection")?;
+        let o_out_in = proj
+            .apply_range(o_out.copy().isl("copying an offset")?)
+            .isl("composing an offset")?;
+        let deltas = o_out_in
+            .reverse()
+            .isl("reversing an offset")?
+            .apply_range(o_in)
+            .isl("relating offsets")?
+            .deltas()
+            .isl("subtracting offsets")?;
+        let lattice = Set::read_from_str(&ctx.isl, &lattice_text)
+            .isl("building the block lattice")?
+            .align_params(deltas.get_space().isl("reading a space")?)
+            .isl("aligning parameters")?;
+        if !deltas.is_subset(&lattice).isl("checking block alignment")? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Blocking { sizes: b, inner }))
 }
 
 /// Where tile-local temporary `name` lives: `Ok((mark, tile))`, the deepest memory mark
@@ -805,24 +995,36 @@ fn renamed(m: &Map, name: &str) -> Result<String> {
     Ok(map_text(&m))
 }
 
-fn copy_band(name: &str, dims: usize) -> Band {
+/// The band of a copy over a tile of extents `sizes`: one member per dimension, in
+/// order; for a tile stored in blocks, first one member per split dimension that runs
+/// over the blocks (`floor(e / b)`), so that each block is copied whole.
+fn copy_band(name: &str, sizes: &[i64], block: Option<&[i64]>) -> Band {
+    let dims = sizes.len();
     let vars: Vec<String> = (0..dims).map(|i| format!("e{i}")).collect();
-    let members: Vec<String> = (0..dims)
-        .map(|i| format!("{{ {name}[{}] -> [(e{i})] }}", vars.join(", ")))
-        .collect();
-    let mut b = Band::new(format!("[{}]", members.join(", ")), dims);
+    let member = |e: String| format!("{{ {name}[{}] -> [({e})] }}", vars.join(", "));
+    let mut members = Vec::new();
+    if let Some(b) = block {
+        for (i, (&bs, &s)) in b.iter().zip(sizes).enumerate() {
+            if bs < s {
+                members.push(member(format!("floor((e{i})/{bs})")));
+            }
+        }
+    }
+    members.extend((0..dims).map(|i| member(format!("e{i}"))));
+    let n = members.len();
+    let mut b = Band::new(format!("[{}]", members.join(", ")), n);
     b.permutable = true;
-    b.coincident = vec![true; dims];
+    b.coincident = vec![true; n];
     b
 }
 
-fn copy_branch(name: &str, dims: usize) -> Node {
-    let vars: Vec<String> = (0..dims).map(|i| format!("e{i}")).collect();
+fn copy_branch(name: &str, sizes: &[i64], block: Option<&[i64]>) -> Node {
+    let vars: Vec<String> = (0..sizes.len()).map(|i| format!("e{i}")).collect();
     Node::with_child(
         NodeKind::Filter {
             filter: format!("{{ {name}[{}] }}", vars.join(", ")),
         },
-        Node::with_child(NodeKind::Band(copy_band(name, dims)), Node::leaf()),
+        Node::with_child(NodeKind::Band(copy_band(name, sizes, block)), Node::leaf()),
     )
 }
 
@@ -840,7 +1042,6 @@ fn graft(
     for g in tiles {
         let (k, t) = (g.id, &g.tile);
         let ten = &prog.tensors[t.tensor];
-        let dims = t.sizes.len();
         if g.local {
             // One instance per tile: `local_<k>_<T>[]`.
             let name = copy_stmt_name(k, &ten.name, CopyKind::Local);
@@ -866,12 +1067,12 @@ fn graft(
         if let Some(r) = &t.reads {
             let name = copy_stmt_name(k, &ten.name, CopyKind::In);
             ext_parts.push(renamed(r, &name)?);
-            before.push(copy_branch(&name, dims));
+            before.push(copy_branch(&name, &t.sizes, g.block.as_deref()));
         }
         if let Some(w) = &t.writes {
             let name = copy_stmt_name(k, &ten.name, CopyKind::Out);
             ext_parts.push(renamed(w, &name)?);
-            after.push(copy_branch(&name, dims));
+            after.push(copy_branch(&name, &t.sizes, g.block.as_deref()));
         }
     }
     let mark = tree
@@ -951,8 +1152,13 @@ pub struct Promotion {
     pub inst: UnionMap,
     /// Tile coordinates → first element of the local buffer.
     pub offset: Map,
-    /// The local buffer's extents.
+    /// The local buffer's extents (for a view: the block's).
     pub sizes: Vec<i64>,
+    /// The block extents of a buffer stored in blocks ([`blocking`]).
+    pub block: Option<Vec<i64>>,
+    /// A view, at a nested mark, of promotion `id`'s buffer stored in blocks: below the
+    /// mark, the tensor is read from the block at `offset` (no buffer, no copies).
+    pub view: bool,
 }
 
 /// The promotions of the marks of `schedule`, per mark in pre-order (marks that are not
@@ -967,7 +1173,8 @@ pub fn promotions_in(
     let root = schedule.get_root().isl("reading the root")?;
     let marks = mark_tiles(ctx, scop, &root)?;
     let mut out = Vec::with_capacity(marks.len());
-    for m in &marks {
+    let mut views: Vec<(usize, Promotion)> = Vec::new();
+    for (mi, m) in marks.iter().enumerate() {
         let mut here = Vec::new();
         if let Mark::Mem(buf) = m.mark {
             let node = node_at(&root, &m.path)?;
@@ -980,6 +1187,24 @@ pub fn promotions_in(
                 for t in a.tiles {
                     let name = &prog.tensors[t.tensor].name;
                     if let Some((k, _)) = ids.iter().find(|(_, n)| n == name) {
+                        let block = blocking(ctx, scop, &marks, mi, &t)?;
+                        if let Some(b) = &block {
+                            for (j, offset) in &b.inner {
+                                views.push((
+                                    *j,
+                                    Promotion {
+                                        id: *k,
+                                        tensor: t.tensor,
+                                        depth: marks[*j].depth,
+                                        inst: marks[*j].inst.copy().isl("copying a map")?,
+                                        offset: offset.copy().isl("copying an offset")?,
+                                        sizes: b.sizes.clone(),
+                                        block: Some(b.sizes.clone()),
+                                        view: true,
+                                    },
+                                ));
+                            }
+                        }
                         here.push(Promotion {
                             id: *k,
                             tensor: t.tensor,
@@ -987,6 +1212,8 @@ pub fn promotions_in(
                             inst: m.inst.copy().isl("copying a map")?,
                             offset: t.offset,
                             sizes: t.sizes,
+                            block: block.map(|b| b.sizes),
+                            view: false,
                         });
                     }
                 }
@@ -1000,6 +1227,9 @@ pub fn promotions_in(
             }
         }
         out.push(here);
+    }
+    for (j, v) in views {
+        out[j].push(v);
     }
     Ok(out)
 }

@@ -23,15 +23,17 @@ the band (one whose results no other statement of the band reads or overwrites).
 Register tiles: when the target has a register file and the band's tilable prefix has a \
 reduction member (not coincident) besides at least two coincident ones, the band gets a \
 register tile instead of the L1 level: the two innermost coincident members u, v get \
-`reg` sizes 4 and R / (2 * 4 * element bytes) (a tile of the written tensor in half the \
-register file R: 4 x 64 for f32 in 2 KiB), reductions stay whole at `reg`; at `L2`, each \
-reduction member gets the largest power of two <= 512 for which one register tile's sweep \
-over it (footprint of u, v at their reg sizes) fits 3/4 of L1, v the whole extent if the \
-tile (4 rows) fits half of L2 (else halved until it does), and u the largest multiple of \
-its reg size <= 256 for which the L2 tile fits half of L2.";
+`reg` sizes 8 and R / (2 * 8 * element bytes) (a tile of the written tensor in half the \
+register file R: 8 x 32 for f32 in 2 KiB, two vectors per row on AVX-512), reductions stay \
+whole at `reg`; at `L2`, each reduction member gets the largest power of two <= 512 for \
+which one register tile's sweep over it (footprint of u, v at their reg sizes) fits 3/4 \
+of L1, v the whole extent if the tile (8 rows) fits half of L2 (else halved until it \
+does), and u the largest multiple of its reg size <= 256 for which the operand tiles (all \
+but the accumulator, which stays in registers) fit half of L2 and the whole L2 tile fits \
+L2.";
 
 /// Rows of a default register tile.
-const REG_ROWS: i64 = 4;
+const REG_ROWS: i64 = 8;
 
 /// Inner band members with fewer iterations than this are not tiled by the default policy.
 const MIN_TILED_EXTENT: i64 = 8;
@@ -88,13 +90,23 @@ pub fn default_spec(
         let windows = |s: &[i64]| -> Vec<Option<i64>> {
             (0..band.n_members()).map(|m| s.get(m).copied()).collect()
         };
-        let bytes = |s: &[i64]| -> miette::Result<Option<u64>> {
+        // The footprint of a tile in bytes, without the tensor `skip` if given.
+        let bytes_but = |s: &[i64], skip: Option<usize>| -> miette::Result<Option<u64>> {
             let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows(s), &elem)?;
-            Ok(fps.iter().map(|f| f.bytes).sum())
+            Ok(fps
+                .iter()
+                .filter(|f| Some(f.tensor_id) != skip)
+                .map(|f| f.bytes)
+                .sum())
         };
+        let bytes = |s: &[i64]| bytes_but(s, None);
         if let (Some((reg_buf, reg_bytes)), Some(l2)) = (reg, l2) {
             let stmt = live_out(cx, band)?;
-            let ebytes = elem[cx.program.stmts[stmt].lhs] as i64;
+            let acc = cx.program.stmts[stmt].lhs;
+            let ebytes = elem[acc] as i64;
+            // Bytes of a tile: all of it, or (true) without the accumulator.
+            let footprint =
+                |s: &[i64], resident: bool| bytes_but(s, if resident { Some(acc) } else { None });
             if let Some(dims) = register_tiles(
                 &band.coincident[..k],
                 &ext,
@@ -102,7 +114,7 @@ pub fn default_spec(
                 ebytes,
                 l1,
                 l2,
-                &bytes,
+                &footprint,
             )? {
                 out.stmts.push(StmtSpec {
                     stmt: names[stmt].clone(),
@@ -215,6 +227,10 @@ fn level(size: i64, buffer: Buffer) -> LevelSize {
     }
 }
 
+/// The bytes of a tile of the given sizes: all of it, or (`true`) only the operands that
+/// stay resident (all but the accumulator). `None` when a footprint is not a fixed box.
+type Footprint<'a> = dyn Fn(&[i64], bool) -> miette::Result<Option<u64>> + 'a;
+
 /// Per member: its `L2` size and its `reg` size (`None`: whole at `reg`).
 type RegisterSizes = Vec<(i64, Option<i64>)>;
 
@@ -228,8 +244,10 @@ fn register_tiles(
     elem_bytes: i64,
     l1: u64,
     l2: u64,
-    bytes: &dyn Fn(&[i64]) -> miette::Result<Option<u64>>,
+    footprint: &Footprint,
 ) -> miette::Result<Option<RegisterSizes>> {
+    let bytes = |s: &[i64]| footprint(s, false);
+    let resident = |s: &[i64]| footprint(s, true);
     let par: Vec<usize> = (0..ext.len()).filter(|&m| coincident[m]).collect();
     let red: Vec<usize> = (0..ext.len()).filter(|&m| !coincident[m]).collect();
     if par.len() < 2 || red.is_empty() {
@@ -256,7 +274,7 @@ fn register_tiles(
             }
         }
     }
-    // v: the whole extent if 4 rows of it fit half of L2.
+    // v: the whole extent if the tile (its reg rows) fits half of L2.
     s[v] = ext[v];
     loop {
         match bytes(&s)? {
@@ -265,14 +283,16 @@ fn register_tiles(
             _ => return Ok(None),
         }
     }
-    // u: the largest multiple of its reg size <= 256 that fits half of L2.
+    // u: the largest multiple of its reg size <= 256 whose operand tiles (everything but
+    // the accumulator, which lives in the register tiles and only streams through L2)
+    // fit half of L2, and whose whole tile fits L2.
     let step = regs[u].unwrap_or(1);
     let mut best = step;
     let mut cand = step;
     while cand <= 256.min(ext[u].max(step)) {
         s[u] = cand;
-        match bytes(&s)? {
-            Some(b) if b <= l2 / 2 => best = cand,
+        match (resident(&s)?, bytes(&s)?) {
+            (Some(r), Some(b)) if r <= l2 / 2 && b <= l2 => best = cand,
             _ => break,
         }
         cand *= 2;

@@ -105,10 +105,11 @@ fn default_policy() {
         Some((32 * 64 + 64 * 32 + 32 * 32) * 4)
     );
     assert!(t.to_tree_text().contains("Mark \"mem:L1\""));
-    // With the register file: a 4 x 64 register tile; k's L2 size lets one register
-    // tile's sweep (4 x 128 of A, 128 x 64 of B, 4 x 64 of C: 35 KiB) fit 3/4 of L1.
+    // With the register file: an 8 x 32 register tile; k's L2 size lets one register
+    // tile's sweep (8 x 128 of A, 128 x 32 of B, 8 x 32 of C: 21 KiB; 41 KiB with 256)
+    // fit 3/4 of L1.
     let d = default_spec(&fx.tree, &fx.cx(), None).expect("default");
-    assert_eq!(d.to_string(), "S_1: 256@L2 4@reg, 512@L2 64@reg, 128@L2\n");
+    assert_eq!(d.to_string(), "S_1: 256@L2 8@reg, 512@L2 32@reg, 128@L2\n");
     let (t, _) = tile(fx.tree.clone(), &fx.cx(), &d, &f).expect("tiles");
     assert!(t.to_tree_text().contains("Mark \"mem:reg\""));
 }
