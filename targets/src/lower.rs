@@ -841,6 +841,27 @@ impl Lowerer<'_> {
                 args.len()
             ));
         }
+        // A tile stored in blocks is only read through its blocks (promotion checks that
+        // every reader runs below a nested tile); anything else would index it wrongly.
+        let s = &self.prog.stmts[stmt];
+        for t in std::iter::once(s.lhs).chain(s.reads().into_iter().map(|r| r.0)) {
+            let Some(l) = locals.iter().rev().find(|l| l.tensor == t) else {
+                continue;
+            };
+            let blocked = self
+                .state
+                .promos
+                .iter()
+                .flatten()
+                .any(|p| p.id == l.promo && p.block.is_some());
+            if blocked && l.block.is_none() {
+                return Err(miette!(
+                    help = "this is an internal error in polyc's memory promotion; please report it with the program",
+                    "statement {name} reads {} outside the blocks of its packed tile",
+                    self.prog.tensors[t].name
+                ));
+            }
+        }
         Ok(KNode::Stmt { stmt, args, locals })
     }
 
