@@ -327,6 +327,57 @@ impl KNode {
             other => other,
         }
     }
+    /// The node with `f` applied to every expression in it and below it: loop bounds,
+    /// guards, statement and copy arguments, and the offsets and blocks of the tiles they
+    /// see.
+    pub fn map_exprs(self, f: &impl Fn(&KExpr) -> KExpr) -> KNode {
+        let locals = |v: Vec<LocalRef>| v.iter().map(|l| l.map_exprs(f)).collect();
+        match self.map_children(&mut |c| c.map_exprs(f)) {
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body,
+                parallel,
+            } => KNode::For {
+                iter,
+                init: f(&init),
+                cond: f(&cond),
+                step,
+                body,
+                parallel,
+            },
+            KNode::If { cond, then, els } => KNode::If {
+                cond: f(&cond),
+                then,
+                els,
+            },
+            KNode::Stmt {
+                stmt,
+                args,
+                locals: l,
+            } => KNode::Stmt {
+                stmt,
+                args: args.iter().map(f).collect(),
+                locals: locals(l),
+            },
+            KNode::Copy {
+                promo,
+                tensor,
+                copy_in,
+                args,
+                locals: l,
+            } => KNode::Copy {
+                promo,
+                tensor,
+                copy_in,
+                args: args.iter().map(f).collect(),
+                locals: locals(l),
+            },
+            other => other,
+        }
+    }
     /// Calls `f` on every node, parents before children.
     pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a KNode)) {
         f(self);

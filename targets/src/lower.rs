@@ -1068,56 +1068,22 @@ fn prune(node: KNode) -> KNode {
 
 /// Renames loop iterators everywhere (`f` maps an old name to its new one).
 fn rename_iters(node: &KNode, f: &impl Fn(&str) -> Option<String>) -> KNode {
-    let sub = |e: &KExpr| e.substitute(&|n: &str| f(n).map(KExpr::Var));
-    match node {
-        KNode::Block(v) => KNode::Block(v.iter().map(|n| rename_iters(n, f)).collect()),
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            parallel,
-        } => KNode::For {
-            iter: f(iter).unwrap_or_else(|| iter.clone()),
-            init: sub(init),
-            cond: sub(cond),
-            step: *step,
-            body: Box::new(rename_iters(body, f)),
-            parallel: *parallel,
-        },
-        KNode::If { cond, then, els } => KNode::If {
-            cond: sub(cond),
-            then: Box::new(rename_iters(then, f)),
-            els: els.as_ref().map(|e| Box::new(rename_iters(e, f))),
-        },
-        KNode::Stmt { stmt, args, locals } => KNode::Stmt {
-            stmt: *stmt,
-            args: args.iter().map(sub).collect(),
-            locals: rename_locals(locals, &sub),
-        },
-        KNode::Copy {
-            promo,
-            tensor,
-            copy_in,
-            args,
-            locals,
-        } => KNode::Copy {
-            promo: *promo,
-            tensor: *tensor,
-            copy_in: *copy_in,
-            args: args.iter().map(sub).collect(),
-            locals: rename_locals(locals, &sub),
-        },
-        KNode::Local { bufs, body } => KNode::Local {
-            bufs: bufs.clone(),
-            body: Box::new(rename_iters(body, f)),
-        },
-    }
+    rename_loops(
+        node.clone()
+            .map_exprs(&|e: &KExpr| e.substitute(&|n: &str| f(n).map(KExpr::Var))),
+        f,
+    )
 }
 
-fn rename_locals(locals: &[LocalRef], sub: &impl Fn(&KExpr) -> KExpr) -> Vec<LocalRef> {
-    locals.iter().map(|l| l.map_exprs(sub)).collect()
+/// Renames the iterator of every loop (the expressions are [`rename_iters`]'s).
+fn rename_loops(node: KNode, f: &impl Fn(&str) -> Option<String>) -> KNode {
+    let mut node = node.map_children(&mut |c| rename_loops(c, f));
+    if let KNode::For { iter, .. } = &mut node {
+        if let Some(new) = f(iter) {
+            *iter = new;
+        }
+    }
+    node
 }
 
 /// The names of the statements (`S_i`) that a kernel executes, sorted.

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalRef};
+use crate::kir::{KCmp, KExpr, KNode, Kernel};
 
 /// An affine expression: variable coefficients and a constant.
 type Linear = (BTreeMap<String, i64>, i64);
@@ -486,62 +486,9 @@ fn mentions(e: &KExpr, name: &str) -> bool {
 
 /// Replaces the variable `name` by `value` everywhere in `n`, simplifying.
 fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
-    let sub = |e: &KExpr| {
+    n.map_exprs(&|e: &KExpr| {
         simplify(&e.substitute(&|v: &str| if v == name { Some(value.clone()) } else { None }))
-    };
-    let subs = |v: Vec<KExpr>| v.iter().map(sub).collect::<Vec<_>>();
-    let locals = |v: Vec<LocalRef>| v.iter().map(|l| l.map_exprs(&sub)).collect::<Vec<_>>();
-    match n {
-        KNode::Block(v) => {
-            KNode::Block(v.into_iter().map(|c| substitute(c, name, value)).collect())
-        }
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            parallel,
-        } => KNode::For {
-            init: sub(&init),
-            cond: sub(&cond),
-            body: Box::new(substitute(*body, name, value)),
-            iter,
-            step,
-            parallel,
-        },
-        KNode::If { cond, then, els } => KNode::If {
-            cond: sub(&cond),
-            then: Box::new(substitute(*then, name, value)),
-            els: els.map(|e| Box::new(substitute(*e, name, value))),
-        },
-        KNode::Stmt {
-            stmt,
-            args,
-            locals: l,
-        } => KNode::Stmt {
-            stmt,
-            args: subs(args),
-            locals: locals(l),
-        },
-        KNode::Copy {
-            promo,
-            tensor,
-            copy_in,
-            args,
-            locals: l,
-        } => KNode::Copy {
-            promo,
-            tensor,
-            copy_in,
-            args: subs(args),
-            locals: locals(l),
-        },
-        KNode::Local { bufs, body } => KNode::Local {
-            bufs,
-            body: Box::new(substitute(*body, name, value)),
-        },
-    }
+    })
 }
 
 #[cfg(test)]
