@@ -166,6 +166,11 @@ struct CommonArgs {
     /// accumulators (scalar replacement).
     #[arg(long = "no-register-tiles")]
     no_register_tiles: bool,
+    /// Pack every tile below its own memory mark: do not move a packed tile above the tile
+    /// loops its box does not depend on (a GEMM's B tile is then packed again for every
+    /// i tile).
+    #[arg(long = "no-hoist")]
+    no_hoist: bool,
     /// Check the tree after every pass against the domain and every dependence (slower;
     /// the test suites turn it on).
     #[arg(long = "verify-passes")]
@@ -314,6 +319,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             PackArg::None => targets::promote::PackPolicy::None,
         },
         no_register_tiles: c.no_register_tiles,
+        no_hoist: c.no_hoist,
     })
 }
 

@@ -55,6 +55,8 @@ pub struct CompileOptions {
     pub pack: targets::promote::PackPolicy,
     /// `--no-register-tiles`: no scalar replacement at register marks.
     pub no_register_tiles: bool,
+    /// `--no-hoist`: packed tiles stay below their own memory mark.
+    pub no_hoist: bool,
     /// `--search`, `--search-budget`, `--search-top`, `--search-out`: how search entries
     /// of the tile spec are resolved.
     pub search: crate::search::SearchSettings,
@@ -137,6 +139,7 @@ impl CompileOptions {
             tile_fusion_one_nest: false,
             pack: targets::promote::PackPolicy::Auto,
             no_register_tiles: false,
+            no_hoist: false,
             search: crate::search::SearchSettings::default(),
         }
     }

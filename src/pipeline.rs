@@ -183,6 +183,16 @@ impl<'a> Pass<PassCx<'a>> for Promote {
             locals: cx.fuse_locals.borrow().clone(),
             ..cx.promote.clone()
         };
+        let tree = if opts.hoist {
+            let (tree, hoisted) =
+                targets::hoist::hoist_packed_tiles(cx.ctx, cx.program, cx.scop, &tree, &opts)?;
+            cx.notes
+                .borrow_mut()
+                .extend(hoisted.iter().map(|h| format!("note: {h}")));
+            tree
+        } else {
+            tree
+        };
         let (tree, report) = targets::promote::promote(cx.ctx, cx.program, cx.scop, &tree, &opts)?;
         *cx.promote_report.borrow_mut() = Some(report.to_string());
         Ok(tree)
@@ -220,6 +230,7 @@ pub fn promote_options(
         levels,
         pack: opts.pack,
         registers: !opts.no_register_tiles,
+        hoist: !opts.no_hoist,
         locals: Vec::new(),
     }
 }

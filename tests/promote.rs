@@ -338,28 +338,88 @@ fn packed_operand_stored_in_register_tile_blocks() {
     };
     assert_eq!(
         b_line(blocked),
-        "  #1 B in L2 below S_0, S_1: 32 x 64 = 8192 bytes, 32.0 accesses per element, copy in; stored in blocks of 32 x 16 (the inner tiles)"
+        "  #0 B in L2 below S_0, S_1: 32 x 64 = 8192 bytes, 64.0 accesses per element, copy in; stored in blocks of 32 x 16 (the inner tiles)"
     );
     assert_eq!(
         b_line(straddling),
-        "  #1 B in L2 below S_0, S_1: 32 x 48 = 6144 bytes, 32.0 accesses per element, copy in"
+        "  #0 B in L2 below S_0, S_1: 32 x 48 = 6144 bytes, 64.0 accesses per element, copy in"
     );
     let dir = tempdir();
     let f = write(dir.path(), "tiles.txt", blocked);
     let c = polyc_ok(&[MM, "--param", "M=64,N=64,K=64", "--tile-spec", &f]);
-    // The copy: block (c3), row (c4), column in the block (c5).
+    // The copy (hoisted above the i tile loop, so one loop less around it): block (c2),
+    // row (c3), column in the block (c4).
     assert!(
-        c.contains("polyc_tile1[(c3) * 512 + (((32 * c2 + c4) - 32 * c2)) * 16 + ((16 * c3 + c5) - 16 * c3)] = B[(32 * c2 + c4) * 64 + (16 * c3 + c5)];"),
+        c.contains("polyc_tile0[(c2) * 512 + (((32 * c1 + c3) - 32 * c1)) * 16 + ((16 * c2 + c4) - 16 * c2)] = B[(32 * c1 + c3) * 64 + (16 * c2 + c4)];"),
         "{c}"
     );
     // The register tile: its block is the register tile's column number c4.
     assert!(
-        c.contains("polyc_tile1[(c4) * 512 + ((k - 32 * c2)) * 16 + (j - 16 * c4)]"),
+        c.contains("polyc_tile0[(c4) * 512 + ((k - 32 * c1)) * 16 + (j - 16 * c4)]"),
         "{c}"
     );
     for params in ["M=64,N=96,K=64", "M=100,N=70,K=33"] {
         for spec in [blocked, straddling] {
             check(MM, params, spec, &[]);
         }
+    }
+}
+
+#[test]
+fn packed_tile_hoisted_above_the_loops_it_does_not_depend_on() {
+    // B[k, j]'s tile does not move with the i tile loop (three i tiles of 32): its pack
+    // moves above that loop, below a second L2 mark, and A's stays below it.
+    let spec = "S_1: 32@L2 4@reg, 64@L2 16@reg, 32@L2\n";
+    let params = "M=96,N=64,K=64";
+    insta::assert_snapshot!(promoted(MM, params, spec, &[]));
+    let dir = tempdir();
+    let f = write(dir.path(), "tiles.txt", spec);
+    let o = polyc(&[MM, "--param", params, "--tile-spec", &f]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains(
+            "note: the packed tile of B moves above the tile loops it does not depend on \
+             (band members reordered to [1, 2, 0], 2 outside the new mem:L2 mark)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // B is packed once per k tile, outside the i tile loop, which runs in parallel.
+    let c = stdout(&o);
+    let pack_b = c.find("/* tile of B").expect("a B tile");
+    let lines: Vec<&str> = c.lines().collect();
+    let i_loop = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("for (int64_t c2 = 0; c2 <= 2;"))
+        .expect("the i tile loop");
+    assert_eq!(lines[i_loop - 1].trim(), "#pragma omp parallel for", "{c}");
+    assert!(c.find(lines[i_loop]).is_some_and(|i| i > pack_b), "{c}");
+    assert_eq!(c.matches("#pragma omp parallel for").count(), 1, "{c}");
+    assert!(c.find("/* tile of A").is_some_and(|a| a > pack_b), "{c}");
+    // --no-hoist keeps one L2 mark with both packs below it.
+    let plain = promoted(MM, params, spec, &["--no-hoist"]);
+    assert_eq!(plain.matches("Mark \"mem:L2\"").count(), 1, "{plain}");
+    let hoisted = promoted(MM, params, spec, &[]);
+    assert_eq!(hoisted.matches("Mark \"mem:L2\"").count(), 2, "{hoisted}");
+    // The same results, with sizes that do not divide the tiles and with the default
+    // policy.
+    for p in ["M=64,N=96,K=64", "M=100,N=70,K=33", "M=33,N=70,K=40"] {
+        check(MM, p, spec, &[]);
+        check(MM, p, spec, &["--no-hoist"]);
+    }
+    for (prog, p) in [
+        (MM, "M=200,N=300,K=150"),
+        ("examples/mm2.tc", "NI=40,NJ=50,NK=60,NL=30"),
+    ] {
+        let o = polyc(&["run", prog, "--param", p, "--check"]);
+        let out = format!("{}{}", stdout(&o), stderr(&o));
+        assert_code(&o, 0);
+        assert!(out.contains("moves above the tile loops"), "{out}");
+        assert!(
+            out.lines()
+                .filter(|l| l.contains("max_abs_err"))
+                .all(|l| l.ends_with(" ok")),
+            "{out}"
+        );
     }
 }

@@ -483,7 +483,7 @@ struct Emitter<'a> {
 }
 
 /// Inside a promoted tile, loops with a constant trip count up to this that enclose
-/// another loop get `#pragma GCC unroll`: the register tile's reduction loops over a
+/// another loop, and no tile of their own, get `#pragma GCC unroll`: the register tile's reduction loops over a
 /// small window (a 5 × 5 filter, around the tile's row and column loops) then leave the
 /// tile in registers (measured on the conv chain with a 4 × 32 register tile: 1.5 → 1.75
 /// × the best peer), and the row loop around a register tile's vector loop is unrolled
@@ -716,7 +716,10 @@ impl<'a> Emitter<'a> {
                 // (An OpenMP loop takes no other pragma between `omp for` and the loop.)
                 if self.in_tile.get() > 0 && !*parallel {
                     if let Some(n) = const_trip(iter, init, cond, *step) {
-                        if (2..=UNROLL_TRIP).contains(&n) && loop_depth(body) >= 1 {
+                        if (2..=UNROLL_TRIP).contains(&n)
+                            && loop_depth(body) >= 1
+                            && !holds_local(body)
+                        {
                             indent(out, level);
                             let _ = writeln!(out, "#pragma GCC unroll {UNROLL_TRIP}");
                         }
@@ -822,6 +825,15 @@ impl<'a> Emitter<'a> {
                         let _ = writeln!(out, "free({h});");
                     }
                 }
+                indent(out, level);
+                out.push_str("}\n");
+            }
+            KNode::Let { name, value, body } => {
+                indent(out, level);
+                out.push_str("{\n");
+                indent(out, level + 1);
+                let _ = writeln!(out, "const int64_t {name} = {};", self.kexpr(value, 0));
+                self.node(out, body, level + 1);
                 indent(out, level);
                 out.push_str("}\n");
             }
@@ -1169,8 +1181,20 @@ fn loop_depth(n: &KNode) -> usize {
         KNode::If { then, els, .. } => {
             loop_depth(then).max(els.as_deref().map(loop_depth).unwrap_or(0))
         }
-        KNode::Local { body, .. } => loop_depth(body),
+        KNode::Local { body, .. } | KNode::Let { body, .. } => loop_depth(body),
         KNode::Stmt { .. } | KNode::Copy { .. } => 0,
+    }
+}
+
+/// Whether `n` declares a local buffer (a promoted tile): a loop around one is a tile
+/// loop, not a loop inside the innermost tile, and is not unrolled.
+fn holds_local(n: &KNode) -> bool {
+    match n {
+        KNode::Local { .. } => true,
+        KNode::For { body, .. } | KNode::Let { body, .. } => holds_local(body),
+        KNode::Block(v) => v.iter().any(holds_local),
+        KNode::If { then, els, .. } => holds_local(then) || els.as_deref().is_some_and(holds_local),
+        KNode::Stmt { .. } | KNode::Copy { .. } => false,
     }
 }
 

@@ -216,6 +216,16 @@ pub enum KNode {
         /// The code that uses them.
         body: Box<KNode>,
     },
+    /// `const int64_t name = value;` in scope for `body` only (a loop start computed once,
+    /// see [`crate::normalize`]).
+    Let {
+        /// The constant's name (unique along any path; never a program name).
+        name: String,
+        /// Its value.
+        value: KExpr,
+        /// The code that uses it.
+        body: Box<KNode>,
+    },
     /// One element copy between a tensor and a promoted tile.
     Copy {
         /// The promotion (a [`LocalBuf::promo`]).
@@ -324,6 +334,11 @@ impl KNode {
                 bufs,
                 body: Box::new(f(*body)),
             },
+            KNode::Let { name, value, body } => KNode::Let {
+                name,
+                value,
+                body: Box::new(f(*body)),
+            },
             other => other,
         }
     }
@@ -352,6 +367,11 @@ impl KNode {
                 cond: f(&cond),
                 then,
                 els,
+            },
+            KNode::Let { name, value, body } => KNode::Let {
+                name,
+                value: f(&value),
+                body,
             },
             KNode::Stmt {
                 stmt,
@@ -390,7 +410,7 @@ impl KNode {
                     e.walk(f);
                 }
             }
-            KNode::Local { body, .. } => body.walk(f),
+            KNode::Local { body, .. } | KNode::Let { body, .. } => body.walk(f),
             KNode::Stmt { .. } | KNode::Copy { .. } => {}
         }
     }

@@ -14,6 +14,7 @@
 pub mod c;
 pub mod cpu_runner;
 pub mod desc;
+pub mod hoist;
 pub mod interchange;
 pub mod kir;
 pub mod lower;

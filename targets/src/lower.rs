@@ -992,7 +992,7 @@ fn mark_first_loop(node: &mut KNode, iter: &str) {
                 mark_first_loop(e, iter);
             }
         }
-        KNode::Local { body, .. } => mark_first_loop(body, iter),
+        KNode::Local { body, .. } | KNode::Let { body, .. } => mark_first_loop(body, iter),
         KNode::Stmt { .. } | KNode::Copy { .. } => {}
     }
 }
@@ -1059,6 +1059,17 @@ fn prune(node: KNode) -> KNode {
             }
             KNode::Local {
                 bufs,
+                body: Box::new(body),
+            }
+        }
+        KNode::Let { name, value, body } => {
+            let body = prune(*body);
+            if body.is_empty() {
+                return KNode::Block(Vec::new());
+            }
+            KNode::Let {
+                name,
+                value,
                 body: Box::new(body),
             }
         }

@@ -97,6 +97,9 @@ pub struct PromoteOptions {
     pub pack: PackPolicy,
     /// Whether register levels take register tiles.
     pub registers: bool,
+    /// Whether packed tiles move above the tile loops they do not depend on
+    /// ([`crate::hoist`]).
+    pub hoist: bool,
     /// Temporaries that post-tiling fusion made private to the live-out tiles (by name).
     /// Each becomes a local buffer of the deepest memory mark below which all its
     /// accesses run, with no copies at all, and its global array is not allocated.
@@ -281,6 +284,20 @@ pub struct MarkTiles {
     pub inst: UnionMap,
 }
 
+impl MarkTiles {
+    /// The tiles that run (the range of [`MarkTiles::inst`]).
+    pub fn tiles(&self) -> Result<Set> {
+        Set::from_union_set(
+            self.inst
+                .copy()
+                .isl("copying a map")?
+                .range()
+                .isl("reading the tiles of a mark")?,
+        )
+        .isl("reading the tiles of a mark")
+    }
+}
+
 /// Every mark of the tree below `root` in pre-order, with the tiles of the instances
 /// below it. isl's own prefix-schedule queries refuse extension nodes that add instances,
 /// so the relation is built top-down: a band appends its members, a filter restricts, an
@@ -312,6 +329,13 @@ pub fn mark_tiles(ctx: &Ctx, scop: &Scop, root: &ScheduleNode) -> Result<Vec<Mar
         path.pop();
     }
     Ok(out)
+}
+
+/// [`mark_tiles`] of a typed tree.
+pub fn tree_marks(ctx: &Ctx, scop: &Scop, tree: &ScheduleTree) -> Result<Vec<MarkTiles>> {
+    let schedule = tree.to_isl(ctx)?;
+    let root = schedule.get_root().isl("reading the root")?;
+    mark_tiles(ctx, scop, &root)
 }
 
 struct Walk<'a, 'b> {
@@ -567,13 +591,16 @@ fn scop_tensor(scop: &Scop, name: &str) -> Option<usize> {
         .position(|s| s.get_tuple_name().map(|n| n == name).unwrap_or(false))
 }
 
-/// The tensors the policy promotes at one mark, as indices into `a.tiles`.
-fn choose(
+/// The tensors the policy promotes at one mark, as indices into `a.tiles`: none of the
+/// tensors in `skip`, and `used` bytes of the level are taken already (by tiles packed at
+/// enclosing marks of the same buffer).
+pub(crate) fn choose(
     a: &MarkAnalysis,
     prog: &Program,
     level: &LevelInfo,
     opts: &PromoteOptions,
     skip: &BTreeSet<usize>,
+    used: u64,
 ) -> Vec<usize> {
     let bytes =
         |t: &TensorTile| t.elems() as u64 * prog.tensors[t.tensor].dtype.size_bytes() as u64;
@@ -588,7 +615,7 @@ fn choose(
             .then(x.cmp(&y))
     });
     let budget = level.bytes / level.stages.max(1);
-    let mut used = 0u64;
+    let mut used = used;
     let mut out = Vec::new();
     for i in order {
         let t = &a.tiles[i];
@@ -641,9 +668,7 @@ pub fn promote(
     tree: &ScheduleTree,
     opts: &PromoteOptions,
 ) -> Result<(ScheduleTree, PromoteReport)> {
-    let schedule = tree.to_isl(ctx)?;
-    let root = schedule.get_root().isl("reading the root")?;
-    let marks = mark_tiles(ctx, scop, &root)?;
+    let marks = tree_marks(ctx, scop, tree)?;
     // Every memory mark's analysis, when tile-local temporaries must be placed; otherwise
     // each mark is analysed only when its level promotes something.
     let mut analyses: Vec<Option<MarkAnalysis>> = Vec::with_capacity(marks.len());
@@ -670,6 +695,8 @@ pub fn promote(
     // Register tiles made so far: nothing below them is promoted again (a fused
     // producer's own tiles inside a register tile would only copy data around).
     let mut reg_tiles: Vec<Vec<usize>> = Vec::new();
+    // Every tile promoted so far: mark path, buffer, tensor, bytes.
+    let mut packed: Vec<(Vec<usize>, Buffer, usize, u64)> = Vec::new();
     for (mi, m) in marks.iter().enumerate() {
         let Mark::Mem(buf) = m.mark else { continue };
         let level = opts
@@ -693,7 +720,19 @@ pub fn promote(
             },
         };
         if let Some(level) = level {
-            let chosen = choose(&a, prog, level, opts, &local_tensors);
+            // A tensor packed at an enclosing mark of the same buffer is not packed again,
+            // and its bytes stay taken; a tensor whose box grows with the tile loops
+            // between this mark and a nested one of the same buffer waits for that one.
+            let mut skip = local_tensors.clone();
+            let mut used = 0;
+            for (path, b, tensor, bytes) in &packed {
+                if *b == buf && m.path.starts_with(path) {
+                    skip.insert(*tensor);
+                    used += bytes;
+                }
+            }
+            skip.extend(growing_below(scop, &marks, mi, &a)?);
+            let chosen = choose(&a, prog, level, opts, &skip, used);
             if level.kind == PromoteKind::Registers && !chosen.is_empty() {
                 reg_tiles.push(m.path.clone());
             }
@@ -716,6 +755,9 @@ pub fn promote(
             let id = report.tiles.len();
             let ten = &prog.tensors[t.tensor];
             let eb = ten.dtype.size_bytes() as u64;
+            if !local {
+                packed.push((m.path.clone(), buf, t.tensor, t.elems() as u64 * eb));
+            }
             report.tiles.push(PromotedTile {
                 id,
                 tensor: ten.name.clone(),
@@ -750,6 +792,45 @@ pub fn promote(
         graft(&mut out, &p, prog, &tiles)?;
     }
     Ok((out, report))
+}
+
+/// The tensors of `a` (the analysis of `marks[mi]`) whose box is smaller at a memory mark
+/// of the same buffer nested below (the first such mark on each path): the tile loops in
+/// between move it, so the nested mark is where it belongs.
+fn growing_below(
+    scop: &Scop,
+    marks: &[MarkTiles],
+    mi: usize,
+    a: &MarkAnalysis,
+) -> Result<BTreeSet<usize>> {
+    let outer = &marks[mi];
+    let mut nested: Vec<usize> = Vec::new();
+    let mut out = BTreeSet::new();
+    for (j, m) in marks.iter().enumerate().skip(mi + 1) {
+        if !m.path.starts_with(&outer.path) {
+            break;
+        }
+        if m.mark != outer.mark
+            || m.dead
+            || nested.iter().any(|&k| m.path.starts_with(&marks[k].path))
+        {
+            continue;
+        }
+        nested.push(j);
+        let Some(inner) = analyse_mark(scop, m)? else {
+            continue;
+        };
+        for t in &a.tiles {
+            if inner
+                .tiles
+                .iter()
+                .any(|x| x.tensor == t.tensor && x.sizes != t.sizes)
+            {
+                out.insert(t.tensor);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// How a packed tile is stored in blocks (see [`blocking`]).
@@ -886,14 +967,7 @@ pub fn blocking(
     let o_out = plain(&t.offset)?;
     for (j, o_in) in &inner {
         let m = &marks[*j];
-        let tiles = Set::from_union_set(
-            m.inst
-                .copy()
-                .isl("copying a map")?
-                .range()
-                .isl("reading the tiles of a mark")?,
-        )
-        .isl("reading the tiles of a mark")?;
+        let tiles = m.tiles()?;
         let o_in = plain(o_in)?
             .intersect_domain(tiles)
             .isl("restricting an offset")?;

@@ -62,7 +62,7 @@ fn loop_order(n: &KNode, out: &mut Vec<String>) {
             }
         }
         KNode::If { then, .. } => loop_order(then, out),
-        KNode::Local { body, .. } => loop_order(body, out),
+        KNode::Local { body, .. } | KNode::Let { body, .. } => loop_order(body, out),
         KNode::Stmt { .. } | KNode::Copy { .. } => {}
     }
 }
