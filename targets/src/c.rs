@@ -1189,13 +1189,9 @@ fn loop_depth(n: &KNode) -> usize {
 /// Whether `n` declares a local buffer (a promoted tile): a loop around one is a tile
 /// loop, not a loop inside the innermost tile, and is not unrolled.
 fn holds_local(n: &KNode) -> bool {
-    match n {
-        KNode::Local { .. } => true,
-        KNode::For { body, .. } | KNode::Let { body, .. } => holds_local(body),
-        KNode::Block(v) => v.iter().any(holds_local),
-        KNode::If { then, els, .. } => holds_local(then) || els.as_deref().is_some_and(holds_local),
-        KNode::Stmt { .. } | KNode::Copy { .. } => false,
-    }
+    let mut found = false;
+    n.walk(&mut |x| found |= matches!(x, KNode::Local { .. }));
+    found
 }
 
 /// The trip count of `for (iter = a; iter <= b; iter += step)` with constants `a`, `b`.

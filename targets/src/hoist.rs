@@ -124,26 +124,30 @@ fn plan(
     let Some(a) = analyse_mark(scop, m)? else {
         return Ok(None);
     };
-    let runs_more_than_once = |d: usize| -> Result<bool> {
-        let tiles = m.tiles()?;
-        let total = tiles.dim(DimType::Set).isl("reading a set's dimensions")? as u32;
+    // The band members that run more than one tile (computed once for all tensors).
+    let tiles = m.tiles()?;
+    let total = tiles.dim(DimType::Set).isl("reading a set's dimensions")? as u32;
+    let mut several = Vec::with_capacity(n);
+    for d in depth..depth + n {
         let one = tiles
+            .copy()
+            .isl("copying tiles")?
             .project_out(DimType::Set, (d + 1) as u32, total - d as u32 - 1)
             .isl("projecting tiles")?
             .project_out(DimType::Set, 0, d as u32)
             .isl("projecting tiles")?;
-        Ok(!one.is_singleton().isl("counting tiles")?)
-    };
+        several.push(!one.is_singleton().isl("counting tiles")?);
+    }
     let mut best: Option<(u64, usize, Vec<usize>)> = None;
     for i in choose(&a, prog, level, opts, &Default::default(), 0) {
         let t = &a.tiles[i];
         let mut free = Vec::new();
-        for d in 0..n {
-            if !t
-                .offset
-                .involves_dims(DimType::In, (depth + d) as u32, 1)
-                .isl("reading a tile's offset")?
-                && runs_more_than_once(depth + d)?
+        for (d, &runs) in several.iter().enumerate() {
+            if runs
+                && !t
+                    .offset
+                    .involves_dims(DimType::In, (depth + d) as u32, 1)
+                    .isl("reading a tile's offset")?
             {
                 free.push(d);
             }
