@@ -407,9 +407,11 @@ fn packed_tile_hoisted_above_the_loops_it_does_not_depend_on() {
         check(MM, p, spec, &[]);
         check(MM, p, spec, &["--no-hoist"]);
     }
+    // (A row panel of B, 520 x 520 floats, is over half of L2: the policy keeps an L2
+    // level, which the hoist splits.)
     for (prog, p) in [
-        (MM, "M=200,N=300,K=150"),
-        ("examples/mm2.tc", "NI=40,NJ=50,NK=60,NL=30"),
+        (MM, "M=40,N=520,K=520"),
+        ("examples/mm2.tc", "NI=40,NJ=520,NK=520,NL=30"),
     ] {
         let o = polyc(&["run", prog, "--param", p, "--check"]);
         let out = format!("{}{}", stdout(&o), stderr(&o));
@@ -422,4 +424,56 @@ fn packed_tile_hoisted_above_the_loops_it_does_not_depend_on() {
             "{out}"
         );
     }
+}
+
+/// A register tile's point loops never run in parallel. When the tile loops around a
+/// register tile run one iteration each (an 8 x 8 x 8 matmul is one register tile), the
+/// parallel search stops at the register mark; it used to mark the point band, whose first
+/// loop after the register lowering is the reduction `k` (a data race).
+#[test]
+fn register_tile_point_loops_are_never_parallel() {
+    let one_tile = polyc_ok(&["compile", MM, "--param", "M=8,N=8,K=8"]);
+    assert!(one_tile.contains("/* tile of C (8 x 8) */"), "{one_tile}");
+    assert!(!one_tile.contains("#pragma omp"), "{one_tile}");
+    // 64 x 96 x 64 with the default policy (8 x 32 register tiles, no L2 level): the i
+    // tile loop (8 tiles) is the only parallel loop, and it is the outermost loop.
+    let c = polyc_ok(&["compile", MM, "--param", "M=64,N=96,K=64"]);
+    let lines: Vec<&str> = c.lines().map(str::trim).collect();
+    let par = lines
+        .iter()
+        .position(|l| *l == "#pragma omp parallel for")
+        .expect("a parallel loop");
+    assert_eq!(
+        lines[par + 1],
+        "for (int64_t c0 = 0; c0 <= 7; c0 += 1) {",
+        "{c}"
+    );
+    assert_eq!(c.matches("#pragma omp parallel for").count(), 1, "{c}");
+    for p in ["M=8,N=8,K=8", "M=64,N=96,K=64", "M=13,N=40,K=9"] {
+        let o = polyc(&["run", MM, "--param", p, "--check"]);
+        assert_code(&o, 0);
+        assert_eq!(
+            stdout(&o),
+            "C: max_abs_err=0.000e0 max_rel_err=0.000e0 ok\n"
+        );
+    }
+}
+
+/// `explain` on a register level: the tile touches more than the register file holds, but
+/// only the promoted register tiles live in it, so no negative "left" is printed.
+#[test]
+fn explain_register_level_counts_only_register_tiles() {
+    let e = polyc_ok(&["explain", MM, "--param", "M=64,N=96,K=64"]);
+    assert!(e.starts_with("tile spec:\nS_1: 8@reg, 32@reg\n"), "{e}");
+    assert!(
+        e.contains(
+            "               total 11264 bytes touched per tile; the 2048 bytes of reg hold only the register tiles\n"
+        ),
+        "{e}"
+    );
+    assert!(!e.contains("(-"), "{e}");
+    assert!(
+        e.contains("  #0 C in reg below S_0, S_1: 8 x 32 = 1024 bytes, 129.0 accesses per element, copy in and out\n"),
+        "{e}"
+    );
 }

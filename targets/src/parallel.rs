@@ -14,7 +14,8 @@ use schedule_tree::mark::Mark;
 /// When the first coincident member of a band is member `k > 0`, the band is split at `k`
 /// (`isl_schedule_node_band_split`) so that the coincident member starts its own band, and
 /// the mark goes above that inner band. Below a mark nothing more is marked (no nested
-/// parallelism), and subtrees already under a `parallel` or `skipped` mark are left alone.
+/// parallelism), and subtrees already under a `parallel` or `skipped` mark, or below a
+/// register file's memory mark (a register tile), are left alone.
 /// Bands without coincident members, or whose coincident members run one iteration each
 /// (see [`single_iteration`]), are passed through, and the search continues below them.
 /// The bands of promotion copies are never marked ([`only_copies`]).
@@ -32,11 +33,12 @@ fn visit(node: ScheduleNode) -> Result<ScheduleNode> {
         ScheduleNodeType::Mark => {
             let id = node.mark_get_id().isl("reading a mark")?;
             let name = id.get_name().isl("reading a mark's name")?;
-            if matches!(
-                Mark::from_isl_name(name),
-                Some(Mark::Parallel | Mark::Skipped)
-            ) {
-                return Ok(node);
+            match Mark::from_isl_name(name) {
+                Some(Mark::Parallel | Mark::Skipped) => return Ok(node),
+                // A register tile's point loops are unrolled and vectorised, and the
+                // lowering reorders them (reductions outside the rows): never threads.
+                Some(Mark::Mem(b)) if b.is_register_file() => return Ok(node),
+                _ => {}
             }
         }
         ScheduleNodeType::Band => {

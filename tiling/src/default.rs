@@ -23,14 +23,19 @@ the band (one whose results no other statement of the band reads or overwrites).
 Register tiles: when the target has a register file and the band's tilable prefix has a \
 reduction member (not coincident) besides at least two coincident ones, the band gets a \
 register tile instead of the L1 level: the two innermost coincident members u, v get \
-`reg` sizes 8 and R / (2 * 8 * element bytes) (a tile of the written tensor in half the \
-register file R: 8 x 32 for f32 in 2 KiB, two vectors per row on AVX-512), reductions stay \
-whole at `reg`; at `L2`, each reduction member gets the largest power of two <= 512 for \
-which one register tile's sweep over it (footprint of u, v at their reg sizes) fits 3/4 \
-of L1, v the whole extent if the tile (8 rows) fits half of L2 (else halved until it \
-does), and u the largest multiple of its reg size <= 256 for which the operand tiles (all \
-but the accumulator, which stays in registers) fit half of L2 and the whole L2 tile fits \
-L2.";
+`reg` sizes r and R / (2 * 8 * element bytes) (a tile of the written tensor in half the \
+register file R: 8 x 32 for f32 in 2 KiB, two vectors per row on AVX-512), where r is 8 \
+when some operand spans v but not u (GEMM's B: its vectors are shared by the rows) and 4 \
+otherwise (the conv chain's window: rows share nothing and only add register pressure); \
+reductions stay whole at `reg`, and other coincident members get 1. When one row panel \
+(u at r, v and the reductions whole) fits half of L2, the data streams through the \
+caches with its reuse and there is no L2 level. Otherwise, at `L2`, each reduction member \
+with at least 8 iterations gets the largest power of two <= 512 for which one register \
+tile's sweep over it (footprint of u, v at their reg sizes) fits 3/4 of L1 (smaller ones \
+stay whole), v the whole extent if the tile (r rows) fits half of L2 (else halved until \
+it does), and u the largest multiple of r <= 256 for which the operand tiles (all but the \
+accumulator, which stays in registers) fit half of L2 and the whole L2 tile fits L2. \
+Trailing members that no level tiles are left out of the spec.";
 
 /// Rows of a default register tile.
 const REG_ROWS: i64 = 8;
@@ -74,19 +79,14 @@ pub fn default_spec(
                 continue;
             }
         }
-        let (mut k, _) = permutable_prefix(cx.ctx, cx.deps, band, band.n_members())?;
-        if k == 0 || band.extents[..k].iter().any(|e| e.is_none()) {
+        let (tilable, _) = permutable_prefix(cx.ctx, cx.deps, band, band.n_members())?;
+        if tilable == 0 || band.extents[..tilable].iter().any(|e| e.is_none()) {
             continue;
         }
-        // Inner members with tiny extents (a reduction over a 3x3 window, the position of
-        // fused statements) gain nothing from tiles: leave them whole.
-        while k > 0 && band.extents[k - 1].is_some_and(|e| e < MIN_TILED_EXTENT) {
-            k -= 1;
-        }
-        if k == 0 {
-            continue;
-        }
-        let ext: Vec<i64> = band.extents[..k].iter().map(|e| e.unwrap_or(1)).collect();
+        let ext_all: Vec<i64> = band.extents[..tilable]
+            .iter()
+            .map(|e| e.unwrap_or(1))
+            .collect();
         let windows = |s: &[i64]| -> Vec<Option<i64>> {
             (0..band.n_members()).map(|m| s.get(m).copied()).collect()
         };
@@ -107,14 +107,38 @@ pub fn default_spec(
             // Bytes of a tile: all of it, or (true) without the accumulator.
             let footprint =
                 |s: &[i64], resident: bool| bytes_but(s, if resident { Some(acc) } else { None });
+            // Whether some operand other than the accumulator spans member `v` but not
+            // member `u` (GEMM's B row): its vectors are shared by the register tile's rows.
+            let shared_rows = |u: usize, v: usize| -> miette::Result<bool> {
+                let boxes = |su: i64, sv: i64| -> miette::Result<Vec<(usize, Option<u64>)>> {
+                    let s: Vec<i64> = (0..ext_all.len())
+                        .map(|m| match m {
+                            _ if m == u => su,
+                            _ if m == v => sv,
+                            _ => 1,
+                        })
+                        .collect();
+                    let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows(&s), &elem)?;
+                    Ok(fps
+                        .iter()
+                        .filter(|f| f.tensor_id != acc)
+                        .map(|f| (f.tensor_id, f.elements))
+                        .collect())
+                };
+                let (one, rows, cols) = (boxes(1, 1)?, boxes(2, 1)?, boxes(1, 2)?);
+                Ok(one.iter().zip(&rows).zip(&cols).any(|((o, r), c)| {
+                    o.1.is_some() && r.1 == o.1 && c.1.zip(o.1).is_some_and(|(c, o)| c > o)
+                }))
+            };
             if let Some(dims) = register_tiles(
-                &band.coincident[..k],
-                &ext,
+                &band.coincident[..tilable],
+                &ext_all,
                 reg_bytes,
                 ebytes,
                 l1,
                 l2,
                 &footprint,
+                &shared_rows,
             )? {
                 out.stmts.push(StmtSpec {
                     stmt: names[stmt].clone(),
@@ -122,7 +146,8 @@ pub fn default_spec(
                     dims: dims
                         .into_iter()
                         .map(|(l2s, regs)| {
-                            let mut levels = vec![level(l2s, Buffer::L2)];
+                            let mut levels: Vec<LevelSize> =
+                                l2s.into_iter().map(|s| level(s, Buffer::L2)).collect();
                             if let Some(r) = regs {
                                 levels.push(level(r, reg_buf));
                             }
@@ -137,8 +162,18 @@ pub fn default_spec(
                 continue;
             }
         }
+        // Inner members with tiny extents (a reduction over a 3x3 window, the position of
+        // fused statements) gain nothing from tiles: leave them whole.
+        let mut k = tilable;
+        while k > 0 && ext_all[k - 1] < MIN_TILED_EXTENT {
+            k -= 1;
+        }
+        if k == 0 {
+            continue;
+        }
+        let ext = &ext_all[..k];
         // A band whose whole data already fits in half of L1 gains nothing from tiles.
-        if matches!(bytes(&ext)?, Some(b) if b <= l1 / 2) {
+        if matches!(bytes(ext)?, Some(b) if b <= l1 / 2) {
             continue;
         }
         let mut s1: Vec<i64> = ext.iter().map(|&e| pow2_floor(e.min(256))).collect();
@@ -157,14 +192,14 @@ pub fn default_spec(
         if !fits_l1 {
             continue;
         }
-        for (s, e) in s1.iter_mut().zip(&ext) {
+        for (s, e) in s1.iter_mut().zip(ext) {
             *s = (*s).min(*e);
         }
         let mut s2: Option<Vec<i64>> = None;
         if let Some(l2) = l2 {
             let mut f = 2;
             loop {
-                let cand: Vec<i64> = s1.iter().zip(&ext).map(|(s, e)| (s * f).min(*e)).collect();
+                let cand: Vec<i64> = s1.iter().zip(ext).map(|(s, e)| (s * f).min(*e)).collect();
                 if s2.as_ref() == Some(&cand) {
                     break;
                 }
@@ -231,12 +266,18 @@ fn level(size: i64, buffer: Buffer) -> LevelSize {
 /// stay resident (all but the accumulator). `None` when a footprint is not a fixed box.
 type Footprint<'a> = dyn Fn(&[i64], bool) -> miette::Result<Option<u64>> + 'a;
 
-/// Per member: its `L2` size and its `reg` size (`None`: whole at `reg`).
-type RegisterSizes = Vec<(i64, Option<i64>)>;
+/// Per member: its `L2` size (`None`: no `L2` level) and its `reg` size (`None`: whole at
+/// `reg`).
+type RegisterSizes = Vec<(Option<i64>, Option<i64>)>;
+
+/// Whether some operand of the band spans member `v` but not member `u`, so that the rows
+/// (`u`) of a register tile share its vectors (GEMM's `B`, not the conv chain's window).
+type SharedRows<'a> = dyn Fn(usize, usize) -> miette::Result<bool> + 'a;
 
 /// The register-tile sizes of [`DEFAULT_POLICY`]: per member, its `L2` size and its `reg`
-/// size (`None`: whole at `reg`). `None` when the band has no reduction member or fewer
-/// than two coincident members, or nothing fits.
+/// size. `None` when the band has no reduction member or fewer than two coincident
+/// members, or nothing fits.
+#[allow(clippy::too_many_arguments)]
 fn register_tiles(
     coincident: &[bool],
     ext: &[i64],
@@ -245,6 +286,7 @@ fn register_tiles(
     l1: u64,
     l2: u64,
     footprint: &Footprint,
+    shared_rows: &SharedRows,
 ) -> miette::Result<Option<RegisterSizes>> {
     let bytes = |s: &[i64]| footprint(s, false);
     let resident = |s: &[i64]| footprint(s, true);
@@ -255,15 +297,40 @@ fn register_tiles(
     }
     let (u, v) = (par[par.len() - 2], par[par.len() - 1]);
     let cols = (reg_bytes as i64 / (2 * REG_ROWS * elem_bytes.max(1))).max(1);
+    let rows = if shared_rows(u, v)? {
+        REG_ROWS
+    } else {
+        REG_ROWS / 2
+    };
     let mut regs: Vec<Option<i64>> = vec![None; ext.len()];
-    regs[u] = Some(REG_ROWS.min(ext[u]));
+    regs[u] = Some(rows.min(ext[u]));
     regs[v] = Some(pow2_floor(cols).min(ext[v]));
     // Every member at its reg size (reductions whole, other members 1) ...
     let mut s: Vec<i64> = (0..ext.len())
         .map(|m| regs[m].unwrap_or(if red.contains(&m) { ext[m] } else { 1 }))
         .collect();
-    // ... reductions: the largest power of two whose register sweep fits 3/4 of L1.
+    // ... and v whole: when one row panel's sweep fits half of L2, the data already streams
+    // through the caches with its reuse, and an L2 tile would only add packing.
+    s[v] = ext[v];
+    if matches!(bytes(&s)?, Some(b) if b <= l2 / 2) {
+        return Ok(Some(trim_whole(
+            (0..ext.len())
+                .map(|m| match regs[m] {
+                    Some(r) => (None, Some(r)),
+                    None if red.contains(&m) => (None, None),
+                    None => (None, Some(1)),
+                })
+                .collect(),
+            ext,
+        )));
+    }
+    s[v] = regs[v].unwrap_or(1);
+    // Reductions: the largest power of two whose register sweep fits 3/4 of L1 (small
+    // ones stay whole).
     for &r in &red {
+        if ext[r] < MIN_TILED_EXTENT {
+            continue;
+        }
         let mut size = pow2_floor(ext[r].min(512));
         loop {
             s[r] = size;
@@ -299,11 +366,30 @@ fn register_tiles(
     }
     s[u] = best.min(ext[u]);
     // Other coincident members: one at a time outside (size 1 tiles are loops anyway).
-    Ok(Some(
+    Ok(Some(trim_whole(
         (0..ext.len())
-            .map(|m| (s[m].min(ext[m]).max(1), regs[m]))
+            .map(|m| (Some(s[m].min(ext[m]).max(1)), regs[m]))
             .collect(),
-    ))
+        ext,
+    )))
+}
+
+/// Drops trailing members that no level tiles (no `reg` size and no `L2` size below the
+/// extent): they stay untiled. A member left without any level before a tiled one gets its
+/// whole extent at `reg` (one tile: every entry of a spec names a level).
+fn trim_whole(mut sizes: RegisterSizes, ext: &[i64]) -> RegisterSizes {
+    while let Some(&(l2, None)) = sizes.last() {
+        if l2.is_some_and(|s| s < ext[sizes.len() - 1]) {
+            break;
+        }
+        sizes.pop();
+    }
+    for (m, d) in sizes.iter_mut().enumerate() {
+        if *d == (None, None) {
+            d.1 = Some(ext[m]);
+        }
+    }
+    sizes
 }
 
 fn pow2_floor(x: i64) -> i64 {

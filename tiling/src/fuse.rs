@@ -1064,6 +1064,23 @@ fn local_buffers(
     Ok(out)
 }
 
+/// `node` without the tile bands and memory marks of its own tiling (every band whose only
+/// child is a `mem` mark, and that mark): a fused producer runs over the live-out tile's
+/// share of its instances, and that tile's marks already place its data. Its own tiles
+/// would only nest small tile loops (or a register tile around one statement of the
+/// group) inside the live-out tile.
+fn untiled(mut node: Node) -> Node {
+    while matches!(node.kind, NodeKind::Band(_))
+        && node.children.len() == 1
+        && matches!(node.children[0].kind, NodeKind::Mark(Mark::Mem(_)))
+    {
+        let mark = node.children.pop().unwrap_or_else(Node::leaf);
+        node = mark.children.into_iter().next().unwrap_or_else(Node::leaf);
+    }
+    node.children = node.children.into_iter().map(untiled).collect();
+    node
+}
+
 /// Builds the fused tree: skipped marks over the fused producers' subtrees, and the
 /// extension with copies of them above the live-out point subtree.
 fn rewrite(
@@ -1098,7 +1115,7 @@ fn rewrite(
     let mut copies = Vec::new();
     for (f, stmts) in shape.filters.iter().enumerate().take(nf - 1) {
         if stmts.len() == 1 && fused.contains(&stmts[0]) {
-            copies.push(seq.children[f].clone());
+            copies.push(untiled(seq.children[f].clone()));
         }
     }
     // Extension text: restricted to the fused producers.

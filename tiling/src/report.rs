@@ -128,14 +128,26 @@ impl fmt::Display for ExplainReport {
                         opt(fp.bytes)
                     )?;
                 }
-                writeln!(
-                    f,
-                    "  {:<12} total {} bytes of {} ({} left)",
-                    "",
-                    opt(l.total_bytes),
-                    opt(l.capacity),
-                    l.left().map_or("?".into(), |x| x.to_string())
-                )?;
+                if l.buffer.is_register_file() {
+                    // Only the promoted register tiles live in it (see "promotion").
+                    writeln!(
+                        f,
+                        "  {:<12} total {} bytes touched per tile; the {} bytes of {} hold only the register tiles",
+                        "",
+                        opt(l.total_bytes),
+                        opt(l.capacity),
+                        l.buffer
+                    )?;
+                } else {
+                    writeln!(
+                        f,
+                        "  {:<12} total {} bytes of {} ({} left)",
+                        "",
+                        opt(l.total_bytes),
+                        opt(l.capacity),
+                        l.left().map_or("?".into(), |x| x.to_string())
+                    )?;
+                }
             }
         }
         for n in &self.tiles.notes {

@@ -112,6 +112,28 @@ fn default_policy() {
     assert_eq!(d.to_string(), "S_1: 256@L2 8@reg, 512@L2 32@reg, 128@L2\n");
     let (t, _) = tile(fx.tree.clone(), &fx.cx(), &d, &f).expect("tiles");
     assert!(t.to_tree_text().contains("Mark \"mem:reg\""));
+    // A row panel (8 rows of A and C, all of B) that fits half of L2: no L2 level.
+    let small = Fixture::new("matmul.tc", &[("M", 64), ("N", 96), ("K", 64)], true);
+    let d = default_spec(&small.tree, &small.cx(), None).expect("default");
+    assert_eq!(d.to_string(), "S_1: 8@reg, 32@reg\n");
+}
+
+/// The conv chain under isl's schedule: S_1-S_4 share the (h, w, kh) band; its window
+/// operand spans the rows, so the register tile has 4 rows; one row panel fits L2, so there
+/// is no L2 level; the trailing 5-iteration reduction stays whole. S_0 (its own band) gets
+/// L2/L1 tiles.
+#[test]
+fn default_policy_conv_chain() {
+    let fx = Fixture::new(
+        "conv_chain.tc",
+        &[("H", 2048), ("W", 2048), ("KH", 5), ("KW", 5)],
+        true,
+    );
+    let d = default_spec(&fx.tree, &fx.cx(), None).expect("default");
+    assert_eq!(
+        d.to_string(),
+        "S_0: 512@L2 64@L1, 512@L2 64@L1\nS_4: 4@reg, 32@reg\n"
+    );
 }
 
 #[test]
