@@ -52,11 +52,14 @@ static double bench_err(const float *x, const float *ref, size_t n) {
 }
 
 /* Runs `setup(ctx)` (untimed) then `run(ctx)` (timed) repeatedly: at least 3 times and
- * for at least 1 s in total, at most 10 times, but once a single run takes over 2 s, two
- * runs are enough. Returns the best time in seconds. */
+ * for at least 1 s in total, at most 100 times, but once a single run takes over 2 s, two
+ * runs are enough. Returns the best time in seconds. A fast kernel (GEMM 1024^3 runs in
+ * ~20 ms) is thus timed over a full second rather than 10 runs in 0.2 s: on a shared
+ * machine a burst of other load could cover all of those (one run measured polyc's GEMM
+ * at 65 GFLOP/s, the next at 100, for the same C). */
 static double bench_time(void (*setup)(void *), void (*run)(void *), void *ctx) {
   double best = INFINITY, total = 0.0;
-  for (int n = 0; n < 10; n++) {
+  for (int n = 0; n < 100; n++) {
     if (setup) setup(ctx);
     double t0 = bench_now();
     run(ctx);

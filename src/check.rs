@@ -227,7 +227,7 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
     let inputs_snapshot = tensors.to_vec();
 
     let cc_start = std::time::Instant::now();
-    let kernel = target().build(&compiled.c_source)?;
+    let kernel = target(copts)?.build(&compiled.c_source)?;
     let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
     let stats = kernel.run(program, &sizes, &mut tensors, &scalars)?;
 
@@ -265,7 +265,7 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
         report.oracle = Some(format!("reference interpreter ({instances} instances)"));
     } else {
         let base = compile(copts, Mode::Untransformed)?;
-        let k = target().build(&base.c_source)?;
+        let k = target(copts)?.build(&base.c_source)?;
         k.run(program, &sizes, &mut reference, &scalars)?;
         report.oracle = Some(match ropts.oracle {
             OracleChoice::Auto => format!(

@@ -138,7 +138,8 @@ struct CommonArgs {
     /// Leave statements without a tile spec untiled (default: the target's policy tiles them).
     #[arg(long = "no-default-tiling")]
     no_default_tiling: bool,
-    /// A target description YAML (default: the built-in CPU, `specs/targets/cpu.yaml`).
+    /// A target description YAML (default: the built-in CPU, `specs/targets/cpu.yaml`): its
+    /// buffers drive tiling and promotion, its `vector_bytes` the flags `run` compiles with.
     #[arg(long = "target-desc", value_name = "FILE")]
     target_desc: Option<String>,
     /// ILP scheduler: Pluto's fusion strategy, `max`, `smart` (default) or `none`.

@@ -152,11 +152,19 @@ pub enum Mode {
     ScheduleOnly,
 }
 
-/// The code-generation target. Only the CPU exists so far; everything downstream holds a
-/// `&dyn Target`, so a new target plugs in here.
-pub fn target() -> &'static dyn targets::Target {
-    static CPU: std::sync::OnceLock<targets::CpuTarget> = std::sync::OnceLock::new();
-    CPU.get_or_init(targets::CpuTarget::default)
+/// The code-generation target for a target description. Only the CPU exists so far;
+/// everything downstream holds a `&dyn Target`, so a new target plugs in here. The C
+/// compiler's flags follow the description (its `vector_bytes`).
+pub fn target_for(desc: &targets::desc::TargetDesc) -> Box<dyn targets::Target> {
+    Box::new(targets::CpuTarget {
+        cc: targets::CcOptions::for_target(desc),
+    })
+}
+
+/// The code-generation target the options name (`--target-desc`, or the built-in CPU
+/// description).
+pub fn target(opts: &CompileOptions) -> Result<Box<dyn targets::Target>> {
+    Ok(target_for(&load_target_desc(opts)?))
 }
 
 /// The CPU pass list. Each pass is a value with a name; the pipeline runs them in order and
@@ -527,7 +535,7 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
 
     let schedule = tree.to_isl(&ctx)?;
     let kernel = targets::lower::lower_with(&ctx, &program, Some(&scop), &schedule)?;
-    let c_source = target().emit(
+    let c_source = target_for(&desc).emit(
         &program,
         &texts,
         &kernel,

@@ -303,7 +303,7 @@ fn time_point(
     let compiled = compile(&o, Mode::Optimised);
     let _ = std::fs::remove_file(&path);
     let compiled = compiled?;
-    let kernel = target().build(&compiled.c_source)?;
+    let kernel = target(opts)?.build(&compiled.c_source)?;
     let (inputs, scalars) = generate_inputs(program, sizes, 0);
     let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(
         0x00c0_ffee_0000_0001,

@@ -330,3 +330,48 @@ fn run_without_check_prints_no_checks() {
     assert_eq!(stdout(&o), "");
     assert!(!stderr(&o).contains("oracle"), "{}", stderr(&o));
 }
+
+/// `--target-desc` reaches the C compiler: its `vector_bytes` becomes the
+/// `-mprefer-vector-width` flag of `run`'s compilation (here through a `$CC` wrapper that
+/// logs its arguments). The flag exists on x86 only.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn target_desc_vector_width_reaches_the_c_compiler() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let builtin = std::fs::read_to_string(root().join("specs/targets/cpu.yaml")).unwrap();
+    assert!(builtin.contains("\nvector_bytes: 64\n"));
+    let desc = write(
+        dir.path(),
+        "cpu256.yaml",
+        &builtin.replace("\nvector_bytes: 64\n", "\nvector_bytes: 32\n"),
+    );
+    let log = dir.path().join("cc.log");
+    let cc = write(
+        dir.path(),
+        "cc.sh",
+        &format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec cc \"$@\"\n",
+            log.display()
+        ),
+    );
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |extra: &[&str]| -> String {
+        let _ = std::fs::remove_file(&log);
+        let mut args = vec!["run", MM, "--param", "M=8,N=8,K=8", "--check"];
+        args.extend_from_slice(extra);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
+            .args(&args)
+            .current_dir(root())
+            .env("CC", &cc)
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+        std::fs::read_to_string(&log).unwrap()
+    };
+    let custom = run(&["--target-desc", &desc]);
+    assert!(custom.contains(" -mprefer-vector-width=256"), "{custom}");
+    assert!(!custom.contains("=512"), "{custom}");
+    let default = run(&[]);
+    assert!(default.contains(" -mprefer-vector-width=512"), "{default}");
+}
