@@ -34,7 +34,9 @@
 //! domain is the whole prefix schedule there (every enclosing tile band). Below it, a
 //! sequence holds a copy of each fused producer's original filter subtree (program order,
 //! each with its band over its iterators, so isl's AST is ordered) and then the original
-//! point subtree under the live-out filter.
+//! point subtree under the live-out filter. The copies leave out the tile bands and memory
+//! marks the producer got of its own (from the default policy): inside the live-out tile
+//! they would only nest small tile loops, and the live-out tile's marks place the data.
 //!
 //! ## When fusion falls back (per producer; the reason is in [`FuseReport::fallbacks`])
 //!
