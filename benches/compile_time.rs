@@ -2,8 +2,9 @@
 //! `specs/suites/smoke.yaml` (first shape, isl scheduler), over 15 runs each, with the
 //! per-step medians. Run: `cargo bench --bench compile_time`.
 
+use polyc::driver::compile;
 use polyc::options::CompileOptions;
-use polyc::pipeline::{compile, Mode};
+use polyc::pipeline::Mode;
 use std::path::Path;
 
 const RUNS: usize = 15;

@@ -6,13 +6,14 @@
 //! passes) built through the same emitter. Outputs, and inputs the program updates in
 //! place, are compared with per-dtype tolerances (exact for integers).
 
+use crate::driver::{build, compile};
 use crate::options::CompileOptions;
-use crate::pipeline::{compile, target, Compiled, Mode};
+use crate::pipeline::{Compiled, Mode};
 use miette::{miette, Result};
 use polyhedral::data::TensorData;
 use polyhedral::data::{compare, generate_inputs, Comparison};
 use polyhedral::interp::{count_instances, interpret};
-use polyhedral::ir::{AssignOp, InputRef, Program, StmtBody, TensorRole};
+use polyhedral::ir::{InputRef, Program, TensorRole};
 use polyhedral::npy::{read_npy, write_npy};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -102,20 +103,7 @@ pub fn concrete_sizes(compiled: &Compiled) -> Result<Vec<i64>> {
         .collect())
 }
 
-/// Outputs whose first write reads the old value (`C(i) += …` without `!`): the kernel
-/// updates what the caller passed in, so they start from generated data, not poison.
-pub fn inout_outputs(program: &Program) -> Vec<usize> {
-    program
-        .outputs
-        .iter()
-        .copied()
-        .filter(|&t| {
-            program.stmts.iter().find(|s| s.lhs == t).is_some_and(
-                |s| matches!(&s.body, StmtBody::Update(op, _) if *op != AssignOp::Assign),
-            )
-        })
-        .collect()
-}
+pub use polyhedral::data::inout_outputs;
 
 /// Generates inputs (and the initial values of in/out outputs) from the seed.
 fn seeded_data(program: &Program, sizes: &[i64], seed: u64) -> (Vec<TensorData>, Vec<TensorData>) {
@@ -227,7 +215,7 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
     let inputs_snapshot = tensors.to_vec();
 
     let cc_start = std::time::Instant::now();
-    let kernel = target(copts)?.build(&compiled.c_source)?;
+    let kernel = build(compiled, copts)?;
     let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
     let stats = kernel.run(program, &sizes, &mut tensors, &scalars)?;
 
@@ -265,7 +253,7 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
         report.oracle = Some(format!("reference interpreter ({instances} instances)"));
     } else {
         let base = compile(copts, Mode::Untransformed)?;
-        let k = target(copts)?.build(&base.c_source)?;
+        let k = build(&base, copts)?;
         k.run(program, &sizes, &mut reference, &scalars)?;
         report.oracle = Some(match ropts.oracle {
             OracleChoice::Auto => format!(

@@ -3,8 +3,11 @@
 //! The CLI (`src/main.rs`) parses flags into an immutable [`options::CompileOptions`] and
 //! calls into this library:
 //!
-//! - [`pipeline`]: parse → model → dependences → schedule → passes → C, keeping the schedule
-//!   tree of every stage for `polyc dump` and `--load-tree`.
+//! - [`pipeline`]: parse → model → dependences → schedule, then the target's passes →
+//!   lowering → emission, keeping the schedule tree of every stage for `polyc dump` and
+//!   `--load-tree`.
+//! - [`driver`]: [`driver::compile`] (the pipeline with the tile-size search between its
+//!   halves) and [`driver::build`].
 //! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
 //! - [`report`]: `polyc schedule-report`, isl's scheduler against polyc's ILP.
 //! - [`search`]: the tile-size search in the pipeline (`--search model|measure`).
@@ -12,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod driver;
 pub mod options;
 pub mod pipeline;
 pub mod report;

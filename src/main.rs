@@ -3,8 +3,9 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use miette::{miette, IntoDiagnostic, Result};
 use polyc::check::{format_checks, OracleChoice, RunOptions};
+use polyc::driver::compile;
 use polyc::options::{parse_load_tree, parse_params, CompileOptions};
-use polyc::pipeline::{compile, Compiled, Mode};
+use polyc::pipeline::{Compiled, Mode};
 use polyhedral::isl::Ctx;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -138,10 +139,19 @@ struct CommonArgs {
     /// Leave statements without a tile spec untiled (default: the target's policy tiles them).
     #[arg(long = "no-default-tiling")]
     no_default_tiling: bool,
-    /// A target description YAML (default: the built-in CPU, `specs/targets/cpu.yaml`): its
-    /// buffers drive tiling and promotion, its `vector_bytes` the flags `run` compiles with.
-    #[arg(long = "target-desc", value_name = "FILE")]
-    target_desc: Option<String>,
+    /// The target: a built-in name (`cpu` (default), `gpu` (= `a100`), `a100`, `h100`,
+    /// `gemmini`) or a target description YAML (e.g. specs/targets/ascend.yaml). Its buffers
+    /// drive tiling and promotion; its kind picks the back end. `--target-desc` is an alias.
+    #[arg(
+        long = "target",
+        visible_alias = "target-desc",
+        value_name = "NAME|FILE"
+    )]
+    target: Option<String>,
+    /// The source format to write: the target's default (`c` for the CPU) or another it
+    /// offers.
+    #[arg(long = "emit", value_name = "FORMAT")]
+    emit: Option<String>,
     /// ILP scheduler: Pluto's fusion strategy, `max`, `smart` (default) or `none`.
     #[arg(long, default_value = "smart")]
     fuse: String,
@@ -305,7 +315,9 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             out: c.search_out.clone(),
         },
         no_default_tiling: c.no_default_tiling,
-        target_desc: c.target_desc.clone(),
+        target: c.target.clone(),
+        emit: c.emit.clone(),
+        codegen: true,
         explain: false,
         fuse: c.fuse.parse()?,
         no_skew: c.no_skew,
@@ -358,7 +370,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Compile { common, output } => {
             let opts = compile_options(&common)?;
             let compiled = compile_with_timings(&opts, common.timings)?;
-            write_or_print(&output, &compiled.c_source)?;
+            write_or_print(&output, &compiled.code)?;
             Ok(0)
         }
         Command::Dump {
@@ -367,7 +379,8 @@ fn dispatch(command: Command) -> Result<u8> {
             format,
             output,
         } => {
-            let opts = compile_options(&common)?;
+            let mut opts = compile_options(&common)?;
+            opts.codegen = false;
             let compiled = compile_with_timings(&opts, common.timings)?;
             let tree = &compiled.stage(&stage)?.tree;
             let text = match format {
@@ -415,6 +428,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Explain { common } => {
             let mut opts = compile_options(&common)?;
             opts.explain = true;
+            opts.codegen = false;
             let compiled = compile_with_timings(&opts, common.timings)?;
             print!("{}", compiled.explain.unwrap_or_default());
             Ok(0)

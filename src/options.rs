@@ -31,9 +31,16 @@ pub struct CompileOptions {
     pub tile_spec: Option<String>,
     /// `--no-default-tiling`: statements without a spec stay untiled.
     pub no_default_tiling: bool,
-    /// `--target-desc FILE`: a target description (default: the built-in CPU one, the same
-    /// text as `specs/targets/cpu.yaml`).
-    pub target_desc: Option<String>,
+    /// `--target NAME|FILE` (alias `--target-desc`): a built-in target name (`cpu`, `gpu`,
+    /// `a100`, `h100`, `gemmini`) or a target description file (default: `cpu`).
+    pub target: Option<String>,
+    /// `--emit FORMAT`: the source format to write (default: the target's first).
+    pub emit: Option<String>,
+    /// `--device`: which device runs GPU kernels.
+    pub device: targets::gpu::Device,
+    /// Emit source code at the end (off for `dump` and `explain`, which also work for
+    /// targets without an emitter).
+    pub codegen: bool,
     /// Compute the `polyc explain` report (tiles, footprints, capacity left).
     pub explain: bool,
     /// `--fuse` for the ILP scheduler.
@@ -128,7 +135,10 @@ impl CompileOptions {
             load_trees: Vec::new(),
             tile_spec: None,
             no_default_tiling: false,
-            target_desc: None,
+            target: None,
+            emit: None,
+            device: targets::gpu::Device::Auto,
+            codegen: true,
             explain: false,
             fuse: polyhedral::ilp::Fuse::Smart,
             no_skew: false,
@@ -141,6 +151,14 @@ impl CompileOptions {
             no_register_tiles: false,
             no_hoist: false,
             search: crate::search::SearchSettings::default(),
+        }
+    }
+    /// The promotion switches (`--pack`, `--no-register-tiles`, `--no-hoist`).
+    pub fn promote_settings(&self) -> targets::PromoteSettings {
+        targets::PromoteSettings {
+            pack: self.pack,
+            registers: !self.no_register_tiles,
+            hoist: !self.no_hoist,
         }
     }
     /// Validated isl scheduler options.

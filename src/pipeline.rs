@@ -1,4 +1,5 @@
-//! The compilation pipeline: parse → model → dependences → schedule → passes → C.
+//! The compilation pipeline: parse → model → dependences → schedule ([`analyse`]), then
+//! the target's passes → lowering → emission ([`finish`]).
 //!
 //! Every stage leaves a schedule tree behind ([`Stage`]), so `polyc dump` can show any of
 //! them and `--load-tree STAGE=FILE` can replace one. A loaded tree is checked before use:
@@ -13,91 +14,17 @@ use polyhedral::ir::Program;
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::sched::{initial_schedule, isl_schedule, SchedulerKind};
 use polyhedral::scop::{param_texts, Scop};
-use schedule_tree::{NodeKind, Pass, ScheduleTree};
+use schedule_tree::{NodeKind, ScheduleTree};
 use std::time::Instant;
+use targets::desc::TargetDesc;
+use targets::passes::{PassCx, TileFusion};
+use targets::Target;
 
-/// The built-in CPU target description (`specs/targets/cpu.yaml`).
-pub const CPU_DESC: &str = include_str!("../specs/targets/cpu.yaml");
-
-/// Loads the target description the options name, or the built-in CPU one.
-pub fn load_target_desc(opts: &CompileOptions) -> Result<targets::desc::TargetDesc> {
-    match &opts.target_desc {
-        Some(path) => targets::desc::TargetDesc::load_path(path),
-        None => targets::desc::TargetDesc::load(&SourceFile::new(
-            "<built-in specs/targets/cpu.yaml>",
-            CPU_DESC,
-        )),
-    }
-}
-
-/// What a pass sees besides the tree: the program and its polyhedral model.
-pub struct PassCx<'a> {
-    /// The isl context every object belongs to.
-    pub ctx: &'a Ctx,
-    /// The resolved program.
-    pub program: &'a Program,
-    /// Its polyhedral model.
-    pub scop: &'a Scop,
-    /// Its dependences.
-    pub deps: &'a Deps,
-    /// The target's buffers, outermost first, with their capacities in bytes.
-    pub capacities: &'a [(schedule_tree::Buffer, u64)],
-    /// The parsed `--tile-spec` and its file, if any.
-    pub tile_spec: Option<&'a (tiling::TileSpec, SourceFile)>,
-    /// Whether statements without a spec get the target's default tiles.
-    pub default_tiling: bool,
-    /// Notes and warnings passes leave for the user (clamped sizes, derived specs, …).
-    pub notes: std::cell::RefCell<Vec<String>>,
-    /// Post-tiling fusion settings.
-    pub tile_fusion: TileFusion,
-    /// The fusion pass's explanation, for `polyc explain`.
-    pub fuse_report: std::cell::RefCell<Option<String>>,
-    /// The temporaries fusion made private to the live-out tiles (promotion gives them
-    /// tile-local buffers).
-    pub fuse_locals: std::cell::RefCell<Vec<String>>,
-    /// Memory promotion settings.
-    pub promote: targets::promote::PromoteOptions,
-    /// The promotion pass's report, for `polyc explain`.
-    pub promote_report: std::cell::RefCell<Option<String>>,
-}
-
-impl PassCx<'_> {
-    fn tile_cx(&self) -> tiling::TileCx<'_> {
-        tiling::TileCx {
-            ctx: self.ctx,
-            program: self.program,
-            scop: self.scop,
-            deps: self.deps,
-            capacities: self.capacities,
-        }
-    }
-    /// The spec tiling applies: the user's, completed by the default policy unless
-    /// `--no-default-tiling`. `None` when there is nothing to tile.
-    pub fn effective_spec(
-        &self,
-        tree: &ScheduleTree,
-    ) -> Result<Option<(tiling::TileSpec, SourceFile)>> {
-        let cx = self.tile_cx();
-        let mut spec = match self.tile_spec {
-            Some((s, f)) => (s.clone(), f.clone()),
-            None => (
-                tiling::TileSpec {
-                    stmts: Vec::new(),
-                    buffers: self.capacities.iter().map(|(b, _)| *b).collect(),
-                },
-                SourceFile::new("<default tiling policy>", ""),
-            ),
-        };
-        if self.default_tiling {
-            let defaults = tiling::default_spec(tree, &cx, Some(&spec.0))?;
-            spec.0.stmts.extend(defaults.stmts);
-        }
-        Ok(if spec.0.stmts.is_empty() {
-            None
-        } else {
-            Some(spec)
-        })
-    }
+/// The target the options name (`--target NAME|FILE`; default: the built-in CPU), as
+/// its implementation.
+pub fn load_target(opts: &CompileOptions) -> Result<Box<dyn Target>> {
+    let desc = TargetDesc::resolve(opts.target.as_deref().unwrap_or("cpu"))?;
+    Ok(targets::target_for(desc, opts.device))
 }
 
 /// The schedule tree after one stage.
@@ -130,8 +57,10 @@ pub struct Compiled {
     pub param_texts: Vec<String>,
     /// The tree after every stage, in pipeline order; the last is the `final` tree.
     pub stages: Vec<Stage>,
-    /// The emitted C translation unit.
-    pub c_source: String,
+    /// The kernel IR the code is printed from (`None` when scheduling only).
+    pub kernel: Option<targets::Kernel>,
+    /// The emitted source, in the target's default format (`--emit` picks another).
+    pub code: String,
     /// Per-step wall times.
     pub timings: Vec<Timing>,
     /// Notes and warnings from the passes.
@@ -140,7 +69,7 @@ pub struct Compiled {
     pub explain: Option<String>,
 }
 
-/// How far [`compile`] goes.
+/// How far the pipeline goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// The full pipeline as the options say.
@@ -152,176 +81,11 @@ pub enum Mode {
     ScheduleOnly,
 }
 
-/// The code-generation target for a target description. Only the CPU exists so far;
-/// everything downstream holds a `&dyn Target`, so a new target plugs in here. The C
-/// compiler's flags follow the description (its `vector_bytes`).
-pub fn target_for(desc: &targets::desc::TargetDesc) -> Box<dyn targets::Target> {
-    Box::new(targets::CpuTarget {
-        cc: targets::CcOptions::for_target(desc),
-    })
-}
-
-/// The code-generation target the options name (`--target-desc`, or the built-in CPU
-/// description).
-pub fn target(opts: &CompileOptions) -> Result<Box<dyn targets::Target>> {
-    Ok(target_for(&load_target_desc(opts)?))
-}
-
-/// The CPU pass list. Each pass is a value with a name; the pipeline runs them in order and
-/// records the tree after each.
-pub fn cpu_passes<'a>() -> Vec<Box<dyn Pass<PassCx<'a>>>> {
-    vec![
-        Box::new(Tile),
-        Box::new(Fuse),
-        Box::new(Promote),
-        Box::new(MarkParallel),
-    ]
-}
-
-/// Memory promotion: copy-in and copy-out of the tiles placed at memory marks, as
-/// extension nodes, with the accesses inside re-indexed into local buffers.
-struct Promote;
-
-impl<'a> Pass<PassCx<'a>> for Promote {
-    fn name(&self) -> &'static str {
-        "promoted"
-    }
-    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
-        let opts = targets::promote::PromoteOptions {
-            locals: cx.fuse_locals.borrow().clone(),
-            ..cx.promote.clone()
-        };
-        let tree = if opts.hoist {
-            let (tree, hoisted) =
-                targets::hoist::hoist_packed_tiles(cx.ctx, cx.program, cx.scop, &tree, &opts)?;
-            cx.notes
-                .borrow_mut()
-                .extend(hoisted.iter().map(|h| format!("note: {h}")));
-            tree
-        } else {
-            tree
-        };
-        let (tree, report) = targets::promote::promote(cx.ctx, cx.program, cx.scop, &tree, &opts)?;
-        *cx.promote_report.borrow_mut() = Some(report.to_string());
-        Ok(tree)
-    }
-}
-
-/// The promotion settings for a target: each buffer's kind comes from its description
-/// (a register file takes register tiles; a per-core cache packs; a shared cache and
-/// everything else takes nothing).
-pub fn promote_options(
-    desc: &targets::desc::TargetDesc,
-    opts: &CompileOptions,
-) -> targets::promote::PromoteOptions {
-    use targets::promote::{LevelInfo, PromoteKind, PromoteOptions};
-    let levels = desc
-        .buffers
-        .iter()
-        .filter_map(|b| {
-            let kind = if b.registers.is_some() {
-                PromoteKind::Registers
-            } else if b.shared == Some(true) {
-                PromoteKind::None
-            } else {
-                PromoteKind::Pack
-            };
-            Some(LevelInfo {
-                buffer: b.buffer()?,
-                bytes: b.bytes,
-                stages: 1,
-                kind,
-            })
-        })
-        .collect();
-    PromoteOptions {
-        levels,
-        pack: opts.pack,
-        registers: !opts.no_register_tiles,
-        hoist: !opts.no_hoist,
-        locals: Vec::new(),
-    }
-}
-
-/// Post-tiling fusion (reverse strategy): live-out tiles pull in the producer instances
-/// they need through an extension node; the producers' original subtrees are skipped.
-struct Fuse;
-
-impl<'a> Pass<PassCx<'a>> for Fuse {
-    fn name(&self) -> &'static str {
-        "fused"
-    }
-    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
-        if !cx.tile_fusion.enabled {
-            return Ok(tree);
-        }
-        let opts = tiling::fuse::FuseOptions {
-            first_tile_overlaps: cx.tile_fusion.one_nest,
-            ..Default::default()
-        };
-        let (fused, report) = tiling::fuse::fuse(tree, &cx.tile_cx(), &opts)?;
-        if report.applied {
-            cx.notes.borrow_mut().push(format!(
-                "note: post-tiling fusion: {}",
-                report.explain().trim_end().replace('\n', "\n  ")
-            ));
-        }
-        *cx.fuse_report.borrow_mut() = Some(report.explain());
-        *cx.fuse_locals.borrow_mut() = if report.applied {
-            report.buffers.iter().map(|b| b.tensor.clone()).collect()
-        } else {
-            Vec::new()
-        };
-        Ok(fused)
-    }
-}
-
-/// Post-tiling fusion settings.
-#[derive(Clone, Copy, Debug)]
-pub struct TileFusion {
-    /// Run the fusion pass at all.
-    pub enabled: bool,
-    /// Run overlapped in-place producers once, in the first tile that needs them.
-    pub one_nest: bool,
-}
-
-/// Tiles bands as the tile spec (and the default policy) say, with `Mem` marks.
-struct Tile;
-
-impl<'a> Pass<PassCx<'a>> for Tile {
-    fn name(&self) -> &'static str {
-        "tiled"
-    }
-    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
-        let Some((spec, file)) = cx.effective_spec(&tree)? else {
-            return Ok(tree);
-        };
-        let (tiled, report) = tiling::tile(tree, &cx.tile_cx(), &spec, &file)?;
-        let mut notes = cx.notes.borrow_mut();
-        notes.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
-        notes.extend(report.notes.iter().map(|n| format!("note: {n}")));
-        Ok(tiled)
-    }
-}
-
-/// Marks the outermost coincident loop of every band path for OpenMP.
-struct MarkParallel;
-
-impl<'a> Pass<PassCx<'a>> for MarkParallel {
-    fn name(&self) -> &'static str {
-        "parallel"
-    }
-    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
-        let schedule = tree.to_isl(cx.ctx)?;
-        let marked = targets::mark_outer_parallel(schedule)?;
-        ScheduleTree::from_isl(&marked)
-    }
-}
-
-/// Stage names a `--load-tree` or `--stage` may use, in order, for error messages.
-pub fn stage_names() -> Vec<String> {
+/// Stage names a `--load-tree` or `--stage` may use for `target`, in order, for error
+/// messages.
+pub fn stage_names(target: &dyn Target) -> Vec<String> {
     let mut v = vec!["initial".to_string(), "scheduled".to_string()];
-    v.extend(cpu_passes().iter().map(|p| p.name().to_string()));
+    v.extend(target.passes().iter().map(|p| p.name().to_string()));
     v.push("final".to_string());
     v
 }
@@ -372,8 +136,46 @@ impl Timer {
     }
 }
 
-/// Compiles one `def` as the options say.
-pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
+/// The first half of the pipeline: parse, model, dependences and scheduling. The second
+/// half ([`finish`]) runs the target's passes with a resolved tile spec; the tile-size
+/// search (`crate::search`) sits between the two and calls [`finish`] as an evaluator.
+pub struct Front {
+    /// The source file.
+    pub source: SourceFile,
+    /// The resolved program.
+    pub program: Program,
+    /// Each size's value if bound.
+    pub param_values: Vec<Option<i64>>,
+    /// Each size as the emitted code writes it.
+    pub param_texts: Vec<String>,
+    /// The `initial` and `scheduled` stages.
+    pub stages: Vec<Stage>,
+    /// Per-step wall times so far.
+    pub timings: Vec<Timing>,
+    /// The validated `--load-tree` requests.
+    pub loads: Vec<crate::options::LoadTree>,
+    /// The target.
+    pub target: Box<dyn Target>,
+    /// The parsed `--tile-spec` and its file (search entries unresolved).
+    pub tile_spec: Option<(tiling::TileSpec, SourceFile)>,
+    // isl objects below; the context must be dropped last (fields drop in order).
+    /// Dependences.
+    pub deps: Deps,
+    /// The polyhedral model.
+    pub scop: Scop,
+    /// The isl context every object belongs to.
+    pub ctx: Ctx,
+}
+
+impl Front {
+    /// The scheduled tree.
+    pub fn scheduled(&self) -> &ScheduleTree {
+        &self.stages[self.stages.len() - 1].tree
+    }
+}
+
+/// Parses, models, computes dependences and schedules, as the options say.
+pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let mut timer = Timer::new();
     let source = SourceFile::read(&opts.program)?;
     let program = polyhedral::lang::compile(&source, opts.entry.as_deref())?;
@@ -387,13 +189,15 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     let deps = Deps::compute(&scop)?;
     timer.lap("deps");
 
-    let loads = validate_load_requests(opts)?;
-    let desc = load_target_desc(opts)?;
-    let capacities = desc.capacities();
+    let target = load_target(opts)?;
+    let loads = validate_load_requests(opts, target.as_ref())?;
     let tile_spec = match &opts.tile_spec {
         Some(path) => {
             let file = SourceFile::read(path)?;
-            Some((tiling::parse_tile_spec(&file, &desc.buffer_order())?, file))
+            Some((
+                tiling::parse_tile_spec(&file, &target.desc().buffer_order())?,
+                file,
+            ))
         }
         None => None,
     };
@@ -432,72 +236,111 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     tree = apply_load(&ctx, &scop, &deps, "scheduled", tree, &loads)?;
     stages.push(Stage {
         name: "scheduled".into(),
-        tree: tree.clone(),
+        tree,
     });
     timer.lap("schedule");
+    Ok(Front {
+        source,
+        program,
+        param_values,
+        param_texts: texts,
+        stages,
+        timings: timer.timings,
+        loads,
+        target,
+        tile_spec,
+        deps,
+        scop,
+        ctx,
+    })
+}
+
+/// What the tile-size search resolved, for [`finish`].
+#[derive(Default)]
+pub struct SpecChoice {
+    /// The spec to tile with (no search entries left), if any.
+    pub spec: Option<(tiling::TileSpec, SourceFile)>,
+    /// A note for the user (`search: … picked …`).
+    pub note: Option<String>,
+    /// Text to put at the top of the `explain` report.
+    pub explain: Option<String>,
+}
+
+/// The second half of the pipeline: the target's passes with the resolved spec, then
+/// lowering and emission. `front` is not consumed, so a search can finish it many times.
+pub fn finish(
+    front: &Front,
+    opts: &CompileOptions,
+    mode: Mode,
+    choice: &SpecChoice,
+) -> Result<Compiled> {
+    let mut timer = Timer::new();
+    let (ctx, scop, deps, program) = (&front.ctx, &front.scop, &front.deps, &front.program);
+    let target = front.target.as_ref();
+    let loads = &front.loads;
+    let mut stages = front.stages.clone();
+    let mut tree = front.scheduled().clone();
+    let compiled = |stages, kernel, code, timer: Timer, notes, explain| Compiled {
+        source: front.source.clone(),
+        program: front.program.clone(),
+        param_values: front.param_values.clone(),
+        param_texts: front.param_texts.clone(),
+        stages,
+        kernel,
+        code,
+        timings: front.timings.iter().cloned().chain(timer.timings).collect(),
+        notes,
+        explain,
+    };
     if mode == Mode::ScheduleOnly {
-        return Ok(Compiled {
-            source,
-            program,
-            param_values,
-            param_texts: texts,
+        return Ok(compiled(
             stages,
-            c_source: String::new(),
-            timings: timer.timings,
-            notes: Vec::new(),
-            explain: None,
-        });
+            None,
+            String::new(),
+            timer,
+            Vec::new(),
+            None,
+        ));
     }
 
+    let levels = target.desc().levels();
     let mut notes = Vec::new();
     let mut explain = None;
     if mode == Mode::Optimised {
-        // The tile-size search resolves `?`, `[lo..hi]` and `{…}` entries (crate::search).
-        let searched = crate::search::resolve_tile_spec(
-            opts,
-            &crate::search::SearchCx {
-                ctx: &ctx,
-                program: &program,
-                scop: &scop,
-                deps: &deps,
-                capacities: &capacities,
-                param_values: &param_values,
-            },
-            &tree,
-            tile_spec.clone(),
-        )?;
-        let tile_spec = searched.spec;
         let cx = PassCx {
-            ctx: &ctx,
-            program: &program,
-            scop: &scop,
-            deps: &deps,
-            capacities: &capacities,
-            tile_spec: tile_spec.as_ref(),
+            ctx,
+            program,
+            scop,
+            deps,
+            target,
+            levels: &levels,
+            tile_spec: choice.spec.as_ref(),
             default_tiling: !opts.no_default_tiling,
-            notes: std::cell::RefCell::new(searched.note.into_iter().collect()),
+            notes: std::cell::RefCell::new(choice.note.iter().cloned().collect()),
             tile_fusion: TileFusion {
                 enabled: !opts.no_tile_fusion,
                 one_nest: opts.tile_fusion_one_nest,
             },
             fuse_report: std::cell::RefCell::new(None),
             fuse_locals: std::cell::RefCell::new(Vec::new()),
-            promote: promote_options(&desc, opts),
+            promote: target.promote_options(&opts.promote_settings()),
             promote_report: std::cell::RefCell::new(None),
+            target_report: std::cell::RefCell::new(Vec::new()),
         };
         if opts.explain {
-            explain = Some(match cx.effective_spec(&tree)? {
+            let mut text = match cx.effective_spec(&tree)? {
                 Some((spec, file)) => {
                     let report = tiling::explain(&tree, &cx.tile_cx(), &spec, &file)?;
                     format!("tile spec:\n{spec}\n{report}")
                 }
                 None => "no band is tiled (no --tile-spec, and --no-default-tiling)\n".into(),
-            });
-            if let (Some(text), Some(search)) = (explain.as_mut(), &searched.explain) {
+            };
+            if let Some(search) = &choice.explain {
                 text.insert_str(0, &format!("{search}\n"));
             }
+            explain = Some(text);
         }
-        for pass in cpu_passes() {
+        for pass in target.passes() {
             tree = pass.run(tree, &cx)?;
             // A tree with extension nodes runs some instances twice (recomputation), which
             // the generic check cannot judge; the fusion pass checks its own result exactly.
@@ -506,11 +349,11 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
                     .find(&|k| matches!(k, NodeKind::Extension { .. }))
                     .is_empty()
             {
-                let schedule = tree.to_isl(&ctx)?;
-                verify_tree(&scop, &deps, &schedule, &format!("pass `{}`", pass.name()))
+                let schedule = tree.to_isl(ctx)?;
+                verify_tree(scop, deps, &schedule, &format!("pass `{}`", pass.name()))
                     .map_err(|e| miette!("internal error (please report it): {e:?}"))?;
             }
-            tree = apply_load(&ctx, &scop, &deps, pass.name(), tree, &loads)?;
+            tree = apply_load(ctx, scop, deps, pass.name(), tree, loads)?;
             stages.push(Stage {
                 name: pass.name().into(),
                 tree: tree.clone(),
@@ -525,38 +368,60 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
             text.push('\n');
             text.push_str(p);
         }
+        if let Some(text) = explain.as_mut() {
+            for r in cx.target_report.borrow().iter() {
+                text.push('\n');
+                text.push_str(r);
+            }
+        }
         notes = cx.notes.into_inner();
     }
-    tree = apply_load(&ctx, &scop, &deps, "final", tree, &loads)?;
+    tree = apply_load(ctx, scop, deps, "final", tree, loads)?;
     stages.push(Stage {
         name: "final".into(),
         tree: tree.clone(),
     });
 
-    let schedule = tree.to_isl(&ctx)?;
-    let kernel = targets::lower::lower_with(&ctx, &program, Some(&scop), &schedule)?;
-    let c_source = target_for(&desc).emit(
-        &program,
-        &texts,
-        &kernel,
-        &targets::EmitOptions { poison_temps: true },
-    )?;
+    let schedule = tree.to_isl(ctx)?;
+    let kernel =
+        targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?;
+    let format = match &opts.emit {
+        Some(f) => check_emit_format(target, f)?,
+        None => target.emit_formats().first().copied().unwrap_or("c"),
+    };
+    let code = if opts.codegen {
+        target.emit(
+            program,
+            &front.param_texts,
+            &kernel,
+            format,
+            &targets::EmitOptions { poison_temps: true },
+        )?
+    } else {
+        String::new()
+    };
     timer.lap("codegen");
-    drop(schedule);
-    drop(deps);
-    drop(scop);
-    drop(ctx);
-    Ok(Compiled {
-        source,
-        program,
-        param_values,
-        param_texts: texts,
-        stages,
-        c_source,
-        timings: timer.timings,
-        notes,
-        explain,
-    })
+    Ok(compiled(stages, Some(kernel), code, timer, notes, explain))
+}
+
+/// Checks `--emit FORMAT` against what the target emits.
+fn check_emit_format(target: &dyn Target, format: &str) -> Result<&'static str> {
+    let formats = target.emit_formats();
+    formats
+        .iter()
+        .copied()
+        .find(|f| *f == format)
+        .ok_or_else(|| {
+            miette!(
+                help = if formats.is_empty() {
+                    format!("target `{}` has no code emitter", target.name())
+                } else {
+                    format!("target `{}` emits: {}", target.name(), formats.join(", "))
+                },
+                "--emit {format}: target `{}` cannot emit `{format}`",
+                target.name()
+            )
+        })
 }
 
 /// The ILP scheduler's options from the command line, with the constraints file parsed
@@ -575,8 +440,11 @@ pub fn ilp_options(opts: &CompileOptions, scop: &Scop) -> Result<IlpOptions> {
     })
 }
 
-fn validate_load_requests(opts: &CompileOptions) -> Result<Vec<crate::options::LoadTree>> {
-    let names = stage_names();
+fn validate_load_requests(
+    opts: &CompileOptions,
+    target: &dyn Target,
+) -> Result<Vec<crate::options::LoadTree>> {
+    let names = stage_names(target);
     for l in &opts.load_trees {
         if !names.contains(&l.stage) {
             return Err(miette!(

@@ -5,8 +5,9 @@
 //! (outermost loop nests), the coincident members of each band (depth-first), and the
 //! scheduling time.
 
+use crate::driver::compile;
 use crate::options::CompileOptions;
-use crate::pipeline::{compile, Mode};
+use crate::pipeline::Mode;
 use miette::Result;
 use polyhedral::ilp::schedule_stats;
 use polyhedral::isl::Ctx;

@@ -20,17 +20,12 @@
 //! with the model's five best points. `--search-out FILE` writes the resolved spec as a
 //! tile-spec file with a comment header saying how it was found.
 
-use crate::check::inout_outputs;
 use crate::options::CompileOptions;
-use crate::pipeline::{compile, target, Mode};
+use crate::pipeline::{finish, Front, Mode, SpecChoice};
 use miette::{miette, Result};
+use polyhedral::data::inout_outputs;
 use polyhedral::data::{generate_inputs, TensorData};
-use polyhedral::deps::Deps;
 use polyhedral::diag::SourceFile;
-use polyhedral::ir::Program;
-use polyhedral::isl::Ctx;
-use polyhedral::scop::Scop;
-use schedule_tree::{Buffer, ScheduleTree};
 use std::io::IsTerminal;
 use std::str::FromStr;
 use tiling::search::{resolve, searched_text};
@@ -89,49 +84,19 @@ impl Default for SearchSettings {
     }
 }
 
-/// The spec the pipeline tiles with, after the search.
-pub struct Resolved {
-    /// The spec (unchanged when it had no search entries).
-    pub spec: Option<(TileSpec, SourceFile)>,
-    /// `search: … picked …`, when a search ran.
-    pub note: Option<String>,
-    /// The note and the model's best points, for `polyc explain`.
-    pub explain: Option<String>,
-}
-
-/// What the search reads from the pipeline.
-pub struct SearchCx<'a> {
-    /// The isl context of the model.
-    pub ctx: &'a Ctx,
-    /// The program.
-    pub program: &'a Program,
-    /// Its polyhedral model.
-    pub scop: &'a Scop,
-    /// Its dependences.
-    pub deps: &'a Deps,
-    /// The target's buffers and capacities, outermost first.
-    pub capacities: &'a [(Buffer, u64)],
-    /// Each size's value, if bound.
-    pub param_values: &'a [Option<i64>],
-}
-
 /// Resolves the search entries of `spec` for `tree` as `opts.search` says (see the module
 /// docs). A spec without search entries is returned as it is (and written to
 /// `--search-out` if asked).
-pub fn resolve_tile_spec(
-    opts: &CompileOptions,
-    scx: &SearchCx,
-    tree: &ScheduleTree,
-    spec: Option<(TileSpec, SourceFile)>,
-) -> Result<Resolved> {
-    let Some((spec, file)) = spec else {
+pub fn resolve_tile_spec(opts: &CompileOptions, front: &Front) -> Result<SpecChoice> {
+    let tree = front.scheduled();
+    let Some((spec, file)) = front.tile_spec.clone() else {
         if let Some(out) = &opts.search.out {
             return Err(miette!(
                 help = "give a tile spec with search entries, e.g. `S_1: ?@L1, ?@L1`, with --tile-spec",
                 "--search-out {out}: there is no --tile-spec to resolve"
             ));
         }
-        return Ok(Resolved {
+        return Ok(SpecChoice {
             spec: None,
             note: None,
             explain: None,
@@ -145,18 +110,19 @@ pub fn resolve_tile_spec(
                 &format!("{} has no search entries; written as given", file.name),
             )?;
         }
-        return Ok(Resolved {
+        return Ok(SpecChoice {
             spec: Some((spec, file)),
             note: None,
             explain: None,
         });
     }
+    let levels = front.target.desc().levels();
     let cx = tiling::TileCx {
-        ctx: scx.ctx,
-        program: scx.program,
-        scop: scx.scop,
-        deps: scx.deps,
-        capacities: scx.capacities,
+        ctx: &front.ctx,
+        program: &front.program,
+        scop: &front.scop,
+        deps: &front.deps,
+        levels: &levels,
     };
     let result = tiling::search(
         tree,
@@ -170,7 +136,7 @@ pub fn resolve_tile_spec(
     let (sizes, how) = match opts.search.mode {
         SearchMode::Model => (result.best().sizes.clone(), result.summary("model")),
         SearchMode::Measure => {
-            let (sizes, measured, ms) = measure(opts, scx, &spec, &result)?;
+            let (sizes, measured, ms) = measure(opts, front, &spec, &file, &result)?;
             (
                 sizes,
                 format!(
@@ -198,7 +164,7 @@ pub fn resolve_tile_spec(
         tiling::search::LEVEL_WEIGHT,
         result.ranking_text(&spec, 5)
     );
-    Ok(Resolved {
+    Ok(SpecChoice {
         spec: Some((resolved, file)),
         note: Some(note),
         explain: Some(explain),
@@ -219,15 +185,16 @@ fn write_out(path: &str, spec: &TileSpec, how: &str) -> Result<()> {
 /// were measured and its time in ms.
 fn measure(
     opts: &CompileOptions,
-    scx: &SearchCx,
+    front: &Front,
     spec: &TileSpec,
+    file: &SourceFile,
     result: &tiling::SearchResult,
 ) -> Result<(Vec<i64>, usize, f64)> {
-    let unbound: Vec<String> = scx
+    let unbound: Vec<String> = front
         .program
         .params
         .iter()
-        .zip(scx.param_values)
+        .zip(&front.param_values)
         .filter(|(_, v)| v.is_none())
         .map(|(p, _)| p.name.clone())
         .collect();
@@ -243,7 +210,7 @@ fn measure(
             if unbound.len() == 1 { "is" } else { "are" }
         ));
     }
-    let sizes: Vec<i64> = scx.param_values.iter().map(|v| v.unwrap_or(0)).collect();
+    let sizes: Vec<i64> = front.param_values.iter().map(|v| v.unwrap_or(0)).collect();
     let top: Vec<&tiling::search::Point> =
         result.ranked.iter().take(opts.search.top.max(1)).collect();
     let bar = if std::io::stderr().is_terminal() {
@@ -264,7 +231,7 @@ fn measure(
         if let Some(b) = &bar {
             b.set_message(label.clone());
         }
-        let ms = time_point(opts, scx.program, &sizes, &resolved, i)?;
+        let ms = time_point(opts, front, &sizes, (&resolved, file))?;
         match &bar {
             Some(b) => b.inc(1),
             None => eprintln!(
@@ -284,26 +251,32 @@ fn measure(
     Ok((top[i].sizes.clone(), top.len(), ms))
 }
 
-/// Compiles the program with the fixed spec `resolved`, builds it and returns the fastest
-/// of [`RUNS_PER_POINT`] runs in ms.
+/// Finishes the pipeline with the fixed spec `resolved`, builds it and returns the
+/// fastest of [`RUNS_PER_POINT`] runs in ms.
 fn time_point(
     opts: &CompileOptions,
-    program: &Program,
+    front: &Front,
     sizes: &[i64],
-    resolved: &TileSpec,
-    k: usize,
+    (resolved, file): (&TileSpec, &SourceFile),
 ) -> Result<f64> {
-    let path = std::env::temp_dir().join(format!("polyc-search-{}-{k}.tiles", std::process::id()));
-    std::fs::write(&path, resolved.to_string())
-        .map_err(|e| miette!("cannot write the temporary spec {}: {e}", path.display()))?;
     let mut o = opts.clone();
-    o.tile_spec = Some(path.display().to_string());
-    o.search = SearchSettings::default();
     o.explain = false;
-    let compiled = compile(&o, Mode::Optimised);
-    let _ = std::fs::remove_file(&path);
-    let compiled = compiled?;
-    let kernel = target(opts)?.build(&compiled.c_source)?;
+    let choice = SpecChoice {
+        spec: Some((resolved.clone(), file.clone())),
+        note: None,
+        explain: None,
+    };
+    let compiled = finish(front, &o, Mode::Optimised, &choice)?;
+    let program = &front.program;
+    let kernel = front.target.build(&targets::BuildInput {
+        program,
+        param_texts: &compiled.param_texts,
+        kernel: compiled
+            .kernel
+            .as_ref()
+            .ok_or_else(|| miette!("internal error: no kernel IR"))?,
+        source: &compiled.code,
+    })?;
     let (inputs, scalars) = generate_inputs(program, sizes, 0);
     let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(
         0x00c0_ffee_0000_0001,

@@ -14,8 +14,9 @@
 mod common;
 use common::*;
 use polyc::check::{format_checks, run, OracleChoice, RunOptions};
+use polyc::driver::compile;
 use polyc::options::CompileOptions;
-use polyc::pipeline::{compile, Mode};
+use polyc::pipeline::Mode;
 use polyhedral::ilp::Fuse;
 use polyhedral::sched::SchedulerKind;
 use proptest::prelude::*;
@@ -227,7 +228,7 @@ fn check_fused(
         return Err(format!(
             "mismatch:\n{}\nC:\n{}",
             format_checks(&report),
-            compiled.c_source
+            compiled.code
         ));
     }
     Ok(())

@@ -409,3 +409,18 @@ pub fn compare(reference: &TensorData, actual: &TensorData) -> Comparison {
     c.ok = c.mismatches == 0;
     c
 }
+
+/// Outputs whose first write reads the old value (`C(i) += …` without `!`): the kernel
+/// updates what the caller passed in, so they start from generated data, not poison.
+pub fn inout_outputs(program: &Program) -> Vec<usize> {
+    program
+        .outputs
+        .iter()
+        .copied()
+        .filter(|&t| {
+            program.stmts.iter().find(|s| s.lhs == t).is_some_and(
+                |s| matches!(&s.body, crate::ir::StmtBody::Update(op, _) if *op != crate::ir::AssignOp::Assign),
+            )
+        })
+        .collect()
+}

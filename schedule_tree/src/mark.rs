@@ -3,64 +3,128 @@
 
 use std::fmt;
 
-/// A level of a memory hierarchy that data can be placed in.
+/// A level of a memory hierarchy that data can be placed in, named as the target
+/// description names it (`L1`, `shared`, `scratchpad`, `L0A`, …).
 ///
-/// Target descriptions (`specs/targets/*.yaml`) say which of these a target has and how
-/// large each is.
+/// Buffers are data: their names, capacities and roles come from the target description
+/// (`specs/targets/*.yaml`), never from a closed list in the code. A `Buffer` is an
+/// interned name, so it is `Copy` and compares by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Buffer {
-    /// CPU level-3 cache.
-    L3,
-    /// CPU level-2 cache.
-    L2,
-    /// CPU level-1 data cache.
-    L1,
-    /// CPU registers (a register tile).
-    Reg,
-    /// GPU shared memory (`__shared__`, OpenCL `__local`).
-    Shared,
-    /// GPU registers (private memory).
-    Register,
-    /// Gemmini scratchpad.
+pub struct Buffer(&'static str);
+
+impl Buffer {
+    /// The buffer named `name` (interned: each distinct name is stored once).
+    pub fn new(name: &str) -> Buffer {
+        use std::collections::HashSet;
+        use std::sync::{Mutex, OnceLock};
+        static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+        let mut names = NAMES
+            .get_or_init(|| Mutex::new(HashSet::new()))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = names.get(name) {
+            return Buffer(n);
+        }
+        let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+        names.insert(leaked);
+        Buffer(leaked)
+    }
+    /// A buffer from a name known at compile time (for tests and built-in tables).
+    pub const fn from_static(name: &'static str) -> Buffer {
+        Buffer(name)
+    }
+    /// The name used in tile specs, marks and target descriptions.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+    /// Whether `s` can name a buffer: a letter or `_` followed by letters, digits and `_`.
+    pub fn is_valid_name(s: &str) -> bool {
+        let mut c = s.chars();
+        matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+            && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+    }
+    /// Parses a buffer name (`None` if it is not a valid name; whether a target has the
+    /// buffer is the target description's business).
+    pub fn from_name(s: &str) -> Option<Buffer> {
+        Buffer::is_valid_name(s).then(|| Buffer::new(s))
+    }
+}
+
+/// What a buffer is, as its target description says (`role:` in the YAML). Passes ask
+/// for a role, never for a buffer's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufferRole {
+    /// A hardware-managed cache (CPU L1, L2, L3): tiles bound its working set; packing
+    /// copies tiles into contiguous local arrays.
+    Cache,
+    /// A register file: only the tensors promoted into it occupy it (register tiles).
+    Registers,
+    /// Software-managed memory shared by the threads of a block (GPU shared memory).
+    SharedMemory,
+    /// Software-managed on-chip memory for operands (Gemmini's scratchpad, Ascend's L1,
+    /// L0A, L0B, UB).
     Scratchpad,
-    /// Gemmini accumulator.
+    /// Software-managed memory for results that adds on write (Gemmini's accumulator,
+    /// Ascend's L0C).
     Accumulator,
 }
 
-impl Buffer {
-    /// Every buffer kind.
-    pub const ALL: [Buffer; 8] = [
-        Buffer::L3,
-        Buffer::L2,
-        Buffer::L1,
-        Buffer::Reg,
-        Buffer::Shared,
-        Buffer::Register,
-        Buffer::Scratchpad,
-        Buffer::Accumulator,
+impl BufferRole {
+    /// Every role, in the order descriptions list them in messages.
+    pub const ALL: [BufferRole; 5] = [
+        BufferRole::Cache,
+        BufferRole::Registers,
+        BufferRole::SharedMemory,
+        BufferRole::Scratchpad,
+        BufferRole::Accumulator,
     ];
-    /// The name used in tile specs and target descriptions.
+    /// The spelling in target descriptions.
     pub fn name(self) -> &'static str {
         match self {
-            Buffer::L3 => "L3",
-            Buffer::L2 => "L2",
-            Buffer::L1 => "L1",
-            Buffer::Reg => "reg",
-            Buffer::Shared => "shared",
-            Buffer::Register => "register",
-            Buffer::Scratchpad => "scratchpad",
-            Buffer::Accumulator => "accumulator",
+            BufferRole::Cache => "cache",
+            BufferRole::Registers => "registers",
+            BufferRole::SharedMemory => "shared_memory",
+            BufferRole::Scratchpad => "scratchpad",
+            BufferRole::Accumulator => "accumulator",
         }
+    }
+    /// Parses a role name.
+    pub fn from_name(s: &str) -> Option<BufferRole> {
+        BufferRole::ALL.into_iter().find(|r| r.name() == s)
     }
     /// A register file: only the tensors promoted into it (a register tile) occupy it,
     /// so its capacity is checked by promotion, not against a tile's whole working set.
     pub fn is_register_file(self) -> bool {
-        matches!(self, Buffer::Reg | Buffer::Register)
+        self == BufferRole::Registers
     }
-    /// Parses a buffer name.
-    pub fn from_name(s: &str) -> Option<Buffer> {
-        Buffer::ALL.into_iter().find(|b| b.name() == s)
+}
+
+/// One memory level of a target as passes see it: a buffer, its capacity in bytes per
+/// tile, and its role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Level {
+    /// The buffer.
+    pub buffer: Buffer,
+    /// What one tile may use of it, in bytes.
+    pub bytes: u64,
+    /// What kind of memory it is.
+    pub role: BufferRole,
+}
+
+impl Level {
+    /// A level (for tables and tests).
+    pub const fn new(buffer: Buffer, bytes: u64, role: BufferRole) -> Level {
+        Level {
+            buffer,
+            bytes,
+            role,
+        }
     }
+}
+
+/// The level of `buffer` in `levels`, if the target has it.
+pub fn level_of(levels: &[Level], buffer: Buffer) -> Option<&Level> {
+    levels.iter().find(|l| l.buffer == buffer)
 }
 
 impl fmt::Display for Buffer {
@@ -114,7 +178,7 @@ impl Mark {
     pub fn known_names() -> Vec<String> {
         let mut v: Vec<String> = vec!["skipped".into(), "parallel".into(), "kernel".into()];
         v.push("thread".into());
-        v.extend(Buffer::ALL.iter().map(|b| format!("mem:{}", b.name())));
+        v.push("mem:<buffer> (a buffer of the target description)".into());
         v
     }
 }
@@ -136,11 +200,13 @@ mod tests {
     #[test]
     fn every_mark_round_trips_through_its_isl_name() {
         let mut all = vec![Mark::Skipped, Mark::Parallel, Mark::Kernel, Mark::Thread];
-        all.extend(Buffer::ALL.iter().map(|b| Mark::Mem(*b)));
+        all.extend(["L1", "shared", "L0A", "UB"].map(|b| Mark::Mem(Buffer::new(b))));
         for m in all {
             assert_eq!(Mark::from_isl_name(&m.to_isl_name()), Some(m));
         }
-        assert_eq!(Mark::from_isl_name("mem:L9"), None);
+        assert_eq!(Mark::from_isl_name("mem:"), None);
+        assert_eq!(Mark::from_isl_name("mem:9a"), None);
+        assert_eq!(Buffer::new("L0A"), Buffer::from_static("L0A"));
         assert_eq!(Mark::from_isl_name("Skipped"), None);
     }
 }

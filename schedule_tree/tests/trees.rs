@@ -199,7 +199,10 @@ fn every_node_kind_is_present_in_the_all_kinds_tree() {
         t.marks(),
         vec![
             (vec![0, 0, 0, 0, 0, 0], Mark::Skipped),
-            (vec![0, 0, 0, 1, 0, 0], Mark::Mem(Buffer::Shared)),
+            (
+                vec![0, 0, 0, 1, 0, 0],
+                Mark::Mem(Buffer::from_static("shared"))
+            ),
         ]
     );
 }

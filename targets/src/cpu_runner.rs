@@ -144,6 +144,9 @@ impl std::fmt::Debug for CompiledKernel {
 pub struct RunStats {
     /// Wall time of the kernel call, in milliseconds.
     pub run_ms: f64,
+    /// Which device ran it, where a target has several (`OpenCL: cpu-… (Portable
+    /// Computing Language)`); `None` on the CPU.
+    pub device: Option<String>,
 }
 
 /// Compiles C source into a shared library and loads it.
@@ -343,7 +346,10 @@ pub fn run(
     let status = unsafe { entry(args.as_mut_ptr()) };
     let run_ms = start.elapsed().as_secs_f64() * 1e3;
     match status {
-        0 => Ok(RunStats { run_ms }),
+        0 => Ok(RunStats {
+            run_ms,
+            device: None,
+        }),
         -1 => Err(miette!(
             "kernel `{}` could not allocate its temporaries",
             prog.name

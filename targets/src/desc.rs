@@ -23,11 +23,37 @@
 
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::{DType, Span};
-use schedule_tree::Buffer;
+use schedule_tree::{Buffer, BufferRole, Level};
 use serde::{Deserialize, Serialize};
 
 /// The text of the built-in CPU description, `specs/targets/cpu.yaml`.
 pub const BUILTIN_CPU_YAML: &str = include_str!("../../specs/targets/cpu.yaml");
+
+/// The built-in descriptions `--target NAME` accepts: name, file in `specs/targets/`, text.
+/// `gpu` is the A100.
+pub const BUILTIN: &[(&str, &str, &str)] = &[
+    ("cpu", "cpu.yaml", BUILTIN_CPU_YAML),
+    (
+        "gpu",
+        "a100.yaml",
+        include_str!("../../specs/targets/a100.yaml"),
+    ),
+    (
+        "a100",
+        "a100.yaml",
+        include_str!("../../specs/targets/a100.yaml"),
+    ),
+    (
+        "h100",
+        "h100.yaml",
+        include_str!("../../specs/targets/h100.yaml"),
+    ),
+    (
+        "gemmini",
+        "gemmini.yaml",
+        include_str!("../../specs/targets/gemmini.yaml"),
+    ),
+];
 
 /// What kind of machine a description is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +65,28 @@ pub enum TargetKind {
     Gpu,
     /// The Gemmini NPU.
     Gemmini,
+    /// Another NPU (an Ascend-like core): tiling, fusion, promotion and `explain` only;
+    /// polyc has no code emitter for it.
+    Npu,
+}
+
+impl TargetKind {
+    /// Every kind, for messages.
+    pub const ALL: [TargetKind; 4] = [
+        TargetKind::Cpu,
+        TargetKind::Gpu,
+        TargetKind::Gemmini,
+        TargetKind::Npu,
+    ];
+    /// The spelling in descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::Cpu => "cpu",
+            TargetKind::Gpu => "gpu",
+            TargetKind::Gemmini => "gemmini",
+            TargetKind::Npu => "npu",
+        }
+    }
 }
 
 /// A systolic array (Gemmini).
@@ -52,21 +100,48 @@ pub struct ArrayDesc {
     pub dataflows: Vec<String>,
 }
 
-/// One buffer (memory level).
+/// Where a buffer lives and who shares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Private to one thread (GPU registers).
+    Thread,
+    /// Shared by the threads of one block (GPU shared memory).
+    Block,
+    /// Private to one core (CPU L1, L2, registers; an NPU core's buffers).
+    Core,
+    /// Shared by every core of the chip (CPU L3).
+    Chip,
+}
+
+impl Scope {
+    /// The spelling in descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Thread => "thread",
+            Scope::Block => "block",
+            Scope::Core => "core",
+            Scope::Chip => "chip",
+        }
+    }
+}
+
+/// One buffer (memory level). What it is comes from the description: its `role`, its
+/// `scope` and its element type are data, and passes read them rather than the name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BufferDesc {
-    /// The name tile specs use (`L1`, `shared`, `scratchpad`, …; see
-    /// `schedule_tree::Buffer`).
+    /// The name tile specs and marks use (`L1`, `shared`, `scratchpad`, `L0A`, …): any
+    /// identifier.
     pub name: String,
-    /// Capacity in bytes (what one tile may use).
+    /// What kind of memory it is: `cache`, `registers`, `shared_memory`, `scratchpad` or
+    /// `accumulator` (see [`BufferRole`]).
+    pub role: String,
+    /// Who shares it: `thread`, `block`, `core` or `chip`.
+    pub scope: Scope,
+    /// Capacity in bytes: what one tile may use (per thread for registers, per block for
+    /// shared memory).
     pub bytes: u64,
-    /// Shared between cores (CPU L3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shared: Option<bool>,
-    /// What the capacity is per: `block`, `sm`, `core`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per: Option<String>,
     /// Number of registers, for register files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registers: Option<u64>,
@@ -85,13 +160,21 @@ pub struct BufferDesc {
 }
 
 impl BufferDesc {
-    /// The typed buffer (validated by [`TargetDesc::load`]).
-    pub fn buffer(&self) -> Option<Buffer> {
-        Buffer::from_name(&self.name)
+    /// The buffer.
+    pub fn buffer(&self) -> Buffer {
+        Buffer::new(&self.name)
+    }
+    /// The role (validated by [`TargetDesc::load`]; an unknown one reads as a cache).
+    pub fn role(&self) -> BufferRole {
+        BufferRole::from_name(&self.role).unwrap_or(BufferRole::Cache)
     }
     /// The element type, if the buffer fixes one.
     pub fn elem_type(&self) -> Option<DType> {
         self.elem.as_deref().and_then(DType::from_name)
+    }
+    /// The level passes see.
+    pub fn level(&self) -> Level {
+        Level::new(self.buffer(), self.bytes, self.role())
     }
 }
 
@@ -115,9 +198,21 @@ pub struct TargetDesc {
     /// GPU threads per block, at most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_threads_per_block: Option<u32>,
+    /// GPU registers one thread may use, at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers_per_thread: Option<u32>,
     /// Asynchronous global→shared copies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub async_copy: Option<bool>,
+    /// Peak arithmetic throughput in GFLOP/s (FP32), for the roofline model of `explain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_gflops: Option<u64>,
+    /// DRAM bandwidth in GB/s, for the roofline model of `explain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_gbytes_per_s: Option<u64>,
+    /// The CUDA architecture kernels are compiled for (`sm_80`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_arch: Option<String>,
     /// The systolic array (Gemmini).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<ArrayDesc>,
@@ -183,7 +278,7 @@ impl TargetDesc {
                 Span::new(off, off),
                 format!("invalid target description: {msg}"),
                 "here",
-                "see specs/targets/cpu.yaml for the schema: name, kind (cpu, gpu, gemmini), buffers (name, bytes, …) from outermost to innermost",
+                "see specs/targets/cpu.yaml for the schema: name, kind (cpu, gpu, gemmini, npu), buffers (name, role, scope, bytes, …) from outermost to innermost",
             ))
         })?;
         if let Some(v) = desc.vector_bytes {
@@ -196,19 +291,18 @@ impl TargetDesc {
                 )));
             }
         }
-        let known: Vec<&str> = Buffer::ALL.iter().map(|b| b.name()).collect();
-        let mut seen: Vec<Buffer> = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
         for b in &desc.buffers {
             let span = find_value(&file.text, "name", &b.name);
-            let Some(buf) = b.buffer() else {
+            if !Buffer::is_valid_name(&b.name) {
                 return Err(miette::Report::new(file.error(
                     span,
-                    format!("unknown buffer `{}`", b.name),
-                    "not a buffer polyc knows",
-                    format!("buffer names are {}", known.join(", ")),
+                    format!("`{}` is not a buffer name", b.name),
+                    "not an identifier",
+                    "name buffers with a letter followed by letters, digits and `_`, e.g. `L1` or `L0A`",
                 )));
-            };
-            if seen.contains(&buf) {
+            }
+            if seen.contains(&b.name.as_str()) {
                 return Err(miette::Report::new(file.error(
                     span,
                     format!("buffer `{}` is listed twice", b.name),
@@ -216,7 +310,16 @@ impl TargetDesc {
                     "list each buffer once, outermost first",
                 )));
             }
-            seen.push(buf);
+            seen.push(&b.name);
+            if BufferRole::from_name(&b.role).is_none() {
+                let roles: Vec<&str> = BufferRole::ALL.iter().map(|r| r.name()).collect();
+                return Err(miette::Report::new(file.error(
+                    find_value(&file.text, "role", &b.role),
+                    format!("unknown buffer role `{}`", b.role),
+                    "not a role",
+                    format!("roles are {}", roles.join(", ")),
+                )));
+            }
             if b.bytes == 0 {
                 return Err(miette::Report::new(file.error(
                     span,
@@ -248,6 +351,43 @@ impl TargetDesc {
         ))
     }
 
+    /// The built-in description `name` (see [`BUILTIN`]).
+    pub fn builtin(name: &str) -> Option<miette::Result<TargetDesc>> {
+        BUILTIN
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, file, text)| {
+                TargetDesc::load(&SourceFile::new(
+                    format!("<built-in specs/targets/{file}>"),
+                    *text,
+                ))
+            })
+    }
+
+    /// What `--target NAME|FILE` names: a built-in description, or a YAML file (any
+    /// argument with a `/` or ending in `.yaml`/`.yml`, or an existing file). Anything else
+    /// is an error that lists the built-in names.
+    pub fn resolve(arg: &str) -> miette::Result<TargetDesc> {
+        if let Some(d) = TargetDesc::builtin(arg) {
+            return d;
+        }
+        let looks_like_file = arg.contains('/')
+            || arg.ends_with(".yaml")
+            || arg.ends_with(".yml")
+            || std::path::Path::new(arg).is_file();
+        if looks_like_file {
+            return TargetDesc::load_path(arg);
+        }
+        let names: Vec<&str> = BUILTIN.iter().map(|(n, _, _)| *n).collect();
+        Err(miette::miette!(
+            help = format!(
+                "built-in targets are {}; or give a description file, e.g. --target specs/targets/ascend.yaml",
+                names.join(", ")
+            ),
+            "--target {arg}: there is no built-in target `{arg}` and no file of that name"
+        ))
+    }
+
     /// Reads and loads a file.
     pub fn load_path(path: &str) -> miette::Result<TargetDesc> {
         TargetDesc::load(&SourceFile::read(path)?)
@@ -255,15 +395,17 @@ impl TargetDesc {
 
     /// The buffers, outermost first (the order of tiling levels).
     pub fn buffer_order(&self) -> Vec<Buffer> {
-        self.buffers.iter().filter_map(BufferDesc::buffer).collect()
+        self.buffers.iter().map(BufferDesc::buffer).collect()
     }
 
-    /// `(buffer, bytes)` per buffer, outermost first: what `tiling::TileCx` takes.
-    pub fn capacities(&self) -> Vec<(Buffer, u64)> {
-        self.buffers
-            .iter()
-            .filter_map(|b| b.buffer().map(|x| (x, b.bytes)))
-            .collect()
+    /// The levels, outermost first: what `tiling::TileCx` takes.
+    pub fn levels(&self) -> Vec<Level> {
+        self.buffers.iter().map(BufferDesc::level).collect()
+    }
+
+    /// The description of `buffer`, if the target has it.
+    pub fn buffer_desc(&self, buffer: Buffer) -> Option<&BufferDesc> {
+        self.buffers.iter().find(|b| b.name == buffer.name())
     }
 }
 
@@ -327,27 +469,93 @@ mod tests {
     fn shipped_descriptions_load() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/targets/");
         let cpu = TargetDesc::load_path(&format!("{root}cpu.yaml")).expect("cpu.yaml");
+        let b = Buffer::from_static;
         assert_eq!(
-            cpu.capacities(),
+            cpu.levels(),
             vec![
-                (Buffer::L3, 272629760),
-                (Buffer::L2, 2097152),
-                (Buffer::L1, 49152),
-                (Buffer::Reg, 2048)
+                Level::new(b("L3"), 272629760, BufferRole::Cache),
+                Level::new(b("L2"), 2097152, BufferRole::Cache),
+                Level::new(b("L1"), 49152, BufferRole::Cache),
+                Level::new(b("reg"), 2048, BufferRole::Registers)
             ]
         );
-        let gpu = TargetDesc::load_path(&format!("{root}gpu.yaml")).expect("gpu.yaml");
+        assert_eq!(cpu.buffers[0].scope, Scope::Chip);
         assert_eq!(cpu.vector_bytes, Some(64));
         assert_eq!(TargetDesc::builtin_cpu().expect("built-in"), cpu);
-        assert_eq!(gpu.buffer_order(), vec![Buffer::Shared, Buffer::Register]);
+        let gpu = TargetDesc::load_path(&format!("{root}a100.yaml")).expect("a100.yaml");
+        assert_eq!(gpu.buffer_order(), vec![b("shared"), b("register")]);
+        assert_eq!(gpu.levels()[0].role, BufferRole::SharedMemory);
+        assert_eq!(gpu.buffers[1].scope, Scope::Thread);
         assert_eq!(gpu.sms, Some(108));
+        assert_eq!(
+            (gpu.peak_gflops, gpu.dram_gbytes_per_s),
+            (Some(19500), Some(1555))
+        );
+        let h = TargetDesc::load_path(&format!("{root}h100.yaml")).expect("h100.yaml");
+        assert_eq!(
+            (h.peak_gflops, h.dram_gbytes_per_s),
+            (Some(67000), Some(3350))
+        );
         let g = TargetDesc::load_path(&format!("{root}gemmini.yaml")).expect("gemmini.yaml");
         assert_eq!(
-            g.capacities(),
-            vec![(Buffer::Scratchpad, 262144), (Buffer::Accumulator, 65536)]
+            g.levels(),
+            vec![
+                Level::new(b("scratchpad"), 262144, BufferRole::Scratchpad),
+                Level::new(b("accumulator"), 65536, BufferRole::Accumulator)
+            ]
         );
         assert_eq!(g.buffers[1].elem_type(), Some(DType::I32));
         assert_eq!(g.array.as_ref().map(|a| a.dim), Some(16));
+        // An Ascend-like chip is data alone: five buffers polyc has no names for in code.
+        let a = TargetDesc::load_path(&format!("{root}ascend.yaml")).expect("ascend.yaml");
+        assert_eq!(a.kind, TargetKind::Npu);
+        assert_eq!(
+            a.buffer_order(),
+            ["L1", "UB", "L0A", "L0B", "L0C"].map(Buffer::new).to_vec()
+        );
+        assert_eq!(a.levels()[4].role, BufferRole::Accumulator);
+    }
+
+    #[test]
+    fn target_names_resolve() {
+        assert_eq!(TargetDesc::resolve("gpu").expect("gpu").name, "a100");
+        assert_eq!(TargetDesc::resolve("h100").expect("h100").name, "h100");
+        assert_eq!(
+            TargetDesc::resolve("cpu").expect("cpu").kind,
+            TargetKind::Cpu
+        );
+        assert_eq!(
+            TargetDesc::resolve("gemmini").expect("g").kind,
+            TargetKind::Gemmini
+        );
+        let e = TargetDesc::resolve("tpu").expect_err("unknown");
+        assert_eq!(
+            format!("{e}"),
+            "--target tpu: there is no built-in target `tpu` and no file of that name"
+        );
+        for (name, file, text) in BUILTIN {
+            let on_disk = std::fs::read_to_string(format!(
+                "{}/../specs/targets/{file}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .expect("the built-in text is the file's");
+            assert_eq!(&on_disk, text, "{name}");
+        }
+    }
+
+    #[test]
+    fn roles_are_checked() {
+        let e = load("name: x\nkind: cpu\nbuffers:\n  - name: L1\n    role: fast\n    scope: core\n    bytes: 3\n")
+            .unwrap_err();
+        assert_eq!(format!("{e}"), "t.yaml:5:11: unknown buffer role `fast`");
+        let e = load("name: x\nkind: cpu\nbuffers:\n  - name: L1\n    role: cache\n    bytes: 3\n")
+            .unwrap_err();
+        assert!(
+            format!("{e}").starts_with(
+                "t.yaml:4:5: invalid target description: buffers[0]: missing field `scope`"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
@@ -360,8 +568,8 @@ mod tests {
             ),
             "{text}"
         );
-        let e = load("name: x\nkind: cpu\nbuffers:\n  - name: L9\n    bytes: 3\n").unwrap_err();
-        assert_eq!(format!("{e}"), "t.yaml:4:11: unknown buffer `L9`");
+        let e = load("name: x\nkind: cpu\nbuffers:\n  - name: 9L\n    role: cache\n    scope: core\n    bytes: 3\n").unwrap_err();
+        assert_eq!(format!("{e}"), "t.yaml:4:11: `9L` is not a buffer name");
         let e = load("name: x\nkind: tpu\nbuffers: []\n").unwrap_err();
         assert!(
             format!("{e}")

@@ -34,7 +34,7 @@ use polyhedral::ir::{Aff, Program};
 use polyhedral::isl::ffi::schedule_tree::multi_union_pw_aff_text;
 use polyhedral::isl::{Ctx, IslResultExt};
 use schedule_tree::mark::Mark;
-use schedule_tree::{NodeKind, ScheduleTree};
+use schedule_tree::{level_of, Level, NodeKind, ScheduleTree};
 
 /// Returns `schedule` with the point band of every memory mark permuted so that its
 /// innermost member is the cheapest vectorisable one (see the module documentation).
@@ -44,10 +44,11 @@ pub fn sink_vectorizable_members(
     ctx: &Ctx,
     prog: &Program,
     schedule: &Schedule,
+    levels: &[Level],
 ) -> Result<Schedule> {
     let root = schedule.get_root().isl("reading the schedule's root")?;
     let mut plans = Vec::new();
-    visit(prog, &root, None, &mut Vec::new(), &mut plans)?;
+    visit(prog, levels, &root, None, &mut Vec::new(), &mut plans)?;
     if plans.is_empty() {
         return schedule.copy().isl("copying the schedule");
     }
@@ -179,6 +180,7 @@ fn permute_extensions(
 /// at the nearest memory mark above.
 fn visit(
     prog: &Program,
+    levels: &[Level],
     node: &ScheduleNode,
     tile: Option<&[usize]>,
     path: &mut Vec<usize>,
@@ -212,7 +214,9 @@ fn visit(
             // A tile nested inside a register tile (a fused producer's own tiling) keeps
             // the register tile's tensors.
             Some(reg) if !reg.is_empty() => reg.to_vec(),
-            _ if b.is_register_file() => promoted_tensors(prog, node)?,
+            _ if level_of(levels, b).is_some_and(|l| l.role.is_register_file()) => {
+                promoted_tensors(prog, node)?
+            }
             _ => Vec::new(),
         }),
         // Inside a register tile every band is a point band of the tile (a fused
@@ -234,7 +238,7 @@ fn visit(
             .child(i)
             .isl("visiting a schedule node")?;
         path.push(i as usize);
-        let r = visit(prog, &c, below.as_deref(), path, plans);
+        let r = visit(prog, levels, &c, below.as_deref(), path, plans);
         path.pop();
         r?;
     }

@@ -170,6 +170,25 @@ impl KExpr {
     }
 }
 
+/// How a loop's iterations run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum LoopKind {
+    /// One after the other.
+    #[default]
+    Seq,
+    /// In parallel on the cores (OpenMP on the CPU).
+    Parallel,
+    /// In order, fully unrolled by the compiler (constant trip count).
+    Unrolled,
+    /// Spread over the blocks of a GPU grid along dimension 0 (x), 1 (y) or 2 (z): block
+    /// `b` runs iterations `b, b + grid, b + 2·grid, …` (a grid-stride loop), so any grid
+    /// size is correct.
+    Block(u8),
+    /// Spread over the threads of a block along dimension 0 (x), 1 (y) or 2 (z): thread
+    /// `t` runs iterations `t, t + block, …` (a block-stride loop).
+    Thread(u8),
+}
+
 /// A node of the kernel IR.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KNode {
@@ -187,8 +206,9 @@ pub enum KNode {
         step: i64,
         /// The loop body.
         body: Box<KNode>,
-        /// Iterations may run in parallel (OpenMP `parallel for` on the CPU).
-        parallel: bool,
+        /// How the iterations run: in order, in parallel (OpenMP `parallel for` on the CPU),
+        /// unrolled, or spread over GPU blocks or threads.
+        kind: LoopKind,
     },
     /// A guard.
     If {
@@ -226,6 +246,17 @@ pub enum KNode {
         /// The code that uses it.
         body: Box<KNode>,
     },
+    /// A device kernel (GPU): `body` runs on every thread of every block of a launch;
+    /// its `Block` and `Thread` loops spread the work. What encloses it runs on the host.
+    Device {
+        /// The kernel's number, in launch order.
+        id: usize,
+        /// The kernel body.
+        body: Box<KNode>,
+    },
+    /// A barrier across the threads of a block (`__syncthreads()`), after which every
+    /// thread sees the block's shared-memory and global writes made before it.
+    Barrier,
     /// One element copy between a tensor and a promoted tile.
     Copy {
         /// The promotion (a [`LocalBuf::promo`]).
@@ -283,9 +314,21 @@ impl LocalRef {
     }
 }
 
+/// Where a local buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum MemSpace {
+    /// Private to the thread that declares it (CPU stack or registers, GPU registers).
+    #[default]
+    Private,
+    /// Shared by the threads of a block (`__shared__`, OpenCL `__local`).
+    Shared,
+}
+
 /// A local buffer holding a promoted tile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalBuf {
+    /// Where it lives.
+    pub space: MemSpace,
     /// The promotion number (`k` of `copyin_<k>_<T>`).
     pub promo: usize,
     /// The tensor whose tile it holds.
@@ -316,14 +359,14 @@ impl KNode {
                 cond,
                 step,
                 body,
-                parallel,
+                kind,
             } => KNode::For {
                 iter,
                 init,
                 cond,
                 step,
                 body: Box::new(f(*body)),
-                parallel,
+                kind,
             },
             KNode::If { cond, then, els } => KNode::If {
                 cond,
@@ -337,6 +380,10 @@ impl KNode {
             KNode::Let { name, value, body } => KNode::Let {
                 name,
                 value,
+                body: Box::new(f(*body)),
+            },
+            KNode::Device { id, body } => KNode::Device {
+                id,
                 body: Box::new(f(*body)),
             },
             other => other,
@@ -354,14 +401,14 @@ impl KNode {
                 cond,
                 step,
                 body,
-                parallel,
+                kind,
             } => KNode::For {
                 iter,
                 init: f(&init),
                 cond: f(&cond),
                 step,
                 body,
-                parallel,
+                kind,
             },
             KNode::If { cond, then, els } => KNode::If {
                 cond: f(&cond),
@@ -410,8 +457,10 @@ impl KNode {
                     e.walk(f);
                 }
             }
-            KNode::Local { body, .. } | KNode::Let { body, .. } => body.walk(f),
-            KNode::Stmt { .. } | KNode::Copy { .. } => {}
+            KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+                body.walk(f)
+            }
+            KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
         }
     }
     /// The statement indices that occur in the tree, in order of first occurrence.

@@ -7,26 +7,31 @@
 //! - [`c`]: the C emitter; its module documentation is the contract of the emitted C.
 //! - [`cpu_runner`]: compile with the system C compiler, load, run.
 //!
-//! Targets are data plus the [`Target`] trait: passes and drivers hold a
-//! `&dyn Target` and never branch on a target's name.
+//! - [`target`]: targets are data plus the [`Target`] trait: passes and drivers hold a
+//!   `&dyn Target` and never branch on a target's kind or a buffer's name.
+//! - [`passes`]: the schedule-tree passes targets compose.
 #![warn(missing_docs)]
 
 pub mod c;
 pub mod cpu_runner;
 pub mod desc;
+pub mod gpu;
 pub mod hoist;
 pub mod interchange;
 pub mod kir;
 pub mod lower;
 pub mod normalize;
 pub mod parallel;
+pub mod passes;
 pub mod promote;
+pub mod target;
 
 pub use c::{emit_c, EmitOptions};
 pub use cpu_runner::{compile_c, run, CcOptions, CompiledKernel, RunStats};
-pub use kir::{KCmp, KExpr, KNode, Kernel};
+pub use kir::{KCmp, KExpr, KNode, Kernel, LoopKind};
 pub use lower::lower;
 pub use parallel::mark_outer_parallel;
+pub use target::{target_for, BuildInput, CpuTarget, PromoteSettings, Target};
 
 use polyhedral::data::TensorData;
 use polyhedral::ir::Program;
@@ -44,30 +49,6 @@ pub trait Executable {
     ) -> miette::Result<RunStats>;
 }
 
-/// What a code-generation target does. Everything else about a target is data.
-pub trait Target {
-    /// The target's name (`cpu`, …), for messages and file names only.
-    fn name(&self) -> &str;
-    /// Emits source code for `kernel`. `param_texts[p]` is a bound size's value or a
-    /// symbolic size's name.
-    fn emit(
-        &self,
-        prog: &Program,
-        param_texts: &[String],
-        kernel: &Kernel,
-        opts: &EmitOptions,
-    ) -> miette::Result<String>;
-    /// Builds emitted source into something that runs.
-    fn build(&self, src: &str) -> miette::Result<Box<dyn Executable>>;
-}
-
-/// The CPU: C with OpenMP, compiled by the system C compiler and loaded in-process.
-#[derive(Clone, Debug, Default)]
-pub struct CpuTarget {
-    /// How to call the C compiler.
-    pub cc: CcOptions,
-}
-
 impl Executable for CompiledKernel {
     fn run(
         &self,
@@ -77,23 +58,5 @@ impl Executable for CompiledKernel {
         scalars: &[TensorData],
     ) -> miette::Result<RunStats> {
         cpu_runner::run(self, prog, sizes, tensors, scalars)
-    }
-}
-
-impl Target for CpuTarget {
-    fn name(&self) -> &str {
-        "cpu"
-    }
-    fn emit(
-        &self,
-        prog: &Program,
-        param_texts: &[String],
-        kernel: &Kernel,
-        opts: &EmitOptions,
-    ) -> miette::Result<String> {
-        Ok(emit_c(prog, param_texts, kernel, opts))
-    }
-    fn build(&self, src: &str) -> miette::Result<Box<dyn Executable>> {
-        Ok(Box::new(compile_c(src, &self.cc)?))
     }
 }

@@ -37,10 +37,11 @@ use polyhedral::isl::ffi::promote as pffi;
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::scop::Scop;
 use schedule_tree::mark::Mark;
+use schedule_tree::Level;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::kir::{BlockRef, KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef};
+use crate::kir::{BlockRef, KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind, MemSpace};
 use crate::promote::{parse_copy_stmt, CopyKind, Promotion};
 
 /// Lowers `schedule` (whose domain names statements `S_0`, `S_1`, … of `prog`) to a
@@ -50,7 +51,29 @@ use crate::promote::{parse_copy_stmt, CopyKind, Promotion};
 /// `ctx` must be the context the schedule belongs to. The AST-generation options
 /// `ast_build_atomic_upper_bound` and `ast_build_detect_min_max` are switched on in it.
 pub fn lower(ctx: &Ctx, prog: &Program, schedule: &Schedule) -> Result<Kernel> {
-    lower_with(ctx, prog, None, schedule)
+    lower_with(ctx, prog, None, schedule, &LowerOptions::cpu())
+}
+
+/// What lowering needs to know about the target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// The target's memory levels (register files are told apart by role).
+    pub levels: Vec<Level>,
+    /// Permute point bands so that the innermost member vectorises
+    /// ([`crate::interchange::sink_vectorizable_members`]): for C compilers' vectorisers.
+    pub sink_vectorizable: bool,
+}
+
+impl LowerOptions {
+    /// The built-in CPU description's levels, with vectorising interchange.
+    pub fn cpu() -> LowerOptions {
+        LowerOptions {
+            levels: crate::desc::TargetDesc::builtin_cpu()
+                .map(|d| d.levels())
+                .unwrap_or_default(),
+            sink_vectorizable: true,
+        }
+    }
 }
 
 /// [`lower`] for a schedule that may hold promoted tiles (copy statements grafted by
@@ -61,6 +84,7 @@ pub fn lower_with(
     prog: &Program,
     scop: Option<&Scop>,
     schedule: &Schedule,
+    opts: &LowerOptions,
 ) -> Result<Kernel> {
     // SAFETY: plain option setters on a live context.
     unsafe {
@@ -70,7 +94,11 @@ pub fn lower_with(
     let schedule = schedule
         .copy()
         .isl("copying the schedule for code generation")?;
-    let schedule = crate::interchange::sink_vectorizable_members(ctx, prog, &schedule)?;
+    let schedule = if opts.sink_vectorizable {
+        crate::interchange::sink_vectorizable_members(ctx, prog, &schedule, &opts.levels)?
+    } else {
+        schedule
+    };
     let promos = match scop {
         Some(scop) => crate::promote::promotions_in(ctx, prog, scop, &schedule)?,
         None => Vec::new(),
@@ -140,6 +168,12 @@ pub fn lower_with(
 
     let mut lw = Lowerer {
         prog,
+        shared: opts
+            .levels
+            .iter()
+            .filter(|l| l.role == schedule_tree::BufferRole::SharedMemory)
+            .map(|l| l.buffer)
+            .collect(),
         scope: Vec::new(),
         state: &state,
     };
@@ -219,6 +253,31 @@ fn tag_node(
                     + 1,
             ),
             Mark::Mem(_) if promos.get(ordinal).is_some_and(|p| !p.is_empty()) => Some(ordinal + 1),
+            Mark::Kernel | Mark::Thread => {
+                // The schedule depth, and how many leading coincident members of the band
+                // below (at most three) map to blocks or threads.
+                let depth = node
+                    .get_schedule_depth()
+                    .isl("reading a mark's schedule depth")? as usize;
+                let child = node
+                    .copy()
+                    .isl("copying a schedule node")?
+                    .child(0)
+                    .isl("visiting a mark's child")?;
+                let mut mapped = 0usize;
+                if child.get_type().isl("reading a schedule node's type")? == ScheduleNodeType::Band
+                {
+                    let n = child.band_n_member().isl("reading a band")?;
+                    while (mapped as i32) < n.min(3)
+                        && child
+                            .band_member_get_coincident(mapped as i32)
+                            .isl("reading a band member's coincidence")?
+                    {
+                        mapped += 1;
+                    }
+                }
+                Some((depth + 1) | (mapped << 16))
+            }
             _ => None,
         };
         if let Some(tag) = tag {
@@ -622,6 +681,8 @@ fn parse_mark(name: &str) -> Result<Mark> {
 
 struct Lowerer<'a> {
     prog: &'a Program,
+    /// The buffers that are shared memory (their tiles are [`MemSpace::Shared`]).
+    shared: Vec<schedule_tree::Buffer>,
     /// isl names of the loop iterators in scope.
     scope: Vec<String>,
     /// What the AST-build callbacks recorded.
@@ -663,7 +724,7 @@ impl Lowerer<'_> {
                     cond: cond?,
                     step,
                     body: Box::new(body?),
-                    parallel: false,
+                    kind: LoopKind::Seq,
                 })
             }
             AstNodeKind::If => {
@@ -704,6 +765,26 @@ impl Lowerer<'_> {
                 if mark == Mark::Parallel && tag > 0 {
                     mark_first_loop(&mut child, &format!("c{}", tag - 1));
                 }
+                if matches!(mark, Mark::Kernel | Mark::Thread) && tag > 0 {
+                    let depth = (tag & 0xffff) - 1;
+                    let mapped = tag >> 16;
+                    for m in 0..mapped {
+                        let dim = (mapped - 1 - m) as u8;
+                        let kind = if mark == Mark::Kernel {
+                            LoopKind::Block(dim)
+                        } else {
+                            LoopKind::Thread(dim)
+                        };
+                        set_loop_kind(&mut child, &format!("c{}", depth + m), kind);
+                    }
+                    if mark == Mark::Kernel {
+                        return Ok(KNode::Device {
+                            id: 0,
+                            body: Box::new(child),
+                        });
+                    }
+                    return Ok(child);
+                }
                 if let (Mark::Mem(_), true) = (mark, tag > 0) {
                     let bufs = self
                         .state
@@ -713,6 +794,12 @@ impl Lowerer<'_> {
                             v.iter()
                                 .filter(|p| !p.view)
                                 .map(|p| LocalBuf {
+                                    space: match mark {
+                                        Mark::Mem(b) if self.shared.contains(&b) => {
+                                            MemSpace::Shared
+                                        }
+                                        _ => MemSpace::Private,
+                                    },
                                     promo: p.id,
                                     tensor: p.tensor,
                                     sizes: p.sizes.clone(),
@@ -977,12 +1064,10 @@ impl Lowerer<'_> {
 fn mark_first_loop(node: &mut KNode, iter: &str) {
     match node {
         KNode::For {
-            iter: name,
-            parallel,
-            ..
+            iter: name, kind, ..
         } => {
             if name == iter {
-                *parallel = true;
+                *kind = LoopKind::Parallel;
             }
         }
         KNode::Block(v) => v.iter_mut().for_each(|n| mark_first_loop(n, iter)),
@@ -992,8 +1077,39 @@ fn mark_first_loop(node: &mut KNode, iter: &str) {
                 mark_first_loop(e, iter);
             }
         }
-        KNode::Local { body, .. } | KNode::Let { body, .. } => mark_first_loop(body, iter),
-        KNode::Stmt { .. } | KNode::Copy { .. } => {}
+        KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+            mark_first_loop(body, iter)
+        }
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
+    }
+}
+
+/// Gives every loop named `iter` below `node` the kind `kind` (loop names are unique per
+/// schedule depth, so these are the loops of one band member).
+fn set_loop_kind(node: &mut KNode, iter: &str, kind: LoopKind) {
+    match node {
+        KNode::For {
+            iter: name,
+            kind: k,
+            body,
+            ..
+        } => {
+            if name == iter {
+                *k = kind;
+            }
+            set_loop_kind(body, iter, kind);
+        }
+        KNode::Block(v) => v.iter_mut().for_each(|n| set_loop_kind(n, iter, kind)),
+        KNode::If { then, els, .. } => {
+            set_loop_kind(then, iter, kind);
+            if let Some(e) = els {
+                set_loop_kind(e, iter, kind);
+            }
+        }
+        KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+            set_loop_kind(body, iter, kind)
+        }
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
     }
 }
 
@@ -1020,7 +1136,7 @@ fn prune(node: KNode) -> KNode {
             cond,
             step,
             body,
-            parallel,
+            kind,
         } => {
             let body = prune(*body);
             if body.is_empty() {
@@ -1032,7 +1148,7 @@ fn prune(node: KNode) -> KNode {
                 cond,
                 step,
                 body: Box::new(body),
-                parallel,
+                kind,
             }
         }
         KNode::If { cond, then, els } => {
@@ -1073,7 +1189,17 @@ fn prune(node: KNode) -> KNode {
                 body: Box::new(body),
             }
         }
-        s @ (KNode::Stmt { .. } | KNode::Copy { .. }) => s,
+        KNode::Device { id, body } => {
+            let body = prune(*body);
+            if body.is_empty() {
+                return KNode::Block(Vec::new());
+            }
+            KNode::Device {
+                id,
+                body: Box::new(body),
+            }
+        }
+        s @ (KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier) => s,
     }
 }
 

@@ -203,7 +203,7 @@ fn split_loop(n: KNode) -> KNode {
         cond,
         step,
         body,
-        parallel,
+        kind,
     } = &n
     else {
         return n;
@@ -225,7 +225,7 @@ fn split_loop(n: KNode) -> KNode {
         ),
         step: *step,
         body: Box::new(body),
-        parallel: *parallel,
+        kind: *kind,
     };
     // The body: local scopes around one guard.
     let mut scopes = Vec::new();
@@ -393,7 +393,7 @@ fn replace_edges(n: KNode, edges: &[(KExpr, i64)]) -> KNode {
             cond,
             step,
             body,
-            parallel,
+            kind,
         } => {
             let cond = match cond {
                 KExpr::Cmp(KCmp::Le, c, u) => {
@@ -416,7 +416,7 @@ fn replace_edges(n: KNode, edges: &[(KExpr, i64)]) -> KNode {
                 cond,
                 step,
                 body: Box::new(replace_edges(*body, edges)),
-                parallel,
+                kind,
             }
         }
         other => other.map_children(&mut |c| replace_edges(c, edges)),
@@ -431,7 +431,7 @@ fn node(n: KNode) -> KNode {
             cond,
             step,
             body,
-            parallel,
+            kind,
         } => {
             let body = node(*body);
             let upper = match &cond {
@@ -467,7 +467,7 @@ fn node(n: KNode) -> KNode {
                         init: KExpr::Int(0),
                         step,
                         body: Box::new(body),
-                        parallel,
+                        kind,
                     };
                     match named {
                         None => l,
@@ -484,7 +484,7 @@ fn node(n: KNode) -> KNode {
                     cond,
                     step,
                     body: Box::new(body),
-                    parallel,
+                    kind,
                 },
             }
         }
@@ -513,6 +513,7 @@ fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kir::LoopKind;
 
     fn v(n: &str) -> Box<KExpr> {
         Box::new(KExpr::var(n))
@@ -558,7 +559,7 @@ mod tests {
                 ),
                 step: 1,
                 body: Box::new(body),
-                parallel: false,
+                kind: LoopKind::Seq,
             },
             loop_iters: vec!["c6".into()],
         };
@@ -604,7 +605,7 @@ mod tests {
             cond: KExpr::Cmp(KCmp::Le, v(iter), i(hi)),
             step: 1,
             body: Box::new(body),
-            parallel: false,
+            kind: LoopKind::Seq,
         }
     }
     fn local(body: KNode) -> KNode {

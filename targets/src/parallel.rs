@@ -7,6 +7,7 @@ use miette::{miette, Result};
 use polyhedral::isl::ffi::ast_build as ffi;
 use polyhedral::isl::IslResultExt;
 use schedule_tree::mark::Mark;
+use schedule_tree::{level_of, Level};
 
 /// Inserts a [`Mark::Parallel`] mark above the outermost coincident band member on every
 /// root-to-leaf path of the schedule tree.
@@ -19,15 +20,15 @@ use schedule_tree::mark::Mark;
 /// Bands without coincident members, or whose coincident members run one iteration each
 /// (see [`single_iteration`]), are passed through, and the search continues below them.
 /// The bands of promotion copies are never marked ([`only_copies`]).
-pub fn mark_outer_parallel(schedule: Schedule) -> Result<Schedule> {
+pub fn mark_outer_parallel(schedule: Schedule, levels: &[Level]) -> Result<Schedule> {
     let root = schedule.get_root().isl("reading the schedule's root")?;
     drop(schedule);
-    let root = visit(root)?;
+    let root = visit(root, levels)?;
     root.get_schedule().isl("rebuilding the schedule")
 }
 
 /// Visits `node` and its subtree; returns a node at the same position in the new tree.
-fn visit(node: ScheduleNode) -> Result<ScheduleNode> {
+fn visit(node: ScheduleNode, levels: &[Level]) -> Result<ScheduleNode> {
     let mut node = node;
     match node.get_type().isl("reading a schedule node's type")? {
         ScheduleNodeType::Mark => {
@@ -37,7 +38,11 @@ fn visit(node: ScheduleNode) -> Result<ScheduleNode> {
                 Some(Mark::Parallel | Mark::Skipped) => return Ok(node),
                 // A register tile's point loops are unrolled and vectorised, and the
                 // lowering reorders them (reductions outside the rows): never threads.
-                Some(Mark::Mem(b)) if b.is_register_file() => return Ok(node),
+                Some(Mark::Mem(b))
+                    if level_of(levels, b).is_some_and(|l| l.role.is_register_file()) =>
+                {
+                    return Ok(node)
+                }
                 _ => {}
             }
         }
@@ -73,7 +78,7 @@ fn visit(node: ScheduleNode) -> Result<ScheduleNode> {
     let n = node.n_children().isl("counting a node's children")?;
     for i in 0..n {
         node = node.child(i).isl("visiting a schedule node")?;
-        node = visit(node)?;
+        node = visit(node, levels)?;
         node = node.parent().isl("visiting a schedule node")?;
     }
     Ok(node)

@@ -29,6 +29,8 @@
 //!   the register file (a filter's weights). Nothing below a register tile is promoted
 //!   again.
 //! - [`PromoteKind::Pack`] (CPU cache levels): packed tiles, as [`PackPolicy`] says.
+//! - [`PromoteKind::Shared`] (GPU shared memory): read-only tiles reused at least twice
+//!   per element, while they fit; the copies are spread over the block's threads.
 //! - [`PromoteKind::None`]: nothing is copied.
 //!
 //! A temporary that post-tiling fusion made private to the live-out tiles
@@ -58,6 +60,10 @@ pub enum PromoteKind {
     Registers,
     /// Packed copies of tiles (CPU caches).
     Pack,
+    /// Block-cooperative copies into memory the threads of a block share (GPU shared
+    /// memory): read-only tiles that each element of which is used at least twice, most
+    /// reused first, while they fit the capacity.
+    Shared,
     /// Nothing is copied.
     None,
 }
@@ -631,6 +637,7 @@ pub(crate) fn choose(
                     && used + b <= budget
                     && (t.writes.is_some() || b <= level.bytes / 8)
             }
+            PromoteKind::Shared => t.writes.is_none() && t.reuse() >= 2.0 && used + b <= budget,
             PromoteKind::Pack => match opts.pack {
                 PackPolicy::None => false,
                 PackPolicy::All => used + b <= budget,

@@ -49,20 +49,20 @@ fn run_fused_with(
     let sched = initial_schedule(&scop, &deps).expect("schedule");
     let tree = ScheduleTree::from_isl(&sched).expect("tree");
     let file = SourceFile::new("tiles.txt", spec);
-    let ts = parse_tile_spec(&file, &CPU.map(|(b, _)| b)).expect("spec");
+    let ts = parse_tile_spec(&file, &CPU.map(|l| l.buffer)).expect("spec");
     let cx = TileCx {
         ctx: &ctx,
         program: prog,
         scop: &scop,
         deps: &deps,
-        capacities: &CPU,
+        levels: &CPU,
     };
     let (tiled, _) = tile(tree, &cx, &ts, &file).expect("tiles");
     let (fused, report) = fuse(tiled, &cx, opts).expect("fuses");
     let text = fused.to_tree_text();
     let mut schedule = fused.to_isl(&ctx).expect("isl schedule");
     if parallel {
-        schedule = targets::mark_outer_parallel(schedule).expect("parallel marks");
+        schedule = targets::mark_outer_parallel(schedule, &CPU).expect("parallel marks");
     }
     run_and_compare(
         &ctx,

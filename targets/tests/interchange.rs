@@ -62,8 +62,10 @@ fn loop_order(n: &KNode, out: &mut Vec<String>) {
             }
         }
         KNode::If { then, .. } => loop_order(then, out),
-        KNode::Local { body, .. } | KNode::Let { body, .. } => loop_order(body, out),
-        KNode::Stmt { .. } | KNode::Copy { .. } => {}
+        KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+            loop_order(body, out)
+        }
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
     }
 }
 

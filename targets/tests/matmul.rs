@@ -106,8 +106,8 @@ fn matmul_symbolic_sizes_computes_the_product() {
 fn loops_and_parallel(kernel: &targets::Kernel) -> Vec<(String, bool)> {
     let mut par = Vec::new();
     kernel.body.walk(&mut |n| {
-        if let KNode::For { iter, parallel, .. } = n {
-            par.push((iter.clone(), *parallel));
+        if let KNode::For { iter, kind, .. } = n {
+            par.push((iter.clone(), *kind == targets::LoopKind::Parallel));
         }
     });
     par
@@ -119,7 +119,7 @@ fn parallel_marked_matmul_has_the_pragma_and_computes_the_product() {
     let (m, n, k) = (40usize, 24usize, 16usize);
     let prog = matmul("mm_par", DType::F32, DType::F32);
     let yaml = matmul_schedule_yaml(&matmul_domain("M", "N", "K"), [1, 1]);
-    let sched = mark_outer_parallel(schedule(&ctx, &yaml)).expect("pass runs");
+    let sched = mark_outer_parallel(schedule(&ctx, &yaml), &[]).expect("pass runs");
     let kernel = targets::lower(&ctx, &prog, &sched).expect("lowering succeeds");
     // Exactly the outer loop is parallel.
     assert_eq!(
@@ -154,7 +154,7 @@ fn parallel_mark_splits_a_band_whose_first_coincident_member_is_inner() {
     let (m, n, k) = (9usize, 30usize, 5usize);
     let prog = matmul("mm_split", DType::F32, DType::F32);
     let yaml = matmul_schedule_yaml(&matmul_domain("9", "30", "5"), [0, 1]);
-    let sched = mark_outer_parallel(schedule(&ctx, &yaml)).expect("pass runs");
+    let sched = mark_outer_parallel(schedule(&ctx, &yaml), &[]).expect("pass runs");
     let kernel = targets::lower(&ctx, &prog, &sched).expect("lowering succeeds");
     assert_eq!(
         loops_and_parallel(&kernel),

@@ -421,7 +421,7 @@ child:
       child:
         schedule: "[{ S_1[i, k] -> [(k)] }]"
 "#;
-    let sched = mark_outer_parallel(schedule(&ctx, yaml)).expect("pass runs");
+    let sched = mark_outer_parallel(schedule(&ctx, yaml), &[]).expect("pass runs");
     let kernel = targets::lower(&ctx, &prog, &sched).expect("lowers");
     let n = 45usize;
     let mut r = Rng(5);

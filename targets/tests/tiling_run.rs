@@ -28,13 +28,13 @@ fn run_tiled(example: &str, params: &[(&str, i64)], isl: bool, spec: &str) -> St
     };
     let tree = ScheduleTree::from_isl(&sched).expect("tree");
     let file = SourceFile::new("tiles.txt", spec);
-    let ts = parse_tile_spec(&file, &CPU.map(|(b, _)| b)).expect("spec");
+    let ts = parse_tile_spec(&file, &CPU.map(|l| l.buffer)).expect("spec");
     let cx = TileCx {
         ctx: &ctx,
         program: prog,
         scop: &scop,
         deps: &deps,
-        capacities: &CPU,
+        levels: &CPU,
     };
     let (tiled, _report) = tile(tree, &cx, &ts, &file).expect("tiles");
     let text = tiled.to_tree_text();

@@ -5,7 +5,7 @@ use crate::spec::{DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
 use crate::tile::TileCx;
 use polyhedral::deps::DepKind;
 use polyhedral::ir::Span;
-use schedule_tree::{Buffer, ScheduleTree};
+use schedule_tree::{Buffer, BufferRole, Level, ScheduleTree};
 
 /// The rule [`default_spec`] follows, in words (for `--help` texts and reports).
 pub const DEFAULT_POLICY: &str = "\
@@ -52,21 +52,35 @@ pub fn default_spec(
     cx: &TileCx,
     given: Option<&TileSpec>,
 ) -> miette::Result<TileSpec> {
-    let cap = |b: Buffer| cx.capacities.iter().find(|(x, _)| *x == b).map(|(_, c)| *c);
-    let buffers: Vec<Buffer> = cx.capacities.iter().map(|(b, _)| *b).collect();
+    let buffers: Vec<Buffer> = cx.levels.iter().map(|l| l.buffer).collect();
     let mut out = TileSpec {
         stmts: Vec::new(),
         buffers: buffers.clone(),
     };
-    let Some(l1) = cap(Buffer::L1) else {
+    // The cache levels by role, outermost first: the innermost is "L1", the one outside it
+    // "L2" (whatever the description calls them).
+    let caches: Vec<&Level> = cx
+        .levels
+        .iter()
+        .filter(|l| l.role == BufferRole::Cache)
+        .collect();
+    let Some(&&Level {
+        buffer: l1_buf,
+        bytes: l1,
+        ..
+    }) = caches.last()
+    else {
         return Ok(out);
     };
-    let l2 = cap(Buffer::L2);
+    let l2_level = caches.len().checked_sub(2).map(|i| *caches[i]);
+    let l2 = l2_level.map(|l| l.bytes);
+    // Only used where `l2` is present.
+    let l2_buf = l2_level.map_or(l1_buf, |l| l.buffer);
     let reg = cx
-        .capacities
+        .levels
         .iter()
-        .find(|(b, _)| b.is_register_file())
-        .copied();
+        .find(|l| l.role.is_register_file())
+        .map(|l| (l.buffer, l.bytes));
     let (_s, bands) = collect_bands(cx.ctx, cx.scop, tree)?;
     let elem = cx.elem_bytes();
     let names = &cx.scop.stmt_names;
@@ -147,7 +161,7 @@ pub fn default_spec(
                         .into_iter()
                         .map(|(l2s, regs)| {
                             let mut levels: Vec<LevelSize> =
-                                l2s.into_iter().map(|s| level(s, Buffer::L2)).collect();
+                                l2s.into_iter().map(|s| level(s, l2_buf)).collect();
                             if let Some(r) = regs {
                                 levels.push(level(r, reg_buf));
                             }
@@ -233,9 +247,9 @@ pub fn default_spec(
             .map(|m| {
                 let mut levels = Vec::new();
                 if let Some(v) = &s2 {
-                    levels.push(lv(v[m], Buffer::L2));
+                    levels.push(lv(v[m], l2_buf));
                 }
-                levels.push(lv(s1[m], Buffer::L1));
+                levels.push(lv(s1[m], l1_buf));
                 DimSpec {
                     levels,
                     span: Span::default(),
@@ -252,7 +266,8 @@ pub fn default_spec(
     Ok(out)
 }
 
-fn level(size: i64, buffer: Buffer) -> LevelSize {
+/// A fixed `size@buffer` level (no source span).
+pub fn level(size: i64, buffer: Buffer) -> LevelSize {
     LevelSize {
         size: SizeSpec::Fixed(size),
         buffer,
@@ -408,7 +423,9 @@ fn largest(v: &[i64]) -> Option<usize> {
 
 /// A statement of the band whose results no other statement of the band reads or
 /// overwrites (the last one if several; the band's last statement if none).
-fn live_out(cx: &TileCx, band: &BandInfo) -> miette::Result<usize> {
+/// The live-out statement of a band: one whose results no other statement of the band
+/// reads or overwrites (the last such), which a spec for the band names.
+pub fn live_out(cx: &TileCx, band: &BandInfo) -> miette::Result<usize> {
     let mut found = None;
     for &s in &band.stmts {
         let mut consumed = false;

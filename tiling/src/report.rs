@@ -18,6 +18,8 @@ pub struct LevelReport {
     pub total_bytes: Option<u64>,
     /// The buffer's capacity in bytes, if the target gives one.
     pub capacity: Option<u64>,
+    /// The buffer is a register file (only promoted register tiles occupy it).
+    pub register_file: bool,
 }
 
 impl LevelReport {
@@ -128,7 +130,7 @@ impl fmt::Display for ExplainReport {
                         opt(fp.bytes)
                     )?;
                 }
-                if l.buffer.is_register_file() {
+                if l.register_file {
                     // Only the promoted register tiles live in it (see "promotion").
                     writeln!(
                         f,

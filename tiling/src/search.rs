@@ -70,7 +70,7 @@ use crate::spec::{SizeSpec, TileSpec};
 use crate::tile::{plan, BandPlan, TileCx};
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::Span;
-use schedule_tree::{Buffer, ScheduleTree};
+use schedule_tree::{level_of, Buffer, ScheduleTree};
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -401,11 +401,7 @@ impl Evaluator<'_> {
     }
 
     fn capacity(&self, b: Buffer) -> Option<u64> {
-        self.cx
-            .capacities
-            .iter()
-            .find(|(x, _)| *x == b)
-            .map(|(_, c)| *c)
+        level_of(self.cx.levels, b).map(|l| l.bytes)
     }
 
     fn bytes(&mut self, model: usize, windows: Vec<Option<i64>>) -> miette::Result<Option<u64>> {
@@ -475,7 +471,7 @@ impl Evaluator<'_> {
                 let total = self.bytes(mi, windows)?;
                 // As in tiling: a register file holds only what promotion puts there, within
                 // its capacity, so its footprint is not checked.
-                let checked = if level.is_register_file() {
+                let checked = if self.cx.is_register_file(level) {
                     None
                 } else {
                     self.capacity(level)

@@ -38,7 +38,7 @@ use polyhedral::diag::{SourceError, SourceFile};
 use polyhedral::ir::{Program, Span};
 use polyhedral::isl::Ctx;
 use polyhedral::scop::Scop;
-use schedule_tree::{Band, Buffer, Mark, Node, NodeKind, ScheduleTree};
+use schedule_tree::{level_of, Band, Buffer, Level, Mark, Node, NodeKind, ScheduleTree};
 
 /// What tiling reads: the program and its model, and the target's capacities.
 pub struct TileCx<'a> {
@@ -50,17 +50,19 @@ pub struct TileCx<'a> {
     pub scop: &'a Scop,
     /// Its dependences.
     pub deps: &'a Deps,
-    /// The target's buffers with their capacities in bytes, outermost first (e.g.
-    /// `[(L2, 2 MiB), (L1, 48 KiB), (reg, 2 KiB)]`). A buffer missing here is not checked.
-    pub capacities: &'a [(Buffer, u64)],
+    /// The target's memory levels, outermost first (e.g. `L2` 2 MiB cache, `L1` 48 KiB
+    /// cache, `reg` 2 KiB register file). A buffer missing here is not checked.
+    pub levels: &'a [Level],
 }
 
 impl TileCx<'_> {
     fn capacity(&self, b: Buffer) -> Option<u64> {
-        self.capacities
-            .iter()
-            .find(|(x, _)| *x == b)
-            .map(|(_, c)| *c)
+        level_of(self.levels, b).map(|l| l.bytes)
+    }
+    /// Whether `b` is a register file of the target (its footprint is not checked: only
+    /// what promotion puts there occupies it).
+    pub(crate) fn is_register_file(&self, b: Buffer) -> bool {
+        level_of(self.levels, b).is_some_and(|l| l.role.is_register_file())
     }
     pub(crate) fn elem_bytes(&self) -> Vec<u64> {
         self.program
@@ -305,7 +307,7 @@ pub(crate) fn plan(
             let capacity = cx.capacity(level);
             // A register file holds only the tensors promoted into it; promotion picks
             // them within its capacity.
-            let checked = if level.is_register_file() {
+            let checked = if cx.is_register_file(level) {
                 None
             } else {
                 capacity
@@ -324,6 +326,7 @@ pub(crate) fn plan(
                 ));
             }
             levels.push(LevelReport {
+                register_file: cx.is_register_file(level),
                 buffer: level,
                 sizes: p
                     .members

@@ -90,7 +90,10 @@ fn one_level_exhaustive_picks_the_largest_tile_that_fits() {
     assert_eq!(r.best().sizes, vec![64, 64, 64]);
     assert_eq!(r.best().cost.weighted, 1_572_864);
     assert_eq!(r.best().cost.tiles, 8);
-    assert_eq!(r.best().cost.moved, vec![(Buffer::L1, 393_216)]);
+    assert_eq!(
+        r.best().cost.moved,
+        vec![(Buffer::from_static("L1"), 393_216)]
+    );
     // Runner-up: ties on cost and tiles, larger sizes first.
     assert_eq!(r.ranked[1].sizes, vec![64, 64, 32]);
     assert_eq!(r.ranked[2].sizes, vec![64, 32, 64]);
@@ -144,7 +147,10 @@ fn two_levels_shrink_and_tie_break() {
     );
     assert_eq!(
         r.best().cost.moved,
-        vec![(Buffer::L2, 49_152), (Buffer::L1, 81_920)]
+        vec![
+            (Buffer::from_static("L2"), 49_152),
+            (Buffer::from_static("L1"), 81_920)
+        ]
     );
     let resolved = resolve(&spec, &r.vars, &r.best().sizes);
     assert_eq!(
@@ -218,9 +224,9 @@ fn spec_without_search_entries_gives_one_point() {
 #[test]
 fn empty_set_and_empty_range_do_not_parse() {
     let f = spec_file("S_1: {}@L1\n");
-    let e = tiling::parse_tile_spec(&f, &CPU.map(|(b, _)| b)).expect_err("empty set");
+    let e = tiling::parse_tile_spec(&f, &CPU.map(|l| l.buffer)).expect_err("empty set");
     insta::assert_snapshot!("empty_set", err_text(e));
     let f = spec_file("S_1: [64..16]@L1\n");
-    let e = tiling::parse_tile_spec(&f, &CPU.map(|(b, _)| b)).expect_err("empty range");
+    let e = tiling::parse_tile_spec(&f, &CPU.map(|l| l.buffer)).expect_err("empty range");
     insta::assert_snapshot!("empty_range", err_text(e));
 }

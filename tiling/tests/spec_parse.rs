@@ -9,7 +9,7 @@ use tiling::{parse_tile_spec, SizeSpec};
 
 fn parse_err(text: &str) -> String {
     let f = spec_file(text);
-    let e = parse_tile_spec(&f, &CPU.map(|(b, _)| b)).expect_err("must fail");
+    let e = parse_tile_spec(&f, &CPU.map(|l| l.buffer)).expect_err("must fail");
     render_plain(e.as_ref())
 }
 
@@ -19,7 +19,10 @@ fn paper_grammar_round_trips() {
     assert_eq!(s.to_string(), "S_4: 32@L1, 32@L1\n");
     assert_eq!(s.stmts[0].dims.len(), 2);
     assert_eq!(s.stmts[0].dims[1].levels[0].size, SizeSpec::Fixed(32));
-    assert_eq!(s.stmts[0].dims[1].levels[0].buffer, Buffer::L1);
+    assert_eq!(
+        s.stmts[0].dims[1].levels[0].buffer,
+        Buffer::from_static("L1")
+    );
 }
 
 #[test]

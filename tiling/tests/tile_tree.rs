@@ -92,7 +92,7 @@ fn default_policy() {
     // Without a register file: L2 and L1 tiles.
     let mut cx = fx.cx();
     let caches = [CPU[0], CPU[1]];
-    cx.capacities = &caches;
+    cx.levels = &caches;
     let d = default_spec(&fx.tree, &cx, None).expect("default");
     assert_eq!(
         d.to_string(),

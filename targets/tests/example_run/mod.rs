@@ -7,14 +7,14 @@ use polyhedral::diag::SourceFile;
 use polyhedral::interp::interpret;
 use polyhedral::ir::{Program, TensorRole};
 use polyhedral::isl::Ctx;
-use schedule_tree::Buffer;
+use schedule_tree::{Buffer, BufferRole, Level};
 use targets::{compile_c, emit_c, lower, run, CcOptions, EmitOptions};
 
 /// The CPU buffers the tests tile for (outermost first).
-pub const CPU: [(Buffer, u64); 3] = [
-    (Buffer::L2, 2097152),
-    (Buffer::L1, 49152),
-    (Buffer::Reg, 2048),
+pub const CPU: [Level; 3] = [
+    Level::new(Buffer::from_static("L2"), 2097152, BufferRole::Cache),
+    Level::new(Buffer::from_static("L1"), 49152, BufferRole::Cache),
+    Level::new(Buffer::from_static("reg"), 2048, BufferRole::Registers),
 ];
 
 /// A bundled example with every size bound.

@@ -7,13 +7,13 @@ use polyhedral::ir::Program;
 use polyhedral::isl::Ctx;
 use polyhedral::sched::{initial_schedule, isl_schedule, IslSchedOptions};
 use polyhedral::scop::Scop;
-use schedule_tree::{Buffer, ScheduleTree};
+use schedule_tree::{Buffer, BufferRole, Level, ScheduleTree};
 use tiling::{parse_tile_spec, TileCx, TileSpec};
 
-pub const CPU: [(Buffer, u64); 3] = [
-    (Buffer::L2, 2097152),
-    (Buffer::L1, 49152),
-    (Buffer::Reg, 2048),
+pub const CPU: [Level; 3] = [
+    Level::new(Buffer::from_static("L2"), 2097152, BufferRole::Cache),
+    Level::new(Buffer::from_static("L1"), 49152, BufferRole::Cache),
+    Level::new(Buffer::from_static("reg"), 2048, BufferRole::Registers),
 ];
 
 pub struct Fixture {
@@ -60,7 +60,7 @@ impl Fixture {
             program: &self.program,
             scop: &self.scop,
             deps: &self.deps,
-            capacities: &CPU,
+            levels: &CPU,
         }
     }
 }
@@ -71,7 +71,7 @@ pub fn spec_file(text: &str) -> SourceFile {
 
 pub fn parse(text: &str) -> (SourceFile, TileSpec) {
     let f = spec_file(text);
-    let s = parse_tile_spec(&f, &CPU.map(|(b, _)| b)).expect("spec parses");
+    let s = parse_tile_spec(&f, &CPU.map(|l| l.buffer)).expect("spec parses");
     (f, s)
 }
 

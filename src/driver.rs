@@ -1,0 +1,35 @@
+//! The top of the library: the tile-size search between the two halves of the pipeline,
+//! and building compiled programs for the target.
+//!
+//! Modules depend downwards only: `driver` → `search` → `pipeline`, and `check` →
+//! `driver`. The pipeline takes a resolved tile spec and never calls the search.
+
+use crate::options::CompileOptions;
+use crate::pipeline::{analyse, finish, load_target, Compiled, Mode, SpecChoice};
+use miette::{miette, Result};
+use targets::{BuildInput, Executable};
+
+/// Compiles one `def` as the options say: the first half of the pipeline, the tile-size
+/// search (for search entries in the spec), then the target's passes.
+pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
+    let front = analyse(opts, mode)?;
+    let choice = match mode {
+        Mode::Optimised => crate::search::resolve_tile_spec(opts, &front)?,
+        Mode::Untransformed | Mode::ScheduleOnly => SpecChoice::default(),
+    };
+    finish(&front, opts, mode, &choice)
+}
+
+/// Builds a compiled program for the target the options name, ready to run.
+pub fn build(compiled: &Compiled, opts: &CompileOptions) -> Result<Box<dyn Executable>> {
+    let target = load_target(opts)?;
+    let kernel = compiled.kernel.as_ref().ok_or_else(|| {
+        miette!("internal error: the program was only scheduled, so there is nothing to build")
+    })?;
+    target.build(&BuildInput {
+        program: &compiled.program,
+        param_texts: &compiled.param_texts,
+        kernel,
+        source: &compiled.code,
+    })
+}

@@ -1,0 +1,730 @@
+//! From a lowered GPU kernel IR to launchable device kernels: the host/device split, the
+//! block and grid sizes, barriers and single-thread guards.
+//!
+//! The lowering leaves one [`KNode::Device`] per `kernel` mark, with `Block` and `Thread`
+//! loops inside (grid-stride and block-stride loops, correct for any grid and block
+//! size). [`prepare`] then, per device node, in launch order:
+//!
+//! - numbers it and names it after its statements (`<def>_k0_S_0_S_1`);
+//! - finds the host values its body reads (loop iterators of host loops around it) that
+//!   become kernel arguments;
+//! - sizes the block: per thread dimension, the largest trip count of its `Thread` loops
+//!   that contain statements (copy loops only when there are no others), from the
+//!   difference of the loop's bounds (`64·c0 + 63 − 64·c0` + 1 = 64), clamped so that the
+//!   block has at most `max_threads_per_block` threads;
+//! - sizes the grid: per block dimension, the host-computable trip counts of its `Block`
+//!   loops (the host evaluates them before the launch);
+//! - hoists shared-memory buffers to the top of the kernel (OpenCL requires `__local`
+//!   arrays at kernel scope);
+//! - inserts barriers in the block-uniform part of the body (outside `Thread` loops, where
+//!   every thread of the block runs the same control flow): between two consecutive parts
+//!   where one writes what the other reads or writes, in shared memory or in global
+//!   memory (another thread of the block may touch it), and at the end of a uniform loop
+//!   body that writes such memory (the next iteration may overwrite what others still
+//!   read);
+//! - guards every statement instance and copy that is not inside a loop of some used
+//!   block or thread dimension with `idx == 0` for that dimension, so that it runs once
+//!   per block (or once per grid), not once per thread.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use miette::{miette, Result};
+use polyhedral::ir::Program;
+
+use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind, MemSpace};
+
+/// One candidate for a grid dimension: a `Block` loop's bounds, evaluated on the host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TripExpr {
+    /// The loop's first value.
+    pub init: KExpr,
+    /// Its last value (inclusive).
+    pub upper: KExpr,
+    /// Its step.
+    pub step: i64,
+}
+
+impl TripExpr {
+    /// The trip count for the given host values (0 when the loop runs no iteration).
+    pub fn eval(&self, env: &impl Fn(&str) -> Option<i64>) -> Option<i64> {
+        let a = self.init.eval(env)?;
+        let b = self.upper.eval(env)?;
+        Some(if b < a { 0 } else { (b - a) / self.step + 1 })
+    }
+}
+
+/// How many blocks run along one grid dimension.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct GridDim {
+    /// The trip counts of the dimension's `Block` loops: the grid takes the largest.
+    pub trips: Vec<TripExpr>,
+    /// Some `Block` loop's bounds depend on values only the device knows (another block
+    /// loop's iterator): the grid then has at least [`FALLBACK_BLOCKS`] blocks, and the
+    /// grid-stride loop covers the rest.
+    pub fallback: bool,
+}
+
+/// Blocks per grid dimension when a block loop's trip count is not known on the host.
+pub const FALLBACK_BLOCKS: i64 = 64;
+
+/// Threads per block dimension when a thread loop's trip count has no constant bound.
+pub const DEFAULT_THREADS: [i64; 3] = [32, 4, 1];
+
+/// A device kernel ready to print and launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceKernel {
+    /// Launch order.
+    pub id: usize,
+    /// The kernel's function name.
+    pub name: String,
+    /// The body (barriers and guards inserted; shared buffers hoisted out of it).
+    pub body: KNode,
+    /// Threads per block, x, y, z.
+    pub block: [i64; 3],
+    /// Blocks per grid dimension, x, y, z.
+    pub grid: [GridDim; 3],
+    /// Host loop iterators and constants the body reads, passed as `int64_t` arguments.
+    pub host_args: Vec<String>,
+    /// Shared-memory buffers, declared once at the top of the kernel.
+    pub shared: Vec<LocalBuf>,
+    /// Program statements the kernel runs (indices), in order of first occurrence.
+    pub stmts: Vec<usize>,
+}
+
+impl DeviceKernel {
+    /// Threads per block.
+    pub fn threads(&self) -> i64 {
+        self.block.iter().product()
+    }
+    /// The grid for the given host values (sizes and host iterators).
+    pub fn grid_for(&self, env: &impl Fn(&str) -> Option<i64>) -> Result<[i64; 3]> {
+        let mut g = [1i64; 3];
+        for (d, dim) in self.grid.iter().enumerate() {
+            let mut n = if dim.fallback { FALLBACK_BLOCKS } else { 1 };
+            for t in &dim.trips {
+                let v = t.eval(env).ok_or_else(|| {
+                    miette!(
+                        "internal error: the grid of kernel `{}` needs a value the host does not have",
+                        self.name
+                    )
+                })?;
+                n = n.max(v);
+            }
+            g[d] = n.max(1);
+        }
+        Ok(g)
+    }
+}
+
+/// A program for a GPU: host control flow with [`KNode::Device`] launches, and the
+/// kernels they launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuModule {
+    /// Host code: loops, guards and constants around `Device { id }` nodes (whose bodies
+    /// are the kernels' bodies before [`prepare`]; printers launch `kernels[id]`).
+    pub host: KNode,
+    /// The kernels, by id.
+    pub kernels: Vec<DeviceKernel>,
+}
+
+/// Splits a lowered kernel into host code and device kernels (see the module docs).
+pub fn prepare(prog: &Program, kernel: &Kernel, max_threads: i64) -> Result<GpuModule> {
+    let mut kernels = Vec::new();
+    let sizes: HashSet<String> = prog.params.iter().map(|p| p.name.clone()).collect();
+    let host = split(
+        prog,
+        &kernel.body,
+        &sizes,
+        &mut Vec::new(),
+        &mut kernels,
+        max_threads,
+    )?;
+    Ok(GpuModule { host, kernels })
+}
+
+fn split(
+    prog: &Program,
+    n: &KNode,
+    sizes: &HashSet<String>,
+    host_vars: &mut Vec<String>,
+    out: &mut Vec<DeviceKernel>,
+    max_threads: i64,
+) -> Result<KNode> {
+    Ok(match n {
+        KNode::Device { body, .. } => {
+            let id = out.len();
+            out.push(device_kernel(
+                prog,
+                id,
+                body,
+                sizes,
+                host_vars,
+                max_threads,
+            )?);
+            KNode::Device {
+                id,
+                body: body.clone(),
+            }
+        }
+        KNode::Block(v) => KNode::Block(
+            v.iter()
+                .map(|c| split(prog, c, sizes, host_vars, out, max_threads))
+                .collect::<Result<_>>()?,
+        ),
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            ..
+        } => {
+            host_vars.push(iter.clone());
+            let b = split(prog, body, sizes, host_vars, out, max_threads);
+            host_vars.pop();
+            KNode::For {
+                iter: iter.clone(),
+                init: init.clone(),
+                cond: cond.clone(),
+                step: *step,
+                body: Box::new(b?),
+                kind: LoopKind::Seq,
+            }
+        }
+        KNode::If { cond, then, els } => KNode::If {
+            cond: cond.clone(),
+            then: Box::new(split(prog, then, sizes, host_vars, out, max_threads)?),
+            els: match els {
+                Some(e) => Some(Box::new(split(prog, e, sizes, host_vars, out, max_threads)?)),
+                None => None,
+            },
+        },
+        KNode::Let { name, value, body } => {
+            host_vars.push(name.clone());
+            let b = split(prog, body, sizes, host_vars, out, max_threads);
+            host_vars.pop();
+            KNode::Let {
+                name: name.clone(),
+                value: value.clone(),
+                body: Box::new(b?),
+            }
+        }
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Local { .. } | KNode::Barrier => {
+            return Err(miette!(
+                help = "this is an internal error in polyc's GPU mapping; please report it with the program",
+                "a statement instance is outside every GPU kernel"
+            ))
+        }
+    })
+}
+
+fn device_kernel(
+    prog: &Program,
+    id: usize,
+    body: &KNode,
+    sizes: &HashSet<String>,
+    host_vars: &[String],
+    max_threads: i64,
+) -> Result<DeviceKernel> {
+    // Host values the body reads.
+    // (`map_exprs` visits every expression but takes a `Fn`: collect through a RefCell.)
+    let used_cell = std::cell::RefCell::new(BTreeSet::new());
+    body.clone().map_exprs(&|e: &KExpr| {
+        collect_vars(e, &mut |v| {
+            used_cell.borrow_mut().insert(v.to_string());
+        });
+        e.clone()
+    });
+    let used = used_cell.into_inner();
+    let host_args: Vec<String> = host_vars
+        .iter()
+        .filter(|v| used.contains(*v))
+        .cloned()
+        .collect();
+    let host_visible: HashSet<String> = sizes.iter().chain(host_vars).cloned().collect();
+
+    // Block and grid sizes.
+    let mut with_stmts = [None::<i64>; 3];
+    let mut any = [None::<i64>; 3];
+    let mut unknown = [false; 3];
+    let mut grid: [GridDim; 3] = Default::default();
+    walk_loops(body, &mut |kind, init, cond, step, loop_body| match kind {
+        LoopKind::Thread(d) => {
+            let d = d as usize;
+            match trip_bound(init, cond, step) {
+                Some(t) => {
+                    any[d] = Some(any[d].map_or(t, |x: i64| x.max(t)));
+                    if has_stmt(loop_body) {
+                        with_stmts[d] = Some(with_stmts[d].map_or(t, |x: i64| x.max(t)));
+                    }
+                }
+                None => unknown[d] = true,
+            }
+        }
+        LoopKind::Block(d) => {
+            let d = d as usize;
+            let upper = upper_bound(cond);
+            match upper {
+                Some(u)
+                    if only_vars(init, &host_visible) && only_vars(&u, &host_visible) =>
+                {
+                    grid[d].trips.push(TripExpr {
+                        init: init.clone(),
+                        upper: u,
+                        step,
+                    })
+                }
+                _ => grid[d].fallback = true,
+            }
+        }
+        _ => {}
+    });
+    let mut block = [1i64; 3];
+    for d in 0..3 {
+        block[d] = match (with_stmts[d].or(any[d]), unknown[d]) {
+            (Some(t), false) => t,
+            (Some(t), true) => t.max(DEFAULT_THREADS[d]),
+            (None, true) => DEFAULT_THREADS[d],
+            (None, false) => 1,
+        }
+        .clamp(1, 1024);
+    }
+    while block.iter().product::<i64>() > max_threads.max(1) {
+        let (d, _) = block
+            .iter()
+            .enumerate()
+            .max_by_key(|(d, v)| (**v, std::cmp::Reverse(*d)))
+            .unwrap_or((0, &1));
+        block[d] = (block[d] + 1) / 2;
+    }
+
+    // Shared buffers, hoisted.
+    let mut shared = Vec::new();
+    body.walk(&mut |n| {
+        if let KNode::Local { bufs, .. } = n {
+            for b in bufs {
+                if b.space == MemSpace::Shared && !shared.contains(b) {
+                    shared.push(b.clone());
+                }
+            }
+        }
+    });
+    let spaces: HashMap<usize, MemSpace> = {
+        let mut m = HashMap::new();
+        body.walk(&mut |n| {
+            if let KNode::Local { bufs, .. } = n {
+                for b in bufs {
+                    m.insert(b.promo, b.space);
+                }
+            }
+        });
+        m
+    };
+
+    let body = insert_barriers(prog, body, &spaces);
+    let used_block: Vec<u8> = (0..3u8)
+        .filter(|d| !grid[*d as usize].trips.is_empty() || grid[*d as usize].fallback)
+        .collect();
+    let used_thread: Vec<u8> = (0..3u8).filter(|d| block[*d as usize] > 1).collect();
+    let body = guard_leaves(body, &used_block, &used_thread, &mut Vec::new());
+
+    let stmts = body.stmts();
+    let mut name = format!("{}_k{id}", crate::c::c_ident(&prog.name));
+    for s in stmts.iter().take(4) {
+        name.push('_');
+        name.push_str(&prog.stmts[*s].name);
+    }
+    Ok(DeviceKernel {
+        id,
+        name,
+        body,
+        block,
+        grid,
+        host_args,
+        shared,
+        stmts,
+    })
+}
+
+fn collect_vars(e: &KExpr, f: &mut impl FnMut(&str)) {
+    match e {
+        KExpr::Int(_) => {}
+        KExpr::Var(n) => f(n),
+        KExpr::Add(a, b)
+        | KExpr::Sub(a, b)
+        | KExpr::Mul(a, b)
+        | KExpr::FloorDiv(a, b)
+        | KExpr::Div(a, b)
+        | KExpr::Rem(a, b)
+        | KExpr::Cmp(_, a, b)
+        | KExpr::And(a, b)
+        | KExpr::Or(a, b) => {
+            collect_vars(a, f);
+            collect_vars(b, f);
+        }
+        KExpr::Neg(a) => collect_vars(a, f),
+        KExpr::Min(v) | KExpr::Max(v) => v.iter().for_each(|x| collect_vars(x, f)),
+        KExpr::Select(c, a, b) => {
+            collect_vars(c, f);
+            collect_vars(a, f);
+            collect_vars(b, f);
+        }
+    }
+}
+
+fn only_vars(e: &KExpr, allowed: &HashSet<String>) -> bool {
+    let mut ok = true;
+    collect_vars(e, &mut |v| ok &= allowed.contains(v));
+    ok
+}
+
+/// Calls `f(kind, init, cond, step, body)` on every loop.
+fn walk_loops(n: &KNode, f: &mut impl FnMut(LoopKind, &KExpr, &KExpr, i64, &KNode)) {
+    n.walk(&mut |x| {
+        if let KNode::For {
+            kind,
+            init,
+            cond,
+            step,
+            body,
+            ..
+        } = x
+        {
+            f(*kind, init, cond, *step, body);
+        }
+    });
+}
+
+fn has_stmt(n: &KNode) -> bool {
+    let mut found = false;
+    n.walk(&mut |x| found |= matches!(x, KNode::Stmt { .. }));
+    found
+}
+
+/// The last value of a loop with condition `cond` (`iter <= u` or `iter < u`).
+fn upper_bound(cond: &KExpr) -> Option<KExpr> {
+    match cond {
+        KExpr::Cmp(KCmp::Le, v, u) if matches!(**v, KExpr::Var(_)) => Some((**u).clone()),
+        KExpr::Cmp(KCmp::Lt, v, u) if matches!(**v, KExpr::Var(_)) => Some(KExpr::Sub(
+            u.clone(),
+            Box::new(KExpr::Int(1)),
+        )),
+        _ => None,
+    }
+}
+
+/// A linear form: coefficients of variables and opaque sub-expressions, and a constant.
+type Linear = (BTreeMap<String, i64>, i64);
+
+fn linear(e: &KExpr) -> Linear {
+    let opaque = |e: &KExpr| -> Linear { (BTreeMap::from([(format!("{e:?}"), 1)]), 0) };
+    let combine = |a: Linear, b: Linear, sign: i64| -> Linear {
+        let mut m = a.0;
+        for (k, v) in b.0 {
+            *m.entry(k).or_insert(0) += sign * v;
+        }
+        m.retain(|_, v| *v != 0);
+        (m, a.1 + sign * b.1)
+    };
+    match e {
+        KExpr::Int(v) => (BTreeMap::new(), *v),
+        KExpr::Var(n) => (BTreeMap::from([(n.clone(), 1)]), 0),
+        KExpr::Add(a, b) => combine(linear(a), linear(b), 1),
+        KExpr::Sub(a, b) => combine(linear(a), linear(b), -1),
+        KExpr::Neg(a) => combine((BTreeMap::new(), 0), linear(a), -1),
+        KExpr::Mul(a, b) => match (&**a, &**b) {
+            (KExpr::Int(c), x) | (x, KExpr::Int(c)) => {
+                let (m, k) = linear(x);
+                (m.into_iter().map(|(n, v)| (n, v * c)).collect(), k * c)
+            }
+            _ => opaque(e),
+        },
+        _ => opaque(e),
+    }
+}
+
+/// A constant bound on the trip count of `for (i = init; cond; i += step)`: the smallest
+/// `(u − init) / step + 1` over the upper bounds `u` (the terms of a `min`) whose
+/// difference from `init` is a constant.
+pub fn trip_bound(init: &KExpr, cond: &KExpr, step: i64) -> Option<i64> {
+    let u = upper_bound(cond)?;
+    let terms: Vec<KExpr> = match u {
+        KExpr::Min(v) => v,
+        other => vec![other],
+    };
+    let li = linear(init);
+    terms
+        .iter()
+        .filter_map(|t| {
+            let lt = linear(t);
+            let mut m = lt.0.clone();
+            for (k, v) in &li.0 {
+                *m.entry(k.clone()).or_insert(0) -= v;
+            }
+            m.retain(|_, v| *v != 0);
+            m.is_empty().then(|| (lt.1 - li.1) / step.max(1) + 1)
+        })
+        .min()
+        .map(|t| t.max(1))
+}
+
+/// A place data lives in, for barrier placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Place {
+    Shared(usize),
+    Global(usize),
+}
+
+#[derive(Default, Clone)]
+struct Access {
+    reads: HashSet<Place>,
+    writes: HashSet<Place>,
+}
+
+impl Access {
+    fn conflicts(&self, later: &Access) -> bool {
+        self.writes
+            .iter()
+            .any(|p| later.reads.contains(p) || later.writes.contains(p))
+            || self.reads.iter().any(|p| later.writes.contains(p))
+    }
+    fn self_conflict(&self) -> bool {
+        !self.writes.is_empty()
+    }
+    fn extend(&mut self, o: &Access) {
+        self.reads.extend(o.reads.iter().copied());
+        self.writes.extend(o.writes.iter().copied());
+    }
+    fn clear(&mut self) {
+        self.reads.clear();
+        self.writes.clear();
+    }
+}
+
+/// Where an access to tensor `t` goes, seen through the tiles in scope: the innermost tile
+/// of `t`, if any (shared, or private and then no place), else the global array.
+fn place_of(t: usize, locals: &[LocalRef], spaces: &HashMap<usize, MemSpace>) -> Option<Place> {
+    match locals.iter().rev().find(|l| l.tensor == t) {
+        Some(l) => match spaces.get(&l.promo) {
+            Some(MemSpace::Shared) => Some(Place::Shared(l.promo)),
+            _ => None,
+        },
+        None => Some(Place::Global(t)),
+    }
+}
+
+fn access_of(prog: &Program, n: &KNode, spaces: &HashMap<usize, MemSpace>) -> Access {
+    let mut a = Access::default();
+    n.walk(&mut |x| match x {
+        KNode::Stmt { stmt, locals, .. } => {
+            let s = &prog.stmts[*stmt];
+            if let Some(p) = place_of(s.lhs, locals, spaces) {
+                a.writes.insert(p);
+                // An update reads the old value as well.
+                a.reads.insert(p);
+            }
+            for (t, ..) in s.reads() {
+                if let Some(p) = place_of(t, locals, spaces) {
+                    a.reads.insert(p);
+                }
+            }
+        }
+        KNode::Copy {
+            promo,
+            tensor,
+            copy_in,
+            locals,
+            ..
+        } => {
+            let own = match spaces.get(promo) {
+                Some(MemSpace::Shared) => Some(Place::Shared(*promo)),
+                _ => None,
+            };
+            let other: Vec<LocalRef> = locals
+                .iter()
+                .filter(|l| l.promo != *promo)
+                .cloned()
+                .collect();
+            let far = place_of(*tensor, &other, spaces);
+            let (r, w) = if *copy_in { (far, own) } else { (own, far) };
+            if let Some(p) = r {
+                a.reads.insert(p);
+            }
+            if let Some(p) = w {
+                a.writes.insert(p);
+            }
+        }
+        _ => {}
+    });
+    a
+}
+
+/// Inserts barriers in the block-uniform part of `n` (see the module docs).
+fn insert_barriers(prog: &Program, n: &KNode, spaces: &HashMap<usize, MemSpace>) -> KNode {
+    match n {
+        KNode::Block(v) => {
+            let mut out = Vec::new();
+            let mut pending = Access::default();
+            for c in v {
+                let a = access_of(prog, c, spaces);
+                if pending.conflicts(&a) {
+                    out.push(KNode::Barrier);
+                    pending.clear();
+                }
+                out.push(insert_barriers(prog, c, spaces));
+                pending.extend(&a);
+            }
+            KNode::Block(out)
+        }
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind,
+        } if !matches!(kind, LoopKind::Thread(_)) => {
+            let a = access_of(prog, body, spaces);
+            let mut b = insert_barriers(prog, body, spaces);
+            if a.self_conflict() {
+                b = KNode::Block(vec![b, KNode::Barrier]);
+            }
+            KNode::For {
+                iter: iter.clone(),
+                init: init.clone(),
+                cond: cond.clone(),
+                step: *step,
+                body: Box::new(b),
+                kind: *kind,
+            }
+        }
+        KNode::If { cond, then, els } => KNode::If {
+            cond: cond.clone(),
+            then: Box::new(insert_barriers(prog, then, spaces)),
+            els: els
+                .as_ref()
+                .map(|e| Box::new(insert_barriers(prog, e, spaces))),
+        },
+        KNode::Local { bufs, body } => KNode::Local {
+            bufs: bufs.clone(),
+            body: Box::new(insert_barriers(prog, body, spaces)),
+        },
+        KNode::Let { name, value, body } => KNode::Let {
+            name: name.clone(),
+            value: value.clone(),
+            body: Box::new(insert_barriers(prog, body, spaces)),
+        },
+        other => other.clone(),
+    }
+}
+
+/// The index variable the printers define for block (`polyc_bidD`) or thread
+/// (`polyc_tidD`) dimension `d`.
+pub fn index_var(thread: bool, d: u8) -> String {
+    if thread {
+        format!("polyc_tid{d}")
+    } else {
+        format!("polyc_bid{d}")
+    }
+}
+
+/// Wraps every statement and copy with the `idx == 0` tests of the used dimensions no
+/// enclosing loop spreads (`covered` holds the enclosing loops' kinds).
+fn guard_leaves(n: KNode, blocks: &[u8], threads: &[u8], covered: &mut Vec<LoopKind>) -> KNode {
+    match n {
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind,
+        } => {
+            covered.push(kind);
+            let b = guard_leaves(*body, blocks, threads, covered);
+            covered.pop();
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body: Box::new(b),
+                kind,
+            }
+        }
+        leaf @ (KNode::Stmt { .. } | KNode::Copy { .. }) => {
+            let mut conds = Vec::new();
+            for &d in blocks {
+                if !covered.contains(&LoopKind::Block(d)) {
+                    conds.push(index_var(false, d));
+                }
+            }
+            for &d in threads {
+                if !covered.contains(&LoopKind::Thread(d)) {
+                    conds.push(index_var(true, d));
+                }
+            }
+            let cond = conds.into_iter().fold(None::<KExpr>, |acc, v| {
+                let c = KExpr::Cmp(KCmp::Eq, Box::new(KExpr::Var(v)), Box::new(KExpr::Int(0)));
+                Some(match acc {
+                    Some(a) => KExpr::And(Box::new(a), Box::new(c)),
+                    None => c,
+                })
+            });
+            match cond {
+                Some(c) => KNode::If {
+                    cond: c,
+                    then: Box::new(leaf),
+                    els: None,
+                },
+                None => leaf,
+            }
+        }
+        other => other.map_children(&mut |c| guard_leaves(c, blocks, threads, covered)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(n: &str) -> Box<KExpr> {
+        Box::new(KExpr::var(n))
+    }
+    fn i(x: i64) -> Box<KExpr> {
+        Box::new(KExpr::Int(x))
+    }
+
+    #[test]
+    fn trip_bounds_come_from_constant_differences() {
+        // for (c2 = 64*c0; c2 <= min(N - 1, 64*c0 + 63); c2 += 1): at most 64 iterations.
+        let init = KExpr::Mul(i(64), v("c0"));
+        let cond = KExpr::Cmp(
+            KCmp::Le,
+            v("c2"),
+            Box::new(KExpr::Min(vec![
+                KExpr::Sub(v("N"), i(1)),
+                KExpr::Add(Box::new(KExpr::Mul(i(64), v("c0"))), i(63)),
+            ])),
+        );
+        assert_eq!(trip_bound(&init, &cond, 1), Some(64));
+        assert_eq!(trip_bound(&init, &cond, 8), Some(8));
+        // No constant difference: unknown.
+        let cond = KExpr::Cmp(KCmp::Le, v("c2"), Box::new(KExpr::Sub(v("N"), i(1))));
+        assert_eq!(trip_bound(&init, &cond, 1), None);
+        // Constant bounds.
+        let cond = KExpr::Cmp(KCmp::Lt, v("c2"), i(10));
+        assert_eq!(trip_bound(&KExpr::Int(0), &cond, 1), Some(10));
+    }
+
+    #[test]
+    fn host_trip_counts() {
+        let t = TripExpr {
+            init: KExpr::Int(0),
+            upper: KExpr::FloorDiv(Box::new(KExpr::Sub(v("N"), i(1))), i(64)),
+            step: 1,
+        };
+        let env = |n: &str| (n == "N").then_some(130);
+        assert_eq!(t.eval(&env), Some(3));
+    }
+}

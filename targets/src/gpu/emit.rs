@@ -1,0 +1,456 @@
+//! CUDA and OpenCL from one kernel IR, through the C-family printer's dialects.
+//!
+//! # Calling conventions
+//!
+//! **CUDA** (`--emit cuda`, the GPU target's default): the file holds the `__global__`
+//! kernels and one host function
+//!
+//! ```c
+//! extern "C" cudaError_t <def>(<sizes>, <inputs>, <outputs>, cudaStream_t stream);
+//! ```
+//!
+//! whose parameters are the C function's (symbolic sizes as `int64_t`, tensors as device
+//! pointers, scalars by value), plus the stream. It allocates the temporaries the kernels
+//! need with `cudaMalloc` (filled with `0xFF` bytes, NaN, when compiled with
+//! `-DPOLYC_POISON`), launches the kernels in order on `stream` (host loops around
+//! launches included), frees the temporaries and returns `cudaGetLastError()`.
+//!
+//! **OpenCL** (`--emit opencl`): OpenCL C 1.2 kernels only; the host (polyc's runner, or
+//! yours) launches them in order as [`crate::gpu::launch_plan`] computes. Every kernel
+//! takes, in this order ([`kernel_params`]): the symbolic sizes (`long`), the tensors it
+//! touches in global memory in program order (`__global T *`), the program's scalars by
+//! value, and the host loop iterators it reads (`long`). The work-group size is the
+//! kernel's block, and the global size is grid × block per dimension.
+//!
+//! Both dialects name each kernel `<def>_k<N>_<statements>`; `Block` and `Thread` loops
+//! are grid- and block-stride loops over `blockIdx`/`threadIdx` (OpenCL:
+//! `get_group_id`/`get_local_id`).
+
+use std::fmt::Write;
+
+use miette::Result;
+use polyhedral::ir::{DType, InputRef, Program};
+
+use crate::c::{c_ident, helpers, Dialect, Emitter};
+use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
+use crate::kir::{KExpr, KNode};
+
+/// One kernel parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelParam {
+    /// A symbolic size (index into `Program::params`), `int64_t`.
+    Size(usize),
+    /// A tensor in global memory (index into `Program::tensors`).
+    Tensor(usize),
+    /// A scalar input (index into `Program::scalars`), by value.
+    Scalar(usize),
+    /// A host loop iterator, `int64_t`.
+    Host(String),
+}
+
+/// The parameters of a kernel, in order (see the module docs).
+pub fn kernel_params(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> Vec<KernelParam> {
+    let mut v = Vec::new();
+    for (p, t) in param_texts.iter().enumerate().take(prog.params.len()) {
+        if !crate::c::is_bound(t) {
+            v.push(KernelParam::Size(p));
+        }
+    }
+    for t in k.body.global_tensors(prog) {
+        v.push(KernelParam::Tensor(t));
+    }
+    for input in &prog.inputs {
+        if let InputRef::Scalar(s) = input {
+            v.push(KernelParam::Scalar(*s));
+        }
+    }
+    v.extend(k.host_args.iter().cloned().map(KernelParam::Host));
+    v
+}
+
+fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelParam) -> String {
+    let written: Vec<usize> = k.stmts.iter().map(|s| prog.stmts[*s].lhs).collect();
+    match p {
+        KernelParam::Size(i) => format!("int64_t {}", c_ident(&prog.params[*i].name)),
+        KernelParam::Tensor(t) => {
+            let ten = &prog.tensors[*t];
+            let konst = if written.contains(t) { "" } else { "const " };
+            let space = if dialect == Dialect::OpenCl {
+                "__global "
+            } else {
+                ""
+            };
+            format!(
+                "{space}{konst}{} *{} {}",
+                ten.dtype.c_type(),
+                dialect.restrict(),
+                c_ident(&ten.name)
+            )
+        }
+        KernelParam::Scalar(s) => {
+            let sc = &prog.scalars[*s];
+            format!("{} {}", sc.dtype.c_type(), c_ident(&sc.name))
+        }
+        KernelParam::Host(h) => format!("int64_t {h}"),
+    }
+}
+
+const CUDA_INDEX: &str = "\
+#define polyc_bid0 ((int64_t)blockIdx.x)
+#define polyc_bid1 ((int64_t)blockIdx.y)
+#define polyc_bid2 ((int64_t)blockIdx.z)
+#define polyc_nbid0 ((int64_t)gridDim.x)
+#define polyc_nbid1 ((int64_t)gridDim.y)
+#define polyc_nbid2 ((int64_t)gridDim.z)
+#define polyc_tid0 ((int64_t)threadIdx.x)
+#define polyc_tid1 ((int64_t)threadIdx.y)
+#define polyc_tid2 ((int64_t)threadIdx.z)
+#define polyc_ntid0 ((int64_t)blockDim.x)
+#define polyc_ntid1 ((int64_t)blockDim.y)
+#define polyc_ntid2 ((int64_t)blockDim.z)
+";
+
+const OPENCL_PRELUDE: &str = "\
+/* Every float operation rounds as written (the reference interpreter's semantics). */
+#pragma OPENCL FP_CONTRACT OFF
+typedef long int64_t;
+typedef int int32_t;
+typedef char int8_t;
+#define INT8_MIN CHAR_MIN
+#define INT8_MAX CHAR_MAX
+#define INT32_MIN INT_MIN
+#define INT32_MAX INT_MAX
+#define INT64_MIN LONG_MIN
+#define INT64_MAX LONG_MAX
+/* OpenCL's math functions are overloaded: the C names map onto them. */
+#define expf exp
+#define logf log
+#define sqrtf sqrt
+#define tanhf tanh
+#define fabsf fabs
+#define fmodf fmod
+#define fmaf fma
+#define polyc_bid0 ((int64_t)get_group_id(0))
+#define polyc_bid1 ((int64_t)get_group_id(1))
+#define polyc_bid2 ((int64_t)get_group_id(2))
+#define polyc_nbid0 ((int64_t)get_num_groups(0))
+#define polyc_nbid1 ((int64_t)get_num_groups(1))
+#define polyc_nbid2 ((int64_t)get_num_groups(2))
+#define polyc_tid0 ((int64_t)get_local_id(0))
+#define polyc_tid1 ((int64_t)get_local_id(1))
+#define polyc_tid2 ((int64_t)get_local_id(2))
+#define polyc_ntid0 ((int64_t)get_local_size(0))
+#define polyc_ntid1 ((int64_t)get_local_size(1))
+#define polyc_ntid2 ((int64_t)get_local_size(2))
+";
+
+fn uses_f64(prog: &Program) -> bool {
+    prog.tensors.iter().any(|t| t.dtype == DType::F64)
+        || prog.scalars.iter().any(|t| t.dtype == DType::F64)
+        || prog.stmts.iter().any(|s| s.dtype == DType::F64)
+}
+
+/// Prints one kernel's function.
+fn kernel_fn(
+    out: &mut String,
+    prog: &Program,
+    param_texts: &[String],
+    dialect: Dialect,
+    k: &DeviceKernel,
+) {
+    let mut e = Emitter::new(prog, param_texts);
+    e.dialect = dialect;
+    e.register_tiles(&k.body);
+    for b in &k.shared {
+        e.register_buf(b);
+    }
+    let params: Vec<String> = kernel_params(prog, param_texts, k)
+        .iter()
+        .map(|p| param_decl(prog, dialect, k, p))
+        .collect();
+    let stmts: Vec<&str> = k.stmts.iter().map(|s| prog.stmts[*s].name.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "/* kernel {}: {}; block {} x {} x {} threads */",
+        k.id,
+        stmts.join(", "),
+        k.block[0],
+        k.block[1],
+        k.block[2]
+    );
+    let params = if params.is_empty() {
+        "void".to_string()
+    } else {
+        params.join(", ")
+    };
+    match dialect {
+        Dialect::Cuda => {
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({}) {}({params}) {{",
+                k.threads(),
+                k.name
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "__kernel __attribute__((reqd_work_group_size({}, {}, {}))) void {}({params}) {{",
+                k.block[0], k.block[1], k.block[2], k.name
+            );
+        }
+    }
+    for b in &k.shared {
+        let ten = &prog.tensors[b.tensor];
+        let space = if dialect == Dialect::Cuda {
+            "__shared__"
+        } else {
+            "__local"
+        };
+        let dims: Vec<String> = b.sizes.iter().map(|s| s.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "  {space} {} {}[{}]; /* tile of {} ({}) in shared memory */",
+            ten.dtype.c_type(),
+            crate::c::tile_name(b.promo),
+            e.tile_elems(b.promo, b.tensor),
+            ten.name,
+            dims.join(" x ")
+        );
+    }
+    e.node(out, &k.body, 1);
+    out.push_str("}\n\n");
+}
+
+/// The OpenCL C source of a module's kernels.
+pub fn emit_opencl(prog: &Program, param_texts: &[String], module: &GpuModule) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "/* Generated by polyc from `def {}`: OpenCL C 1.2 kernels, launched in order. */",
+        prog.name
+    );
+    if uses_f64(prog) {
+        out.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    }
+    out.push_str(OPENCL_PRELUDE);
+    out.push_str(&helpers(prog, Dialect::OpenCl));
+    out.push('\n');
+    for k in &module.kernels {
+        kernel_fn(&mut out, prog, param_texts, Dialect::OpenCl, k);
+    }
+    out
+}
+
+/// The CUDA source: kernels and the host function (see the module docs).
+pub fn emit_cuda(prog: &Program, param_texts: &[String], module: &GpuModule) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "/* Generated by polyc from `def {}`: CUDA kernels and their host launcher. */",
+        prog.name
+    );
+    out.push_str("#include <cuda_runtime.h>\n#include <stdint.h>\n#include <math.h>\n\n");
+    out.push_str(CUDA_INDEX);
+    out.push_str(&helpers(prog, Dialect::Cuda));
+    out.push('\n');
+    for k in &module.kernels {
+        kernel_fn(&mut out, prog, param_texts, Dialect::Cuda, k);
+    }
+    host_fn(&mut out, prog, param_texts, module);
+    out
+}
+
+/// The CUDA host function.
+fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &GpuModule) {
+    let e = Emitter::new(prog, param_texts);
+    let mut params = Vec::new();
+    for (p, t) in param_texts.iter().enumerate().take(prog.params.len()) {
+        if !crate::c::is_bound(t) {
+            params.push(format!("int64_t {}", c_ident(&prog.params[p].name)));
+        }
+    }
+    let written: Vec<usize> = prog.stmts.iter().map(|s| s.lhs).collect();
+    for input in &prog.inputs {
+        match *input {
+            InputRef::Tensor(t) => {
+                let ten = &prog.tensors[t];
+                let konst = if written.contains(&t) { "" } else { "const " };
+                params.push(format!(
+                    "{konst}{} *{}",
+                    ten.dtype.c_type(),
+                    c_ident(&ten.name)
+                ));
+            }
+            InputRef::Scalar(s) => {
+                let sc = &prog.scalars[s];
+                params.push(format!("{} {}", sc.dtype.c_type(), c_ident(&sc.name)));
+            }
+        }
+    }
+    for &t in &prog.outputs {
+        let ten = &prog.tensors[t];
+        params.push(format!("{} *{}", ten.dtype.c_type(), c_ident(&ten.name)));
+    }
+    params.push("cudaStream_t stream".into());
+    let _ = writeln!(
+        out,
+        "/* Launches the kernels of `{}` in order on `stream`; the pointers are device pointers. */",
+        prog.name
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" cudaError_t {}({}) {{",
+        c_ident(&prog.name),
+        params.join(", ")
+    );
+    // Temporaries the kernels use in global memory.
+    let mut temps: Vec<usize> = Vec::new();
+    for k in &module.kernels {
+        for t in k.body.global_tensors(prog) {
+            if prog.temps().any(|x| x == t) && !temps.contains(&t) {
+                temps.push(t);
+            }
+        }
+    }
+    temps.sort_unstable();
+    for &t in &temps {
+        let ten = &prog.tensors[t];
+        let c = ten.dtype.c_type();
+        let name = c_ident(&ten.name);
+        let bytes = format!("sizeof({c}) * (size_t)polyc_max(1, {})", e.numel(t));
+        let _ = writeln!(out, "  {c} *{name} = NULL;");
+        let _ = writeln!(
+            out,
+            "  if (cudaMalloc((void **)&{name}, {bytes}) != cudaSuccess) return cudaErrorMemoryAllocation;"
+        );
+        let _ = writeln!(
+            out,
+            "#ifdef POLYC_POISON\n  cudaMemsetAsync({name}, 0xFF, {bytes}, stream);\n#endif"
+        );
+    }
+    host_node(out, &e, prog, param_texts, module, &module.host, 1);
+    for &t in &temps {
+        let _ = writeln!(out, "  cudaFree({});", c_ident(&prog.tensors[t].name));
+    }
+    out.push_str("  return cudaGetLastError();\n}\n");
+}
+
+fn indent(out: &mut String, level: usize) {
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+fn trip_c(e: &Emitter, t: &TripExpr) -> String {
+    let a = e.kexpr(&t.init, 1);
+    let b = e.kexpr(&t.upper, 1);
+    format!("({b} < {a} ? 0 : ({b} - {a}) / {} + 1)", t.step)
+}
+
+fn host_node(
+    out: &mut String,
+    e: &Emitter,
+    prog: &Program,
+    param_texts: &[String],
+    module: &GpuModule,
+    n: &KNode,
+    level: usize,
+) {
+    match n {
+        KNode::Block(v) => v
+            .iter()
+            .for_each(|c| host_node(out, e, prog, param_texts, module, c, level)),
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            ..
+        } => {
+            indent(out, level);
+            let _ = writeln!(
+                out,
+                "for (int64_t {iter} = {}; {}; {iter} += {step}) {{",
+                e.kexpr(init, 0),
+                e.kexpr(cond, 0)
+            );
+            host_node(out, e, prog, param_texts, module, body, level + 1);
+            indent(out, level);
+            out.push_str("}\n");
+        }
+        KNode::If { cond, then, els } => {
+            indent(out, level);
+            let _ = writeln!(out, "if ({}) {{", e.kexpr(cond, 0));
+            host_node(out, e, prog, param_texts, module, then, level + 1);
+            if let Some(x) = els {
+                indent(out, level);
+                out.push_str("} else {\n");
+                host_node(out, e, prog, param_texts, module, x, level + 1);
+            }
+            indent(out, level);
+            out.push_str("}\n");
+        }
+        KNode::Let { name, value, body } => {
+            indent(out, level);
+            out.push_str("{\n");
+            indent(out, level + 1);
+            let _ = writeln!(out, "const int64_t {name} = {};", e.kexpr(value, 0));
+            host_node(out, e, prog, param_texts, module, body, level + 1);
+            indent(out, level);
+            out.push_str("}\n");
+        }
+        KNode::Device { id, .. } => {
+            let k = &module.kernels[*id];
+            let grid: Vec<String> = k
+                .grid
+                .iter()
+                .map(|g| {
+                    let mut terms: Vec<String> = g.trips.iter().map(|t| trip_c(e, t)).collect();
+                    if g.fallback {
+                        terms.push(crate::gpu::device::FALLBACK_BLOCKS.to_string());
+                    }
+                    terms.push("1".into());
+                    terms
+                        .into_iter()
+                        .reduce(|a, b| format!("polyc_max({a}, {b})"))
+                        .unwrap_or_else(|| "1".into())
+                })
+                .collect();
+            let args: Vec<String> = kernel_params(prog, param_texts, k)
+                .iter()
+                .map(|p| match p {
+                    KernelParam::Size(i) => c_ident(&prog.params[*i].name),
+                    KernelParam::Tensor(t) => c_ident(&prog.tensors[*t].name),
+                    KernelParam::Scalar(s) => c_ident(&prog.scalars[*s].name),
+                    KernelParam::Host(h) => h.clone(),
+                })
+                .collect();
+            indent(out, level);
+            let _ = writeln!(
+                out,
+                "{{ /* kernel {id} */\n{pad}  dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}  dim3 polyc_block({}, {}, {});\n{pad}  {}<<<polyc_grid, polyc_block, 0, stream>>>({});\n{pad}}}",
+                grid[0],
+                grid[1],
+                grid[2],
+                k.block[0],
+                k.block[1],
+                k.block[2],
+                k.name,
+                args.join(", "),
+                pad = "  ".repeat(level)
+            );
+        }
+        other => {
+            // `prepare` refuses statements outside kernels; nothing else reaches here.
+            indent(out, level);
+            let _ = writeln!(out, "/* unexpected host node {other:?} */");
+        }
+    }
+}
+
+/// Expressions the host evaluates: a kernel-IR expression in C with sizes substituted.
+pub fn host_expr(prog: &Program, param_texts: &[String], e: &KExpr) -> String {
+    Emitter::new(prog, param_texts).kexpr(e, 0)
+}

@@ -1,0 +1,165 @@
+//! The GPU target: schedule trees mapped to blocks and threads, shared memory and
+//! registers placed at memory marks, CUDA and OpenCL printed from one kernel IR, and
+//! kernels run through OpenCL (PoCL on machines without a GPU) or CUDA where a driver
+//! exists.
+//!
+//! - [`map`]: the `mapped` pass (kernel and thread marks).
+//! - [`policy`]: the default tiling policy.
+//! - [`device`]: the host/device split, block and grid sizes, barriers, guards.
+//! - [`emit`]: CUDA and OpenCL, and their calling conventions.
+//! - [`run`]: launching on a device, with the same tensors the CPU runner takes.
+
+pub mod device;
+pub mod emit;
+pub mod map;
+pub mod policy;
+pub mod run;
+
+use miette::{miette, Result};
+use polyhedral::ir::{DType, Program};
+use schedule_tree::{BufferRole, Pass, ScheduleTree};
+
+use crate::desc::TargetDesc;
+use crate::kir::Kernel;
+use crate::lower::LowerOptions;
+use crate::passes::{Fuse, PassCx, Promote, Tile};
+use crate::promote::{LevelInfo, PromoteKind, PromoteOptions};
+use crate::target::{BuildInput, PromoteSettings, Target};
+use crate::{EmitOptions, Executable};
+
+pub use device::{prepare, DeviceKernel, GpuModule};
+
+/// Which device runs GPU kernels (`polyc run --device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Device {
+    /// CUDA when a driver is present, else OpenCL.
+    #[default]
+    Auto,
+    /// CUDA through the driver (cudarc).
+    Cuda,
+    /// OpenCL (any platform; PoCL on machines without a GPU).
+    OpenCl,
+}
+
+/// A GPU: its description, and which device runs kernels.
+#[derive(Clone, Debug)]
+pub struct GpuTarget {
+    /// The description (`kind: gpu`).
+    pub desc: TargetDesc,
+    /// The device `build` runs on.
+    pub device: Device,
+}
+
+impl GpuTarget {
+    /// Threads per block at most (the description's, else 1024).
+    pub fn max_threads(&self) -> i64 {
+        self.desc.max_threads_per_block.unwrap_or(1024) as i64
+    }
+    /// The kernels of a lowered program.
+    pub fn module(&self, prog: &Program, kernel: &Kernel) -> Result<GpuModule> {
+        if let Some(t) = prog
+            .tensors
+            .iter()
+            .find(|t| t.dtype == DType::F16)
+            .map(|t| t.name.clone())
+        {
+            return Err(miette!(
+                help = "compute in f32 on the GPU, or compile f16 programs for --target cpu",
+                "`{t}` is f16, which polyc's GPU back end does not support yet"
+            ));
+        }
+        prepare(prog, kernel, self.max_threads())
+    }
+}
+
+/// Maps the promoted tree to blocks and threads (see [`map`]).
+pub struct MapGpu;
+
+impl<'a> Pass<PassCx<'a>> for MapGpu {
+    fn name(&self) -> &'static str {
+        "mapped"
+    }
+    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        let schedule = tree.to_isl(cx.ctx)?;
+        let (mapped, report) = map::map_to_gpu(schedule)?;
+        cx.target_report.borrow_mut().push(format!(
+            "gpu mapping: {} kernel(s), {} thread-mapped band(s), {} host loop(s)\n",
+            report.kernels, report.thread_bands, report.host_loops
+        ));
+        ScheduleTree::from_isl(&mapped)
+    }
+}
+
+impl Target for GpuTarget {
+    fn desc(&self) -> &TargetDesc {
+        &self.desc
+    }
+    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
+        vec![
+            Box::new(Tile),
+            Box::new(Fuse),
+            Box::new(Promote),
+            Box::new(MapGpu),
+        ]
+    }
+    fn default_spec(
+        &self,
+        tree: &ScheduleTree,
+        cx: &tiling::TileCx,
+        given: Option<&tiling::TileSpec>,
+    ) -> Result<tiling::TileSpec> {
+        policy::default_spec(tree, cx, given)
+    }
+    fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
+        PromoteOptions {
+            levels: self
+                .desc
+                .buffers
+                .iter()
+                .map(|b| LevelInfo {
+                    buffer: b.buffer(),
+                    bytes: b.bytes,
+                    stages: 1,
+                    kind: match b.role() {
+                        BufferRole::SharedMemory => PromoteKind::Shared,
+                        BufferRole::Registers => PromoteKind::Registers,
+                        _ => PromoteKind::None,
+                    },
+                })
+                .collect(),
+            pack: s.pack,
+            registers: s.registers,
+            // Hoisting a tile above the tile loops it does not depend on would move it
+            // above block-mapped loops; every block loads its own tiles.
+            hoist: false,
+            locals: Vec::new(),
+        }
+    }
+    fn lower_options(&self) -> LowerOptions {
+        LowerOptions {
+            levels: self.desc.levels(),
+            sink_vectorizable: false,
+        }
+    }
+    fn emit_formats(&self) -> &'static [&'static str] {
+        &["cuda", "opencl"]
+    }
+    fn emit(
+        &self,
+        prog: &Program,
+        param_texts: &[String],
+        kernel: &Kernel,
+        format: &str,
+        _opts: &EmitOptions,
+    ) -> Result<String> {
+        let module = self.module(prog, kernel)?;
+        Ok(match format {
+            "opencl" => emit::emit_opencl(prog, param_texts, &module),
+            _ => emit::emit_cuda(prog, param_texts, &module),
+        })
+    }
+    fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
+        let module = self.module(input.program, input.kernel)?;
+        run::build(self, input, module)
+    }
+}

@@ -1,0 +1,155 @@
+//! The GPU's default tiling policy ([`GPU_POLICY`]).
+
+use miette::Result;
+use polyhedral::ir::Span;
+use schedule_tree::{Buffer, BufferRole, ScheduleTree};
+use tiling::analysis::{collect_bands, permutable_prefix, tile_footprint};
+use tiling::{level, live_out, DimSpec, StmtSpec, TileCx, TileSpec};
+
+/// The rule [`default_spec`] follows, in words.
+pub const GPU_POLICY: &str = "\
+every outermost band is tiled over its permutable prefix when that prefix has a coincident \
+member; c is its innermost coincident member and r the coincident member just outside it, \
+if any. With a reduction member (not coincident) in the prefix (GEMM, convolution): a \
+block tile of 64 x 64 (r x c) in shared memory with a 4 x 4 register tile per thread \
+(16 x 16 = 256 threads), and 16 iterations of each reduction per shared-memory step. \
+Without one (element-wise): a block tile of 8 x 32 in shared memory, one element per \
+thread (256 threads). With one coincident member only: 256 of it per block. Other \
+coincident members get blocks of 1 (they map to further grid dimensions). Sizes are \
+clamped to the extents; when the shared-memory footprint of a block tile does not fit \
+the description's shared memory, the largest shared size is halved (register tiles shrink \
+with it) until it fits. Bands with symbolic extents or no coincident member are left \
+untiled (they still run, mapped as they are).";
+
+/// Threads per block the policy aims at.
+const THREADS: i64 = 256;
+
+/// Builds a spec for the bands `given` leaves untouched (see [`GPU_POLICY`]).
+pub fn default_spec(
+    tree: &ScheduleTree,
+    cx: &TileCx,
+    given: Option<&TileSpec>,
+) -> Result<TileSpec> {
+    let buffers: Vec<Buffer> = cx.levels.iter().map(|l| l.buffer).collect();
+    let mut out = TileSpec {
+        stmts: Vec::new(),
+        buffers,
+    };
+    let Some(shared) = cx
+        .levels
+        .iter()
+        .find(|l| l.role == BufferRole::SharedMemory)
+        .copied()
+    else {
+        return Ok(out);
+    };
+    let register = cx
+        .levels
+        .iter()
+        .find(|l| l.role == BufferRole::Registers)
+        .copied();
+    let (_s, bands) = collect_bands(cx.ctx, cx.scop, tree)?;
+    let elem: Vec<u64> = cx
+        .program
+        .tensors
+        .iter()
+        .map(|t| t.dtype.size_bytes() as u64)
+        .collect();
+    let names = &cx.scop.stmt_names;
+    for (bi, band) in bands.iter().enumerate() {
+        if !band.outer.is_empty() || band.stmts.is_empty() {
+            continue;
+        }
+        if let Some(g) = given {
+            if band.stmts.iter().any(|&s| g.get(&names[s]).is_some()) {
+                continue;
+            }
+        }
+        let (tilable, _) = permutable_prefix(cx.ctx, cx.deps, band, band.n_members())?;
+        if tilable == 0 || band.extents[..tilable].iter().any(|e| e.is_none()) {
+            continue;
+        }
+        let coincident: Vec<usize> = (0..tilable).filter(|&m| band.coincident[m]).collect();
+        let Some(&c) = coincident.last() else {
+            continue;
+        };
+        let r = coincident.iter().rev().nth(1).copied();
+        let reduction = (0..tilable).any(|m| !band.coincident[m]);
+        let ext = |m: usize| band.extents[m].unwrap_or(1).max(1);
+        // (shared size, register size) per member.
+        let mut sizes: Vec<(i64, Option<i64>)> = (0..tilable)
+            .map(|m| {
+                if !band.coincident[m] {
+                    (16, None)
+                } else if m == c {
+                    match (reduction, r.is_some()) {
+                        (true, true) => (64, Some(4)),
+                        (false, true) => (32, None),
+                        _ => (THREADS, None),
+                    }
+                } else if Some(m) == r {
+                    if reduction {
+                        (64, Some(4))
+                    } else {
+                        (THREADS / 32, None)
+                    }
+                } else {
+                    (1, None)
+                }
+            })
+            .collect();
+        if register.is_none() {
+            for s in &mut sizes {
+                s.1 = None;
+            }
+        }
+        // Clamp to the extents, then shrink until the block tile fits shared memory.
+        for (m, s) in sizes.iter_mut().enumerate() {
+            s.0 = s.0.min(ext(m));
+            s.1 = s.1.map(|x| x.min(s.0));
+        }
+        loop {
+            let windows: Vec<Option<i64>> = (0..band.n_members())
+                .map(|m| sizes.get(m).map(|s| s.0))
+                .collect();
+            let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows, &elem)?;
+            let bytes: u64 = fps.iter().map(|f| f.bytes.unwrap_or(u64::MAX / 4)).sum();
+            if bytes <= shared.bytes {
+                break;
+            }
+            let Some((m, _)) = sizes
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.0 > 1)
+                .max_by_key(|(m, s)| (s.0, std::cmp::Reverse(*m)))
+            else {
+                break;
+            };
+            sizes[m].0 /= 2;
+            sizes[m].1 = sizes[m].1.map(|x| x.min(sizes[m].0));
+        }
+        let stmt = live_out(cx, band)?;
+        let dims = sizes
+            .iter()
+            .map(|(s, reg)| {
+                let mut levels = vec![level(*s, shared.buffer)];
+                if let (Some(rg), Some(rl)) = (reg, register) {
+                    if *rg < *s {
+                        levels.push(level(*rg, rl.buffer));
+                    }
+                }
+                DimSpec {
+                    levels,
+                    span: Span::default(),
+                }
+            })
+            .collect();
+        out.stmts.push(StmtSpec {
+            stmt: names[stmt].clone(),
+            stmt_span: Span::default(),
+            dims,
+            span: Span::default(),
+        });
+    }
+    Ok(out)
+}

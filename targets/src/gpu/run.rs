@@ -1,0 +1,243 @@
+//! Running GPU kernels: the host part of a [`GpuModule`] is evaluated here (its loops,
+//! guards and grid sizes), and the launches go to OpenCL or CUDA with the same tensors
+//! the CPU runner takes. Temporaries are device buffers filled with `0xFF` bytes (NaN),
+//! so a kernel that reads an element nobody wrote fails `--check`.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use miette::{miette, Result};
+use polyhedral::data::{Buffer as Data, TensorData};
+use polyhedral::ir::{DType, Program, TensorRole};
+
+use crate::cpu_runner::RunStats;
+use crate::gpu::device::GpuModule;
+use crate::gpu::emit::{emit_cuda, emit_opencl, kernel_params, KernelParam};
+use crate::gpu::{Device, GpuTarget};
+use crate::gpu_launch::{Launch, LaunchArg};
+use crate::kir::KNode;
+use crate::target::BuildInput;
+use crate::Executable;
+
+/// A GPU program ready to run on one device.
+pub struct GpuExecutable {
+    module: GpuModule,
+    param_texts: Vec<String>,
+    device: Chosen,
+}
+
+enum Chosen {
+    OpenCl { source: String },
+    Cuda { ptx: String },
+}
+
+/// Builds `module` for the target's device (`auto` prefers CUDA when a driver exists).
+pub fn build(
+    target: &GpuTarget,
+    input: &BuildInput,
+    module: GpuModule,
+) -> Result<Box<dyn Executable>> {
+    let use_cuda = match target.device {
+        Device::OpenCl => false,
+        Device::Cuda => {
+            crate::cuda_tools::cuda_driver_status()?;
+            true
+        }
+        Device::Auto => crate::cuda_tools::cuda_driver_status().is_ok(),
+    };
+    let device = if use_cuda {
+        let src = emit_cuda(input.program, input.param_texts, &module);
+        let arch = target.desc.cuda_arch.as_deref().unwrap_or("sm_80");
+        Chosen::Cuda {
+            ptx: crate::cuda_tools::compile_ptx(&src, arch)?,
+        }
+    } else {
+        Chosen::OpenCl {
+            source: emit_opencl(input.program, input.param_texts, &module),
+        }
+    };
+    Ok(Box::new(GpuExecutable {
+        module,
+        param_texts: input.param_texts.to_vec(),
+        device,
+    }))
+}
+
+/// The launches the host part of `module` makes for these values, in order.
+pub fn launch_plan(
+    prog: &Program,
+    param_texts: &[String],
+    module: &GpuModule,
+    sizes: &[i64],
+    scalars: &[TensorData],
+    buffer_of: &impl Fn(usize) -> usize,
+) -> Result<Vec<Launch>> {
+    let mut env: HashMap<String, i64> = prog
+        .params
+        .iter()
+        .zip(sizes)
+        .map(|(p, v)| (p.name.clone(), *v))
+        .collect();
+    let mut out = Vec::new();
+    walk(
+        prog,
+        param_texts,
+        module,
+        &module.host,
+        &mut env,
+        scalars,
+        buffer_of,
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    prog: &Program,
+    param_texts: &[String],
+    module: &GpuModule,
+    n: &KNode,
+    env: &mut HashMap<String, i64>,
+    scalars: &[TensorData],
+    buffer_of: &impl Fn(usize) -> usize,
+    out: &mut Vec<Launch>,
+) -> Result<()> {
+    let unknown = || miette!("internal error: a host expression reads a value the host does not have");
+    match n {
+        KNode::Block(v) => {
+            for c in v {
+                walk(prog, param_texts, module, c, env, scalars, buffer_of, out)?;
+            }
+        }
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            ..
+        } => {
+            let mut i = init.eval(&|v| env.get(v).copied()).ok_or_else(unknown)?;
+            loop {
+                env.insert(iter.clone(), i);
+                if cond.eval(&|v| env.get(v).copied()).ok_or_else(unknown)? == 0 {
+                    break;
+                }
+                walk(prog, param_texts, module, body, env, scalars, buffer_of, out)?;
+                i += step;
+            }
+            env.remove(iter);
+        }
+        KNode::If { cond, then, els } => {
+            if cond.eval(&|v| env.get(v).copied()).ok_or_else(unknown)? != 0 {
+                walk(prog, param_texts, module, then, env, scalars, buffer_of, out)?;
+            } else if let Some(e) = els {
+                walk(prog, param_texts, module, e, env, scalars, buffer_of, out)?;
+            }
+        }
+        KNode::Let { name, value, body } => {
+            let v = value.eval(&|v| env.get(v).copied()).ok_or_else(unknown)?;
+            env.insert(name.clone(), v);
+            walk(prog, param_texts, module, body, env, scalars, buffer_of, out)?;
+            env.remove(name);
+        }
+        KNode::Device { id, .. } => {
+            let k = &module.kernels[*id];
+            let grid = k.grid_for(&|v| env.get(v).copied())?;
+            let mut args = Vec::new();
+            for p in kernel_params(prog, param_texts, k) {
+                args.push(match p {
+                    KernelParam::Size(i) => LaunchArg::I64(
+                        *env.get(&prog.params[i].name).ok_or_else(unknown)?,
+                    ),
+                    KernelParam::Tensor(t) => LaunchArg::Buffer(buffer_of(t)),
+                    KernelParam::Scalar(s) => scalar_arg(&scalars[s])?,
+                    KernelParam::Host(h) => LaunchArg::I64(*env.get(&h).ok_or_else(unknown)?),
+                });
+            }
+            out.push(Launch {
+                kernel: k.name.clone(),
+                grid: grid.map(|g| g as usize),
+                block: k.block.map(|b| b as usize),
+                args,
+            });
+        }
+        other => {
+            return Err(miette!(
+                "internal error: unexpected host node {:?}",
+                std::mem::discriminant(other)
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn scalar_arg(d: &TensorData) -> Result<LaunchArg> {
+    Ok(match &d.buf {
+        Data::F32(v) => LaunchArg::F32(v[0]),
+        Data::F64(v) => LaunchArg::F64(v[0]),
+        Data::I8(v) => LaunchArg::I8(v[0]),
+        Data::I32(v) => LaunchArg::I32(v[0]),
+        Data::I64(v) => LaunchArg::I64(v[0]),
+        Data::F16(v) => LaunchArg::F16(v[0]),
+    })
+}
+
+/// The bytes of a tensor's data.
+fn bytes_of(d: &mut TensorData) -> &mut [u8] {
+    let n = d.len() * d.dtype().size_bytes();
+    // SAFETY: the buffer holds `len` elements of `size_bytes` each, contiguous.
+    unsafe { std::slice::from_raw_parts_mut(d.buf.as_mut_ptr(), n) }
+}
+
+impl Executable for GpuExecutable {
+    fn run(
+        &self,
+        prog: &Program,
+        sizes: &[i64],
+        tensors: &mut [TensorData],
+        scalars: &[TensorData],
+    ) -> Result<RunStats> {
+        // Temporaries live on the device only, poisoned.
+        let mut temps: Vec<TensorData> = Vec::new();
+        let mut temp_index: HashMap<usize, usize> = HashMap::new();
+        for (t, ten) in prog.tensors.iter().enumerate() {
+            if ten.role == TensorRole::Temp {
+                let shape = TensorData::shape_of(prog, t, sizes);
+                temp_index.insert(t, temps.len());
+                temps.push(TensorData::poisoned(ten.dtype, shape));
+            }
+        }
+        let n_real = tensors.len();
+        let buffer_of = |t: usize| temp_index.get(&t).map_or(t, |i| n_real + i);
+        let launches = launch_plan(
+            prog,
+            &self.param_texts,
+            &self.module,
+            sizes,
+            scalars,
+            &buffer_of,
+        )?;
+        if prog.tensors.iter().any(|t| t.dtype == DType::F16) {
+            return Err(miette!("f16 tensors do not run on the GPU back end yet"));
+        }
+        let mut bufs: Vec<&mut [u8]> = tensors.iter_mut().map(bytes_of).collect();
+        bufs.extend(temps.iter_mut().map(bytes_of));
+        let start = Instant::now();
+        let device = match &self.device {
+            Chosen::OpenCl { source } => {
+                let r = crate::opencl_runner::run_opencl(source, &launches, &mut bufs)?;
+                format!("OpenCL: {} ({})", r.device, r.platform)
+            }
+            Chosen::Cuda { ptx } => {
+                let r = crate::cuda_tools::run_cuda(ptx, &launches, &mut bufs)?;
+                format!("CUDA: {}", r.device)
+            }
+        };
+        Ok(RunStats {
+            run_ms: start.elapsed().as_secs_f64() * 1e3,
+            device: Some(device),
+        })
+    }
+}

@@ -1,0 +1,257 @@
+//! Targets are data plus a trait: a [`TargetDesc`] (from `specs/targets/*.yaml`) and one
+//! implementation of [`Target`], chosen by the description's `kind` in [`target_for`].
+//! The implementation supplies the pass list, the default tiling policy, the promotion
+//! policy, the emitters and the runners; passes and drivers hold a `&dyn Target` and
+//! never branch on a target's kind or a buffer's name.
+
+use miette::{miette, Result};
+use polyhedral::ir::Program;
+use schedule_tree::{BufferRole, Pass, ScheduleTree};
+
+use crate::desc::{Scope, TargetDesc, TargetKind};
+use crate::gpu::{Device, GpuTarget};
+use crate::kir::Kernel;
+use crate::lower::LowerOptions;
+use crate::passes::{Fuse, MarkParallel, PassCx, Promote, Tile};
+use crate::promote::{LevelInfo, PackPolicy, PromoteKind, PromoteOptions};
+use crate::{compile_c, CcOptions, EmitOptions, Executable};
+
+/// The user's promotion switches (`--pack`, `--no-register-tiles`, `--no-hoist`), which
+/// a target turns into [`PromoteOptions`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PromoteSettings {
+    /// What cache levels pack.
+    pub pack: PackPolicy,
+    /// Register levels take register tiles.
+    pub registers: bool,
+    /// Packed tiles move above the tile loops they do not depend on.
+    pub hoist: bool,
+}
+
+impl Default for PromoteSettings {
+    fn default() -> Self {
+        PromoteSettings {
+            pack: PackPolicy::Auto,
+            registers: true,
+            hoist: true,
+        }
+    }
+}
+
+/// What building a compiled program for execution needs.
+pub struct BuildInput<'a> {
+    /// The program.
+    pub program: &'a Program,
+    /// Each size as the code writes it (its value if bound, else its name).
+    pub param_texts: &'a [String],
+    /// The kernel IR.
+    pub kernel: &'a Kernel,
+    /// The source the target emitted in its default format.
+    pub source: &'a str,
+}
+
+/// What a code-generation target does. Everything else about a target is data
+/// ([`Target::desc`]).
+pub trait Target {
+    /// The description.
+    fn desc(&self) -> &TargetDesc;
+    /// The target's name (`cpu`, `a100`, …), for messages and file names only.
+    fn name(&self) -> &str {
+        &self.desc().name
+    }
+    /// The passes after scheduling, in order.
+    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>>;
+    /// The default tiling policy: a spec for the bands `given` leaves untouched.
+    fn default_spec(
+        &self,
+        tree: &ScheduleTree,
+        cx: &tiling::TileCx,
+        given: Option<&tiling::TileSpec>,
+    ) -> Result<tiling::TileSpec>;
+    /// Post-tiling fusion settings.
+    fn fuse_options(&self) -> tiling::fuse::FuseOptions {
+        tiling::fuse::FuseOptions::default()
+    }
+    /// The promotion policy: how each level takes data.
+    fn promote_options(&self, settings: &PromoteSettings) -> PromoteOptions;
+    /// How lowering treats the target.
+    fn lower_options(&self) -> LowerOptions {
+        LowerOptions {
+            levels: self.desc().levels(),
+            sink_vectorizable: true,
+        }
+    }
+    /// The source formats `--emit` accepts for this target; the first is the default.
+    fn emit_formats(&self) -> &'static [&'static str];
+    /// Emits `kernel` in `format` (one of [`Target::emit_formats`]). `param_texts[p]` is a
+    /// bound size's value or a symbolic size's name.
+    fn emit(
+        &self,
+        prog: &Program,
+        param_texts: &[String],
+        kernel: &Kernel,
+        format: &str,
+        opts: &EmitOptions,
+    ) -> Result<String>;
+    /// Builds the compiled program into something that runs.
+    fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>>;
+}
+
+/// The implementation for a description, chosen by its kind (`device` says which device
+/// runs GPU kernels). This is the one place that looks at the kind.
+pub fn target_for(desc: TargetDesc, device: Device) -> Box<dyn Target> {
+    match desc.kind {
+        TargetKind::Cpu => Box::new(CpuTarget {
+            cc: CcOptions::for_target(&desc),
+            desc,
+        }),
+        TargetKind::Gpu => Box::new(GpuTarget { desc, device }),
+        TargetKind::Gemmini | TargetKind::Npu => Box::new(AnalysisTarget { desc }),
+    }
+}
+
+/// The CPU: C with OpenMP, compiled by the system C compiler and loaded in-process.
+#[derive(Clone, Debug)]
+pub struct CpuTarget {
+    /// The description.
+    pub desc: TargetDesc,
+    /// How to call the C compiler.
+    pub cc: CcOptions,
+}
+
+impl CpuTarget {
+    /// The built-in CPU (`specs/targets/cpu.yaml`).
+    pub fn builtin() -> Result<CpuTarget> {
+        let desc = TargetDesc::builtin_cpu()?;
+        Ok(CpuTarget {
+            cc: CcOptions::for_target(&desc),
+            desc,
+        })
+    }
+}
+
+/// Promotion levels by role: register files take register tiles, per-core caches pack,
+/// shared caches and everything else take nothing.
+fn cache_promote_levels(desc: &TargetDesc) -> Vec<LevelInfo> {
+    desc.buffers
+        .iter()
+        .map(|b| LevelInfo {
+            buffer: b.buffer(),
+            bytes: b.bytes,
+            stages: 1,
+            kind: match (b.role(), b.scope) {
+                (BufferRole::Registers, _) => PromoteKind::Registers,
+                (BufferRole::Cache, Scope::Core | Scope::Thread) => PromoteKind::Pack,
+                _ => PromoteKind::None,
+            },
+        })
+        .collect()
+}
+
+impl Target for CpuTarget {
+    fn desc(&self) -> &TargetDesc {
+        &self.desc
+    }
+    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
+        vec![
+            Box::new(Tile),
+            Box::new(Fuse),
+            Box::new(Promote),
+            Box::new(MarkParallel),
+        ]
+    }
+    fn default_spec(
+        &self,
+        tree: &ScheduleTree,
+        cx: &tiling::TileCx,
+        given: Option<&tiling::TileSpec>,
+    ) -> Result<tiling::TileSpec> {
+        tiling::default_spec(tree, cx, given)
+    }
+    fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
+        PromoteOptions {
+            levels: cache_promote_levels(&self.desc),
+            pack: s.pack,
+            registers: s.registers,
+            hoist: s.hoist,
+            locals: Vec::new(),
+        }
+    }
+    fn emit_formats(&self) -> &'static [&'static str] {
+        &["c"]
+    }
+    fn emit(
+        &self,
+        prog: &Program,
+        param_texts: &[String],
+        kernel: &Kernel,
+        _format: &str,
+        opts: &EmitOptions,
+    ) -> Result<String> {
+        Ok(crate::emit_c(prog, param_texts, kernel, opts))
+    }
+    fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
+        Ok(Box::new(compile_c(input.source, &self.cc)?))
+    }
+}
+
+/// A target polyc can tile, fuse, promote and explain for, but has no code emitter for
+/// (yet): asking it for code is an error, never CPU code.
+#[derive(Clone, Debug)]
+pub struct AnalysisTarget {
+    /// The description.
+    pub desc: TargetDesc,
+}
+
+impl AnalysisTarget {
+    fn no_emitter(&self) -> miette::Report {
+        miette!(
+            help = "polyc can tile, fuse, promote and explain for it: `polyc explain` and `polyc dump` work; compile for `--target cpu` to get code",
+            "target `{}` (kind {}) has no code emitter in this version of polyc",
+            self.desc.name,
+            self.desc.kind.name()
+        )
+    }
+}
+
+impl Target for AnalysisTarget {
+    fn desc(&self) -> &TargetDesc {
+        &self.desc
+    }
+    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
+        vec![Box::new(Tile), Box::new(Fuse), Box::new(Promote)]
+    }
+    fn default_spec(
+        &self,
+        tree: &ScheduleTree,
+        cx: &tiling::TileCx,
+        given: Option<&tiling::TileSpec>,
+    ) -> Result<tiling::TileSpec> {
+        tiling::default_spec(tree, cx, given)
+    }
+    fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
+        PromoteOptions {
+            levels: cache_promote_levels(&self.desc),
+            pack: s.pack,
+            registers: s.registers,
+            hoist: s.hoist,
+            locals: Vec::new(),
+        }
+    }
+    fn emit_formats(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn emit(
+        &self,
+        _prog: &Program,
+        _param_texts: &[String],
+        _kernel: &Kernel,
+        _format: &str,
+        _opts: &EmitOptions,
+    ) -> Result<String> {
+        Err(self.no_emitter())
+    }
+    fn build(&self, _input: &BuildInput) -> Result<Box<dyn Executable>> {
+        Err(self.no_emitter())
+    }
+}
