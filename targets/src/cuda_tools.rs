@@ -128,7 +128,8 @@ pub struct KernelResources {
     pub spill_store_bytes: u64,
     /// Bytes of register spill loads per thread.
     pub spill_load_bytes: u64,
-    /// Stack frame bytes per thread.
+    /// Stack frame bytes per thread: local memory, e.g. a private array indexed at run
+    /// time (a register tile that did not stay in registers), or spills.
     pub stack_frame_bytes: u64,
 }
 

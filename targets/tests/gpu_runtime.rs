@@ -166,6 +166,42 @@ __kernel void scalars(__global long* out, long a, int b, float c, double d, char
     assert_eq!(got, vec![5_000_000_007, -7, 10, -5, -3]);
 }
 
+/// A `half` argument runs where the device has `cl_khr_fp16` and is refused clearly where
+/// it does not (PoCL's CPU device has none).
+#[test]
+fn opencl_half_argument_needs_fp16() {
+    let src = r#"
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+__kernel void widen(__global float* out, half x) { out[0] = (float)x; }
+"#;
+    let mut out = vec![0u8; 4];
+    let plan = [launch(
+        "widen",
+        [1, 1, 1],
+        [1, 1, 1],
+        vec![
+            LaunchArg::Buffer(0),
+            LaunchArg::F16(half::f16::from_f32(-1.5)),
+        ],
+    )];
+    let dev = opencl_device(None).unwrap();
+    let r = run_opencl(src, &plan, &mut [&mut out]);
+    if dev.fp16 {
+        r.unwrap();
+        assert_eq!(bytes_f32(&out), vec![-1.5]);
+    } else {
+        let e = r.unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "kernel `widen` takes a half argument, but OpenCL device `{}` ({}) lacks \
+                 cl_khr_fp16; choose another device with POLYC_OPENCL_DEVICE",
+                dev.name, dev.platform
+            )
+        );
+    }
+}
+
 /// Launches run in order: the second reads what the first wrote, the third updates it in
 /// place; an empty-grid launch is skipped and an empty buffer is fine.
 #[test]
@@ -396,6 +432,54 @@ fn cuda_tiled_matmul_compiles_without_spills() {
     let ptx = compile_ptx(MATMUL_CU, "sm_80").unwrap();
     assert!(ptx.contains(".target sm_80"), "{ptx}");
     assert!(ptx.contains(".entry matmul("), "{ptx}");
+}
+
+/// Several kernels are reported by name, and a private array indexed at run time shows up
+/// as a stack frame (local memory), unlike one with constant indices after unrolling.
+#[test]
+fn cuda_report_lists_every_kernel_and_local_memory() {
+    if !nvcc_or_skip("cuda_report_lists_every_kernel_and_local_memory") {
+        return;
+    }
+    let src = r#"
+extern "C" __global__ void dynamic_index(float* x, int j) {
+  float a[64];
+  for (int i = 0; i < 64; ++i) a[i] = x[i] * 2.0f;
+  for (int i = 0; i < 64; ++i) a[(i * j) & 63] += a[(i + j) & 63];
+  x[threadIdx.x] = a[(j + threadIdx.x) & 63];
+}
+extern "C" __global__ void constant_index(float* x) {
+  float a[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = x[i] * 2.0f;
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s += a[i];
+  x[threadIdx.x] = s;
+}
+"#;
+    let report = compile_cuda(src, "sm_80").unwrap();
+    let mut names: Vec<&str> = report.kernels.iter().map(|k| k.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["constant_index", "dynamic_index"],
+        "{}",
+        report.log
+    );
+    let dynamic = report.kernel("dynamic_index").unwrap();
+    let constant = report.kernel("constant_index").unwrap();
+    assert!(
+        dynamic.stack_frame_bytes >= 64 * 4,
+        "{dynamic:?}\n{}",
+        report.log
+    );
+    assert_eq!(
+        constant.stack_frame_bytes, 0,
+        "{constant:?}\n{}",
+        report.log
+    );
+    assert_eq!(constant.shared_bytes, 0);
 }
 
 #[test]
