@@ -6,7 +6,10 @@
 //! - [`interchange`]: point-band permutation so that the innermost loop vectorises.
 //! - [`c`]: the C emitter; its module documentation is the contract of the emitted C.
 //! - [`cpu_runner`]: compile with the system C compiler, load, run.
-//!
+//! - [`gpu_launch`]: GPU launch plans (kernel, grid, block, arguments) shared by the runners.
+//! - [`opencl_runner`]: run OpenCL C on any OpenCL device (PoCL without a GPU).
+//! - [`cuda_tools`]: find nvcc, compile CUDA (ptxas resource report, PTX), run PTX via cudarc.
+//! - [`gpu`]: the GPU target (mapping, shared memory and registers, CUDA and OpenCL).
 //! - [`target`]: targets are data plus the [`Target`] trait: passes and drivers hold a
 //!   `&dyn Target` and never branch on a target's kind or a buffer's name.
 //! - [`passes`]: the schedule-tree passes targets compose.
@@ -14,13 +17,16 @@
 
 pub mod c;
 pub mod cpu_runner;
+pub mod cuda_tools;
 pub mod desc;
 pub mod gpu;
+pub mod gpu_launch;
 pub mod hoist;
 pub mod interchange;
 pub mod kir;
 pub mod lower;
 pub mod normalize;
+pub mod opencl_runner;
 pub mod parallel;
 pub mod passes;
 pub mod promote;
