@@ -68,6 +68,8 @@ pub struct RunReport {
     pub cc_ms: f64,
     /// Time of the kernel call, in ms.
     pub run_ms: f64,
+    /// Which device ran the kernel, for targets with several.
+    pub device: Option<String>,
 }
 
 impl RunReport {
@@ -236,6 +238,7 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
         checks: Vec::new(),
         cc_ms,
         run_ms: stats.run_ms,
+        device: stats.device.clone(),
     };
     if !ropts.check {
         return Ok(report);
@@ -252,8 +255,13 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
         interpret(program, &sizes, &mut reference, &scalars)?;
         report.oracle = Some(format!("reference interpreter ({instances} instances)"));
     } else {
-        let base = compile(copts, Mode::Untransformed)?;
-        let k = build(&base, copts)?;
+        // The untransformed program in program order, on the CPU: an oracle for every
+        // target (its C is the reference order, whatever the target under test).
+        let mut cpu = copts.clone();
+        cpu.target = Some("cpu".into());
+        cpu.emit = None;
+        let base = compile(&cpu, Mode::Untransformed)?;
+        let k = build(&base, &cpu)?;
         k.run(program, &sizes, &mut reference, &scalars)?;
         report.oracle = Some(match ropts.oracle {
             OracleChoice::Auto => format!(

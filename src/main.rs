@@ -22,6 +22,17 @@ struct Cli {
     command: Command,
 }
 
+/// `--device` values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum DeviceArg {
+    /// CUDA when a driver is present, else OpenCL.
+    Auto,
+    /// CUDA through the driver.
+    Cuda,
+    /// OpenCL (PoCL on machines without a GPU).
+    Opencl,
+}
+
 /// `--pack` values.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum PackArg {
@@ -148,10 +159,14 @@ struct CommonArgs {
         value_name = "NAME|FILE"
     )]
     target: Option<String>,
-    /// The source format to write: the target's default (`c` for the CPU) or another it
-    /// offers.
+    /// The source format to write: the target's default (`c` for the CPU, `cuda` for a GPU)
+    /// or another it offers (`opencl` for a GPU).
     #[arg(long = "emit", value_name = "FORMAT")]
     emit: Option<String>,
+    /// Which device runs GPU kernels: `auto` (CUDA when a driver is present, else
+    /// OpenCL), `cuda` or `opencl`.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
+    device: DeviceArg,
     /// ILP scheduler: Pluto's fusion strategy, `max`, `smart` (default) or `none`.
     #[arg(long, default_value = "smart")]
     fuse: String,
@@ -318,6 +333,11 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         target: c.target.clone(),
         emit: c.emit.clone(),
         codegen: true,
+        device: match c.device {
+            DeviceArg::Auto => targets::gpu::Device::Auto,
+            DeviceArg::Cuda => targets::gpu::Device::Cuda,
+            DeviceArg::Opencl => targets::gpu::Device::OpenCl,
+        },
         explain: false,
         fuse: c.fuse.parse()?,
         no_skew: c.no_skew,
@@ -418,6 +438,9 @@ fn dispatch(command: Command) -> Result<u8> {
                     "polyc: compiled in {compile_ms:.1} ms, cc {:.0} ms, kernel ran in {:.3} ms",
                     report.cc_ms, report.run_ms
                 );
+                if let Some(d) = &report.device {
+                    eprintln!("polyc: ran on {d}");
+                }
                 if let Some(o) = &report.oracle {
                     eprintln!("polyc: oracle: {o}");
                 }

@@ -140,7 +140,7 @@ impl std::fmt::Debug for CompiledKernel {
 }
 
 /// What a run measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunStats {
     /// Wall time of the kernel call, in milliseconds.
     pub run_ms: f64,

@@ -754,7 +754,9 @@ pub fn promote(
         let mut tiles: Vec<Option<TensorTile>> = a.tiles.into_iter().map(Some).collect();
         for (i, local) in picks {
             let Some(t) = tiles[i].take() else { continue };
-            let block = if local {
+            // Shared memory keeps tiles row-major: its copies are spread over threads, and
+            // blocks of register tiles would only shorten the rows they stride along.
+            let block = if local || level.is_some_and(|l| l.kind == PromoteKind::Shared) {
                 None
             } else {
                 blocking(ctx, scop, &marks, mi, &t)?.map(|b| b.sizes)

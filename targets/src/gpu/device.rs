@@ -265,9 +265,7 @@ fn device_kernel(
             let d = d as usize;
             let upper = upper_bound(cond);
             match upper {
-                Some(u)
-                    if only_vars(init, &host_visible) && only_vars(&u, &host_visible) =>
-                {
+                Some(u) if only_vars(init, &host_visible) && only_vars(&u, &host_visible) => {
                     grid[d].trips.push(TripExpr {
                         init: init.clone(),
                         upper: u,
@@ -405,10 +403,9 @@ fn has_stmt(n: &KNode) -> bool {
 fn upper_bound(cond: &KExpr) -> Option<KExpr> {
     match cond {
         KExpr::Cmp(KCmp::Le, v, u) if matches!(**v, KExpr::Var(_)) => Some((**u).clone()),
-        KExpr::Cmp(KCmp::Lt, v, u) if matches!(**v, KExpr::Var(_)) => Some(KExpr::Sub(
-            u.clone(),
-            Box::new(KExpr::Int(1)),
-        )),
+        KExpr::Cmp(KCmp::Lt, v, u) if matches!(**v, KExpr::Var(_)) => {
+            Some(KExpr::Sub(u.clone(), Box::new(KExpr::Int(1))))
+        }
         _ => None,
     }
 }

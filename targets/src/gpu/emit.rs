@@ -28,7 +28,6 @@
 
 use std::fmt::Write;
 
-use miette::Result;
 use polyhedral::ir::{DType, InputRef, Program};
 
 use crate::c::{c_ident, helpers, Dialect, Emitter};
@@ -168,7 +167,11 @@ fn kernel_fn(
         .iter()
         .map(|p| param_decl(prog, dialect, k, p))
         .collect();
-    let stmts: Vec<&str> = k.stmts.iter().map(|s| prog.stmts[*s].name.as_str()).collect();
+    let stmts: Vec<&str> = k
+        .stmts
+        .iter()
+        .map(|s| prog.stmts[*s].name.as_str())
+        .collect();
     let _ = writeln!(
         out,
         "/* kernel {}: {}; block {} x {} x {} threads */",

@@ -44,10 +44,7 @@ pub fn map_to_gpu(schedule: Schedule) -> Result<(Schedule, MapReport)> {
     drop(schedule);
     let mut report = MapReport::default();
     let root = visit_host(root, &mut report)?;
-    Ok((
-        root.get_schedule().isl("rebuilding the schedule")?,
-        report,
-    ))
+    Ok((root.get_schedule().isl("rebuilding the schedule")?, report))
 }
 
 /// The number of leading coincident members of the band `node`.
@@ -152,7 +149,11 @@ fn visit_host(node: ScheduleNode, report: &mut MapReport) -> Result<ScheduleNode
 fn has_band_below(node: &ScheduleNode) -> Result<bool> {
     let n = node.n_children().isl("counting a node's children")?;
     for i in 0..n {
-        let c = node.child(i).isl("visiting a schedule node")?;
+        let c = node
+            .copy()
+            .isl("copying a schedule node")?
+            .child(i)
+            .isl("visiting a schedule node")?;
         if c.get_type().isl("reading a schedule node's type")? == ScheduleNodeType::Band
             || has_band_below(&c)?
         {

@@ -103,7 +103,8 @@ fn walk(
     buffer_of: &impl Fn(usize) -> usize,
     out: &mut Vec<Launch>,
 ) -> Result<()> {
-    let unknown = || miette!("internal error: a host expression reads a value the host does not have");
+    let unknown =
+        || miette!("internal error: a host expression reads a value the host does not have");
     match n {
         KNode::Block(v) => {
             for c in v {
@@ -124,14 +125,32 @@ fn walk(
                 if cond.eval(&|v| env.get(v).copied()).ok_or_else(unknown)? == 0 {
                     break;
                 }
-                walk(prog, param_texts, module, body, env, scalars, buffer_of, out)?;
+                walk(
+                    prog,
+                    param_texts,
+                    module,
+                    body,
+                    env,
+                    scalars,
+                    buffer_of,
+                    out,
+                )?;
                 i += step;
             }
             env.remove(iter);
         }
         KNode::If { cond, then, els } => {
             if cond.eval(&|v| env.get(v).copied()).ok_or_else(unknown)? != 0 {
-                walk(prog, param_texts, module, then, env, scalars, buffer_of, out)?;
+                walk(
+                    prog,
+                    param_texts,
+                    module,
+                    then,
+                    env,
+                    scalars,
+                    buffer_of,
+                    out,
+                )?;
             } else if let Some(e) = els {
                 walk(prog, param_texts, module, e, env, scalars, buffer_of, out)?;
             }
@@ -139,7 +158,16 @@ fn walk(
         KNode::Let { name, value, body } => {
             let v = value.eval(&|v| env.get(v).copied()).ok_or_else(unknown)?;
             env.insert(name.clone(), v);
-            walk(prog, param_texts, module, body, env, scalars, buffer_of, out)?;
+            walk(
+                prog,
+                param_texts,
+                module,
+                body,
+                env,
+                scalars,
+                buffer_of,
+                out,
+            )?;
             env.remove(name);
         }
         KNode::Device { id, .. } => {
@@ -148,9 +176,9 @@ fn walk(
             let mut args = Vec::new();
             for p in kernel_params(prog, param_texts, k) {
                 args.push(match p {
-                    KernelParam::Size(i) => LaunchArg::I64(
-                        *env.get(&prog.params[i].name).ok_or_else(unknown)?,
-                    ),
+                    KernelParam::Size(i) => {
+                        LaunchArg::I64(*env.get(&prog.params[i].name).ok_or_else(unknown)?)
+                    }
                     KernelParam::Tensor(t) => LaunchArg::Buffer(buffer_of(t)),
                     KernelParam::Scalar(s) => scalar_arg(&scalars[s])?,
                     KernelParam::Host(h) => LaunchArg::I64(*env.get(&h).ok_or_else(unknown)?),
