@@ -485,9 +485,6 @@ impl Access {
             .any(|p| later.reads.contains(p) || later.writes.contains(p))
             || self.reads.iter().any(|p| later.writes.contains(p))
     }
-    fn self_conflict(&self) -> bool {
-        !self.writes.is_empty()
-    }
     fn extend(&mut self, o: &Access) {
         self.reads.extend(o.reads.iter().copied());
         self.writes.extend(o.writes.iter().copied());
@@ -558,20 +555,34 @@ fn access_of(prog: &Program, n: &KNode, spaces: &HashMap<usize, MemSpace>) -> Ac
 
 /// Inserts barriers in the block-uniform part of `n` (see the module docs).
 fn insert_barriers(prog: &Program, n: &KNode, spaces: &HashMap<usize, MemSpace>) -> KNode {
+    place(prog, n, Access::default(), spaces).0
+}
+
+/// Places barriers in `n`, given the accesses `pending` made since the last barrier;
+/// returns the new node and the accesses pending after it. A barrier goes before a part
+/// that conflicts with what is pending, and at the end of a loop body whose pending
+/// accesses conflict with the next iteration's; nowhere else.
+fn place(
+    prog: &Program,
+    n: &KNode,
+    pending: Access,
+    spaces: &HashMap<usize, MemSpace>,
+) -> (KNode, Access) {
     match n {
         KNode::Block(v) => {
             let mut out = Vec::new();
-            let mut pending = Access::default();
+            let mut pending = pending;
             for c in v {
                 let a = access_of(prog, c, spaces);
                 if pending.conflicts(&a) {
                     out.push(KNode::Barrier);
                     pending.clear();
                 }
-                out.push(insert_barriers(prog, c, spaces));
-                pending.extend(&a);
+                let (c2, p) = place(prog, c, pending, spaces);
+                out.push(c2);
+                pending = p;
             }
-            KNode::Block(out)
+            (KNode::Block(out), pending)
         }
         KNode::For {
             iter,
@@ -581,37 +592,83 @@ fn insert_barriers(prog: &Program, n: &KNode, spaces: &HashMap<usize, MemSpace>)
             body,
             kind,
         } if !matches!(kind, LoopKind::Thread(_)) => {
-            let a = access_of(prog, body, spaces);
-            let mut b = insert_barriers(prog, body, spaces);
-            if a.self_conflict() {
-                b = KNode::Block(vec![b, KNode::Barrier]);
-            }
-            KNode::For {
+            let all = access_of(prog, body, spaces);
+            let rebuild = |b: KNode| KNode::For {
                 iter: iter.clone(),
                 init: init.clone(),
                 cond: cond.clone(),
                 step: *step,
                 body: Box::new(b),
                 kind: *kind,
+            };
+            // The first iteration starts with `pending`; a later one with what the
+            // previous left pending, unless a barrier ends the body.
+            let mut start = pending.clone();
+            loop {
+                let (b, p_end) = place(prog, body, start.clone(), spaces);
+                if p_end.conflicts(&all) {
+                    return (rebuild(KNode::Block(vec![b, KNode::Barrier])), pending);
+                }
+                let mut next = start.clone();
+                next.extend(&p_end);
+                if next.reads.len() == start.reads.len() && next.writes.len() == start.writes.len()
+                {
+                    let mut out = pending;
+                    out.extend(&p_end);
+                    return (rebuild(b), out);
+                }
+                start = next;
             }
         }
-        KNode::If { cond, then, els } => KNode::If {
-            cond: cond.clone(),
-            then: Box::new(insert_barriers(prog, then, spaces)),
-            els: els
-                .as_ref()
-                .map(|e| Box::new(insert_barriers(prog, e, spaces))),
-        },
-        KNode::Local { bufs, body } => KNode::Local {
-            bufs: bufs.clone(),
-            body: Box::new(insert_barriers(prog, body, spaces)),
-        },
-        KNode::Let { name, value, body } => KNode::Let {
-            name: name.clone(),
-            value: value.clone(),
-            body: Box::new(insert_barriers(prog, body, spaces)),
-        },
-        other => other.clone(),
+        KNode::If { cond, then, els } => {
+            let (t, mut p) = place(prog, then, pending.clone(), spaces);
+            let e = match els {
+                Some(e) => {
+                    let (e2, pe) = place(prog, e, pending, spaces);
+                    p.extend(&pe);
+                    Some(Box::new(e2))
+                }
+                None => {
+                    p.extend(&pending);
+                    None
+                }
+            };
+            (
+                KNode::If {
+                    cond: cond.clone(),
+                    then: Box::new(t),
+                    els: e,
+                },
+                p,
+            )
+        }
+        KNode::Local { bufs, body } => {
+            let (b, p) = place(prog, body, pending, spaces);
+            (
+                KNode::Local {
+                    bufs: bufs.clone(),
+                    body: Box::new(b),
+                },
+                p,
+            )
+        }
+        KNode::Let { name, value, body } => {
+            let (b, p) = place(prog, body, pending, spaces);
+            (
+                KNode::Let {
+                    name: name.clone(),
+                    value: value.clone(),
+                    body: Box::new(b),
+                },
+                p,
+            )
+        }
+        // Statements, copies and thread loops: everything in them is pending after them.
+        other => {
+            let mut p = pending;
+            p.extend(&access_of(prog, other, spaces));
+            (other.clone(), p)
+        }
     }
 }
 

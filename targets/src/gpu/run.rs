@@ -250,6 +250,11 @@ impl Executable for GpuExecutable {
         if prog.tensors.iter().any(|t| t.dtype == DType::F16) {
             return Err(miette!("f16 tensors do not run on the GPU back end yet"));
         }
+        if std::env::var_os("POLYC_DEBUG_LAUNCH").is_some() {
+            for l in &launches {
+                eprintln!("polyc: launch {} grid {:?} block {:?}", l.kernel, l.grid, l.block);
+            }
+        }
         let mut bufs: Vec<&mut [u8]> = tensors.iter_mut().map(bytes_of).collect();
         bufs.extend(temps.iter_mut().map(bytes_of));
         let start = Instant::now();
