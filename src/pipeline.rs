@@ -204,7 +204,12 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let mut stages = Vec::new();
     let initial = initial_schedule(&scop, &deps)?;
     let mut tree = ScheduleTree::from_isl(&initial)?;
-    tree = apply_load(&ctx, &scop, &deps, "initial", tree, &loads)?;
+    tree = apply_load(
+        (&ctx, &scop, &deps, target.as_ref()),
+        "initial",
+        tree,
+        &loads,
+    )?;
     stages.push(Stage {
         name: "initial".into(),
         tree: tree.clone(),
@@ -233,7 +238,12 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
             tree = ScheduleTree::from_isl(&s)?;
         }
     }
-    tree = apply_load(&ctx, &scop, &deps, "scheduled", tree, &loads)?;
+    tree = apply_load(
+        (&ctx, &scop, &deps, target.as_ref()),
+        "scheduled",
+        tree,
+        &loads,
+    )?;
     stages.push(Stage {
         name: "scheduled".into(),
         tree,
@@ -353,7 +363,7 @@ pub fn finish(
                 verify_tree(scop, deps, &schedule, &format!("pass `{}`", pass.name()))
                     .map_err(|e| miette!("internal error (please report it): {e:?}"))?;
             }
-            tree = apply_load(ctx, scop, deps, pass.name(), tree, loads)?;
+            tree = apply_load((ctx, scop, deps, target), pass.name(), tree, loads)?;
             stages.push(Stage {
                 name: pass.name().into(),
                 tree: tree.clone(),
@@ -376,7 +386,7 @@ pub fn finish(
         }
         notes = cx.notes.into_inner();
     }
-    tree = apply_load(ctx, scop, deps, "final", tree, loads)?;
+    tree = apply_load((ctx, scop, deps, target), "final", tree, loads)?;
     stages.push(Stage {
         name: "final".into(),
         tree: tree.clone(),
@@ -460,18 +470,35 @@ fn validate_load_requests(
 /// Replaces `tree` with the loaded one if a `--load-tree` names this stage, after checking
 /// it covers the same instances and respects every dependence.
 fn apply_load(
-    ctx: &Ctx,
-    scop: &Scop,
-    deps: &Deps,
+    cx: (&Ctx, &Scop, &Deps, &dyn Target),
     stage: &str,
     tree: ScheduleTree,
     loads: &[crate::options::LoadTree],
 ) -> Result<ScheduleTree> {
+    let (ctx, scop, deps, target) = cx;
     let Some(load) = loads.iter().find(|l| l.stage == stage) else {
         return Ok(tree);
     };
     let file = SourceFile::read(&load.file)?;
     let loaded = ScheduleTree::from_yaml_file(ctx, &file)?;
+    let buffers = target.desc().buffer_order();
+    for (_, m) in loaded.marks() {
+        if let schedule_tree::Mark::Mem(b) = m {
+            if !buffers.contains(&b) {
+                let names: Vec<&str> = buffers.iter().map(|b| b.name()).collect();
+                return Err(miette!(
+                    help = format!(
+                        "the buffers of target `{}` are: {}",
+                        target.name(),
+                        names.join(", ")
+                    ),
+                    "{}: the tree places data in buffer `{b}`, which target `{}` does not have",
+                    load.file,
+                    target.name()
+                ));
+            }
+        }
+    }
     let schedule = loaded.to_isl(ctx)?;
     verify_tree(scop, deps, &schedule, &load.file)?;
     Ok(loaded)

@@ -112,7 +112,7 @@ fn bad_band_schedule() {
 fn unknown_mark() {
     insta::assert_snapshot!(error(
         "tree.yaml",
-        "domain: \"{ S_0[i] : 0 <= i < 8 }\"\nchild:\n  mark: \"mem:L4\"\n  child:\n    leaf\n"
+        "domain: \"{ S_0[i] : 0 <= i < 8 }\"\nchild:\n  mark: \"mem:4L\"\n  child:\n    leaf\n"
     ));
 }
 

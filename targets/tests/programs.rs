@@ -170,7 +170,7 @@ fn unknown_mark_is_an_error() {
     let err = targets::lower(&ctx, &prog, &s).expect_err("unknown mark is rejected");
     let text = format!("{err:?}");
     assert!(text.contains("unknown mark \"bogus\""), "{text}");
-    assert!(text.contains("mem:L1"), "{text}");
+    assert!(text.contains("mem:<buffer>"), "{text}");
 }
 
 #[test]

@@ -252,7 +252,10 @@ impl Executable for GpuExecutable {
         }
         if std::env::var_os("POLYC_DEBUG_LAUNCH").is_some() {
             for l in &launches {
-                eprintln!("polyc: launch {} grid {:?} block {:?}", l.kernel, l.grid, l.block);
+                eprintln!(
+                    "polyc: launch {} grid {:?} block {:?}",
+                    l.kernel, l.grid, l.block
+                );
             }
         }
         let mut bufs: Vec<&mut [u8]> = tensors.iter_mut().map(bytes_of).collect();
