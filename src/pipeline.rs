@@ -376,7 +376,7 @@ impl Timer {
 pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     let mut timer = Timer::new();
     let source = SourceFile::read(&opts.program)?;
-    let program = polyhedral::lang::compile(&source, opts.entry.as_deref())?;
+    let program = polyhedral::lang::compile_as(&source, opts.entry.as_deref(), opts.lang)?;
     let param_values = bind_params(&program, &opts.params)?;
     let texts = param_texts(&program, &param_values);
     timer.lap("parse");
