@@ -235,7 +235,8 @@ impl<'a> Parser<'a> {
                 format!("TC type `{name}` has no polyc equivalent"),
                 "polyc cannot hold this type",
                 format!(
-                    "polyc compiles the TC types {}; declare the tensor with one of them                      (e.g. `int32` for small unsigned or boolean values)",
+                    "polyc compiles the TC types {}; declare the tensor with one of them \
+                     (e.g. `int32` for small unsigned or boolean values)",
                     tc::SUPPORTED_TYPES
                 ),
             )),
@@ -243,7 +244,8 @@ impl<'a> Parser<'a> {
                 let polyc = DType::from_name(name).map_or(String::new(), |d| {
                     let tc_name = tc::TcType::of(d).name();
                     format!(
-                        "; `{name}` is polyc's own name, and this file is read as Tensor                          Comprehensions: write `{tc_name}` (or pass `--lang polyc`)"
+                        "; `{name}` is polyc's own name, and this file is read as Tensor \
+                     Comprehensions: write `{tc_name}` (or pass `--lang polyc`)"
                     )
                 });
                 Err(self.err(
@@ -573,7 +575,9 @@ impl<'a> Parser<'a> {
                 t.span,
                 "TC's `for` loops are not supported by polyc",
                 "a TC timestep loop",
-                "polyc compiles comprehensions without loops around them: unroll the                  timesteps into separate statements (one per step), or write one def per                  step and call them in turn",
+                "polyc compiles comprehensions without loops around them: unroll the \
+                     timesteps into separate statements (one per step), or write one def per \
+                     step and call them in turn",
             ));
         }
         if matches!(t.tok, Tok::Ident(_)) && self.peek2().tok == Tok::Comma {

@@ -703,7 +703,17 @@ impl<'a> Sema<'a> {
         // splits the update into one statement per branch, each over its part of the
         // domain (so that a branch's accesses need only be valid where it is taken).
         let pieces = if self.tc {
-            self.tc_split_guards(&st.rhs, &iters, dtype, 0)?
+            let mut pieces = self.tc_split_guards(&st.rhs, &iters, dtype, 0)?;
+            // A branch that reduces the identity (`+= 0`, `*= 1`) changes nothing.
+            let identity = match st.op {
+                AssignOp::Add => Some(0.0),
+                AssignOp::Mul => Some(1.0),
+                _ => None,
+            };
+            if pieces.len() > 1 {
+                pieces.retain(|(_, e)| identity.is_none() || constant(e) != identity);
+            }
+            pieces
         } else {
             vec![(iters.clone(), rhs)]
         };
@@ -1186,7 +1196,14 @@ impl<'a> Sema<'a> {
                         }
                         ([lo], _) if lo.as_const() != Some(0) => Some((
                             src.span,
-                            format!("the range of `{name}` does not start at 0"),
+                            if self.tc {
+                                format!(
+                                    "the range of `{name}` does not start at 0 (TC would start \
+                                     the tensor there; polyc's tensors start at 0)"
+                                )
+                            } else {
+                                format!("the range of `{name}` does not start at 0")
+                            },
                         )),
                         ([_], [_]) => Some((
                             src.span,
@@ -1202,7 +1219,8 @@ impl<'a> Sema<'a> {
             if let Some((span, label)) = problem {
                 let help = if info.role == TensorRole::Output {
                     format!(
-                        "declare the shape in the def's outputs, e.g. `f32(M, N) {}`",
+                        "declare the shape in the def's outputs, e.g. `{}(M, N) {}`",
+                        if self.tc { "float" } else { "f32" },
                         info.name
                     )
                 } else {
@@ -1260,6 +1278,15 @@ impl<'a> Sema<'a> {
             outputs: self.outputs,
             stmts: self.stmts,
         })
+    }
+}
+
+/// The value of a constant expression (a literal, possibly cast).
+fn constant(e: &ir::Expr) -> Option<f64> {
+    match e {
+        ir::Expr::Lit(v) => Some(*v),
+        ir::Expr::Cast(_, a) => constant(a),
+        _ => None,
     }
 }
 
