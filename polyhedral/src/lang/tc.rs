@@ -260,26 +260,29 @@ pub fn builtin(name: &str) -> Option<Result<Builtin, ()>> {
     Some(Ok(f))
 }
 
-/// True when the def headers in `toks` use TC's type names: some `def` header (from `def`
-/// to its `{`) holds a TC type name followed by `(` or by a name, as in `float(M, K) A`
-/// or `float alpha`. polyc's own type names are `f32`, `i8`, …, so a polyc file never
-/// matches.
+/// True when the def headers in `toks` use TC's type names and not polyc's: some `def`
+/// header (from `def` to its `{`) holds a TC type name followed by `(` or by a name, as in
+/// `float(M, K) A` or `float alpha`, and none holds one of polyc's type names (`f32`, `i8`,
+/// …) that way. A polyc file therefore never matches, and a file that mixes both is read
+/// as polyc's language (whose error then names the TC type).
 pub fn detect(toks: &[Token]) -> bool {
     let mut in_header = false;
+    let (mut tc, mut polyc) = (false, false);
     for (i, t) in toks.iter().enumerate() {
         match &t.tok {
             Tok::Ident(s) if s == "def" => in_header = true,
             Tok::LBrace => in_header = false,
-            Tok::Ident(s) if in_header && is_type_name(s) => {
+            Tok::Ident(s) if in_header => {
                 let next = toks[i + 1..].iter().find(|t| t.tok != Tok::Newline);
                 if matches!(next.map(|t| &t.tok), Some(Tok::LParen | Tok::Ident(_))) {
-                    return true;
+                    tc |= is_type_name(s);
+                    polyc |= DType::from_name(s).is_some();
                 }
             }
             _ => {}
         }
     }
-    false
+    tc && !polyc
 }
 
 /// `e` with every bare name bound by a `where x = …` clause replaced by its expression
