@@ -12,11 +12,7 @@ use std::sync::Mutex;
 /// Every program of `examples/tc/`: its file, two shapes, and its outputs in the order
 /// `--check` reports them.
 const PROGRAMS: &[(&str, [&str; 2], &[&str])] = &[
-    (
-        "matmul_tt.tc",
-        ["M=7,N=5,K=9", "M=16,N=33,K=12"],
-        &["C"],
-    ),
+    ("matmul_tt.tc", ["M=7,N=5,K=9", "M=16,N=33,K=12"], &["C"]),
     (
         "batch_matmul.tc",
         ["NB=2,M=7,N=5,K=9", "NB=3,M=12,N=17,K=8"],
@@ -58,7 +54,11 @@ const PROGRAMS: &[(&str, [&str; 2], &[&str])] = &[
     ),
     ("int_arith.tc", ["N=4,K=6", "N=11,K=9"], &["S", "Q", "T"]),
     ("builtins.tc", ["N=10", "N=37"], &["C", "D", "E"]),
-    ("masks.tc", ["N=6", "N=13"], &["L", "Band", "Fill", "Scaled"]),
+    (
+        "masks.tc",
+        ["N=6", "N=13"],
+        &["L", "Band", "Fill", "Scaled"],
+    ),
     (
         "mlp.tc",
         ["B=3,K=5,H=4,O=3", "B=8,K=16,H=12,O=5"],
@@ -75,9 +75,10 @@ fn run(file: &str, shape: &str, outputs: &[&str]) -> Option<String> {
     let lines: Vec<&str> = out.lines().collect();
     let ok = o.status.code() == Some(0)
         && lines.len() == outputs.len()
-        && lines.iter().zip(outputs).all(|(l, name)| {
-            l.starts_with(&format!("{name}: max_abs_err=")) && l.ends_with(" ok")
-        });
+        && lines
+            .iter()
+            .zip(outputs)
+            .all(|(l, name)| l.starts_with(&format!("{name}: max_abs_err=")) && l.ends_with(" ok"));
     (!ok).then(|| {
         format!(
             "polyc {}: exit {:?}\n{}{}",
@@ -143,7 +144,13 @@ fn tc_files_are_detected_and_lang_overrides() {
     assert_eq!(auto, tc);
     insta::assert_snapshot!(polyc_err(&[prog, "--lang", "polyc"]));
     // polyc's own examples are not TC.
-    polyc_ok(&["examples/matmul.tc", "--param", "M=4,N=4,K=4", "--lang", "auto"]);
+    polyc_ok(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=4,N=4,K=4",
+        "--lang",
+        "auto",
+    ]);
     insta::assert_snapshot!(polyc_err(&[prog, "--lang", "halide"]));
 }
 
@@ -167,7 +174,12 @@ tc_error!(float_remainder, "float_remainder.tc");
 tc_error!(bool_output, "bool_output.tc");
 tc_error!(narrowing_without_cast, "narrowing.tc");
 tc_error!(output_not_starting_at_zero, "offset_output.tc");
-tc_error!(polyc_type_name_in_tc_file, "polyc_type_in_tc.tc", "--lang", "tc");
+tc_error!(
+    polyc_type_name_in_tc_file,
+    "polyc_type_in_tc.tc",
+    "--lang",
+    "tc"
+);
 tc_error!(index_only_on_the_left, "lhs_only_index.tc");
 tc_error!(equivalence_annotation, "equivalent.tc");
 tc_error!(function_call, "call.tc");

@@ -59,7 +59,14 @@ fn integer_division_rounds_down_and_remainders_are_not_negative() {
     let dtypes: Vec<DType> = prog.tensors.iter().map(|t| t.dtype).collect();
     assert_eq!(
         dtypes,
-        [DType::I32, DType::I32, DType::I32, DType::I32, DType::I32, DType::F32]
+        [
+            DType::I32,
+            DType::I32,
+            DType::I32,
+            DType::I32,
+            DType::I32,
+            DType::F32
+        ]
     );
     let a = [-7, -1, 0, 5, 7];
     let out = run(&prog, 5, |name, b| {
@@ -168,7 +175,10 @@ fn newlines_do_not_end_statements() {
         "def m(float(M, K) A, float(K, N) B) -> (C) { C(m, n)\n +=!\n A(m, r_k)\n *\n B(r_k, n) }",
     );
     assert_eq!(prog.stmts.len(), 2);
-    let src = SourceFile::new("t.tc", "def a(float(N) A) -> (B) { B(i) = A(i) }\ndef b(float(N) A) -> (B) { B(i) = A(i) }");
+    let src = SourceFile::new(
+        "t.tc",
+        "def a(float(N) A) -> (B) { B(i) = A(i) }\ndef b(float(N) A) -> (B) { B(i) = A(i) }",
+    );
     assert_eq!(def_names_as(&src, Lang::Tc).unwrap(), ["a", "b"]);
 }
 

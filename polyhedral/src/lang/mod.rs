@@ -132,7 +132,11 @@ pub fn compile(src: &SourceFile, entry: Option<&str>) -> miette::Result<ir::Prog
 }
 
 /// [`compile`] for a file written in `lang`.
-pub fn compile_as(src: &SourceFile, entry: Option<&str>, lang: Lang) -> miette::Result<ir::Program> {
+pub fn compile_as(
+    src: &SourceFile,
+    entry: Option<&str>,
+    lang: Lang,
+) -> miette::Result<ir::Program> {
     let tc = lang.is_tc(src);
     let defs = parser::parse_lang(src, tc).map_err(report)?;
     let list = defs

@@ -591,11 +591,16 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// True at TC's `<=>`.
+    fn at_equivalent(&self) -> bool {
+        let t = self.peek();
+        t.tok == Tok::Le && self.peek2().tok == Tok::Gt && self.peek2().span.start == t.span.end
+    }
+
     /// TC's `<=>` (an equivalent-statement annotation) is rejected.
     fn tc_equivalent(&self) -> Res<()> {
         let t = self.peek();
-        if t.tok == Tok::Le && self.peek2().tok == Tok::Gt && self.peek2().span.start == t.span.end
-        {
+        if self.at_equivalent() {
             return Err(self.err(
                 t.span.join(self.peek2().span),
                 "TC's `<=>` annotations are not supported by polyc",
@@ -820,7 +825,7 @@ impl<'a> Parser<'a> {
         let b = self.ternary();
         self.depth -= 1;
         let b = b?;
-        Ok(self.select(q.span, cond, a, b)?)
+        self.select(q.span, cond, a, b)
     }
 
     /// `select(c, a, b)` spanning all three.
@@ -868,6 +873,9 @@ impl<'a> Parser<'a> {
     fn comparison(&mut self) -> Res<Expr> {
         let mut lhs = self.additive()?;
         loop {
+            if self.tc && self.at_equivalent() {
+                return Ok(lhs);
+            }
             let op = match self.peek().tok {
                 Tok::Lt => CmpOp::Lt,
                 Tok::Le => CmpOp::Le,
@@ -1036,14 +1044,16 @@ impl<'a> Parser<'a> {
             {
                 let ty = self.tc_type_name()?;
                 self.bump();
-                let (args, close) = self.list_tail(&format!(
-                    "a cast takes one argument: `{name}(e)`"
-                ))?;
+                let (args, close) =
+                    self.list_tail(&format!("a cast takes one argument: `{name}(e)`"))?;
                 let span = t.span.join(close);
                 if args.len() != 1 {
                     return Err(self.err(
                         span,
-                        format!("the cast `{name}(…)` takes 1 argument, {} given", args.len()),
+                        format!(
+                            "the cast `{name}(…)` takes 1 argument, {} given",
+                            args.len()
+                        ),
                         "wrong number of arguments",
                         format!("write `{name}(e)` with exactly one expression"),
                     ));

@@ -66,7 +66,12 @@ pub fn infer(
                 } else {
                     // r - |a|·v >= 0  =>  v <= floor(r / |a|)
                     let d = a.checked_neg().ok_or(Overflow)?;
-                    b.push_upper(r.floordiv(d).ok_or(Overflow)?.add_const(1).ok_or(Overflow)?);
+                    b.push_upper(
+                        r.floordiv(d)
+                            .ok_or(Overflow)?
+                            .add_const(1)
+                            .ok_or(Overflow)?,
+                    );
                 }
                 used[k] = true;
             }
