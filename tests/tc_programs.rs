@@ -60,6 +60,11 @@ const PROGRAMS: &[(&str, [&str; 2], &[&str])] = &[
         &["L", "Band", "Fill", "Scaled"],
     ),
     (
+        "upsample_pool.tc",
+        ["N=2,H=5,W=3", "N=1,H=8,W=9"],
+        &["Up", "Pool"],
+    ),
+    (
         "mlp.tc",
         ["B=3,K=5,H=4,O=3", "B=8,K=16,H=12,O=5"],
         &["O1", "O2"],

@@ -191,3 +191,60 @@ fn detection_needs_tc_type_names_in_a_header() {
     let e = err("def f(float(N) A) -> (B) { B(i) = A(i) }", Lang::Polyc);
     assert!(e.contains("unknown type `float`"), "{e}");
 }
+
+/// Random edits of the TC examples never make the front end panic: every input gets a
+/// program or a located error.
+#[test]
+fn mutated_tc_programs_never_panic() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/tc");
+    let mut seeds: Vec<String> = std::fs::read_dir(dir)
+        .expect("examples/tc")
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    seeds.sort();
+    assert!(seeds.len() >= 10);
+    const PIECES: [&str; 24] = [
+        "?", ":", " where ", "(", ")", "float", "!", "&&", "||", "=", ",", "+=!", " exists ",
+        "for ", "<=>", ".1", "int32(", " r_k ", "max=!", "\n", "0:N", " x = ", "-", "uint8",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    for round in 0..20000 {
+        let mut text = seeds[round % seeds.len()].clone().into_bytes();
+        for _ in 0..1 + next(3) {
+            let at = next(text.len() + 1);
+            match next(3) {
+                0 => {
+                    let end = (at + next(12)).min(text.len());
+                    text.drain(at..end);
+                }
+                1 => {
+                    let p = PIECES[next(PIECES.len())].as_bytes();
+                    text.splice(at..at, p.iter().copied());
+                }
+                _ => {
+                    let end = (at + next(20)).min(text.len());
+                    let dup: Vec<u8> = text[at..end].to_vec();
+                    let to = next(text.len() + 1);
+                    text.splice(to..to, dup);
+                }
+            }
+        }
+        let Ok(text) = String::from_utf8(text) else {
+            continue;
+        };
+        let src = SourceFile::new("m.tc", text.clone());
+        for lang in [Lang::Tc, Lang::Auto] {
+            let r = std::panic::catch_unwind(|| {
+                let names = def_names_as(&src, lang).unwrap_or_default();
+                let _ = compile_as(&src, names.first().map(String::as_str), lang);
+            });
+            assert!(r.is_ok(), "the front end panicked on:\n{text}");
+        }
+    }
+}

@@ -314,6 +314,13 @@ impl<'a> Sema<'a> {
                         };
                         r.ok_or_else(|| ovf(self))
                     }
+                    // In TC, integer division rounds towards minus infinity: by a
+                    // positive constant it is `floordiv`.
+                    Div if self.tc => {
+                        let la = self.lin(a, mode)?;
+                        let d = self.divisor(b, mode, "`/`")?;
+                        la.floordiv(d).ok_or_else(|| ovf(self))
+                    }
                     Div => Err(self.non_affine(
                         mode,
                         e.span,
