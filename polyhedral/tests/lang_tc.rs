@@ -248,3 +248,32 @@ fn mutated_tc_programs_never_panic() {
         }
     }
 }
+
+/// The left side takes no part in TC's range inference: the output index of a stencil is
+/// bounded by its reads (h < H - KH + 1), not by the declared output (h < H), so the
+/// stencil reads inside `A`. polyc's own language bounds `h` by `C` as well.
+#[test]
+fn the_left_side_does_not_bound_indices() {
+    let prog = compile(
+        "def conv(float(H) A, float(KH) B) -> (float(H) C) {\n\
+           C(h) = 0.0 where h in 0:H\n\
+           C(h) += A(h + r_kh) * B(r_kh)\n\
+         }",
+    );
+    let h = &prog.stmts[1].iters[0];
+    assert_eq!(
+        format!("{:?} {:?}", h.lower, h.upper),
+        "[Const(0)] [Add(Sub(Param(0), Param(1)), Const(1))]"
+    );
+    let out = run(&prog, 3, |name, b| {
+        if let Buffer::F32(v) = b {
+            match name {
+                "A" => v.copy_from_slice(&[1.0, 2.0, 3.0]),
+                "B" => v.copy_from_slice(&[1.0, 10.0, 100.0]),
+                _ => {}
+            }
+        }
+    });
+    // Only h = 0 reads inside A; C(1) and C(2) keep the first statement's zeros.
+    assert_eq!(get(&out, "C"), [321.0, 0.0, 0.0]);
+}
