@@ -64,6 +64,7 @@ const PROGRAMS: &[(&str, [&str; 2], &[&str])] = &[
         ["N=2,H=5,W=3", "N=1,H=8,W=9"],
         &["Up", "Pool"],
     ),
+    ("half_axpy.tc", ["N=37", "N=8"], &["Z", "dot"]),
     (
         "mlp.tc",
         ["B=3,K=5,H=4,O=3", "B=8,K=16,H=12,O=5"],

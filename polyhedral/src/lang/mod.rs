@@ -1,5 +1,11 @@
 //! The `.tc` front end: lexer, parser, name resolution, typing and range inference.
 //!
+//! It reads polyc's own language and Tensor Comprehensions' ([`Lang`]; TC files are
+//! detected by [`tc::detect`]). A TC file gets TC's meaning: TC's typing and built-ins
+//! ([`tc`]), range inference from the right-hand side in rounds ([`tc_infer`]), integer
+//! division rounding towards −∞, immutable inputs, and a statement split at a conditional
+//! whose condition is affine in the indices. The decisions below are polyc's language's.
+//!
 //! [`compile`] turns one `def` of a source file into an [`ir::Program`]; [`def_names`]
 //! lists the defs of a file. Every failure is a located [`crate::diag::SourceError`]
 //! (file:line:col, the offending text underlined, a remedy), returned as a
