@@ -110,6 +110,10 @@ struct CommonArgs {
     /// Which `def` to compile when the file has several.
     #[arg(long)]
     entry: Option<String>,
+    /// The language of the program: `polyc`, `tc` (Tensor Comprehensions) or `auto` (detected
+    /// from the def headers' type names).
+    #[arg(long, value_name = "LANG", default_value = "auto")]
+    lang: String,
     /// Bind sizes: NAME=VALUE[,NAME=VALUE...]; unbound sizes stay symbolic.
     #[arg(long = "param", value_name = "NAME=VALUE,...")]
     params: Vec<String>,
@@ -314,6 +318,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
     Ok(CompileOptions {
         program: c.program.clone(),
         entry: c.entry.clone(),
+        lang: c.lang.parse()?,
         params: parse_params(&c.params)?,
         scheduler: c.scheduler.parse()?,
         isl_options: c.isl_options.clone(),

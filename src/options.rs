@@ -19,6 +19,8 @@ pub struct CompileOptions {
     pub program: String,
     /// `--entry`: which `def` to compile.
     pub entry: Option<String>,
+    /// `--lang`: polyc's language, Tensor Comprehensions', or detected from the file.
+    pub lang: polyhedral::lang::Lang,
     /// `--param NAME=VALUE,...`: bound sizes, in the order given.
     pub params: Vec<(String, i64)>,
     /// `--scheduler`.
@@ -129,6 +131,7 @@ impl CompileOptions {
         CompileOptions {
             program: program.into(),
             entry: None,
+            lang: polyhedral::lang::Lang::Auto,
             params: Vec::new(),
             scheduler: SchedulerKind::Isl,
             isl_options: Vec::new(),

@@ -178,7 +178,7 @@ impl Front {
 pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let mut timer = Timer::new();
     let source = SourceFile::read(&opts.program)?;
-    let program = polyhedral::lang::compile(&source, opts.entry.as_deref())?;
+    let program = polyhedral::lang::compile_as(&source, opts.entry.as_deref(), opts.lang)?;
     let param_values = bind_params(&program, &opts.params)?;
     let texts = param_texts(&program, &param_values);
     timer.lap("parse");

@@ -95,6 +95,9 @@ pub struct Stmt {
     pub rhs: Expr,
     /// `where` ranges.
     pub ranges: Vec<Range>,
+    /// TC's `where exists e` clauses: expressions whose accesses take part in range
+    /// inference without being computed.
+    pub exists: Vec<Expr>,
     /// The whole statement.
     pub span: Span,
 }

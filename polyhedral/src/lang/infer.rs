@@ -41,7 +41,17 @@ impl Bounds {
     /// constant is merged with it (the larger lower, the smaller upper wins), so
     /// `A(i) - A(i + 1)` gives `0 <= i < N - 1`, not `max(0, -1) <= i < min(N, N - 1)`.
     fn push(&mut self, lo: Lin, hi: Lin) {
+        self.push_lower(lo);
+        self.push_upper(hi);
+    }
+
+    /// Adds a lower bound (merged with a kept one that differs only by its constant).
+    pub fn push_lower(&mut self, lo: Lin) {
         merge(&mut self.lower, lo, |new, old| new > old);
+    }
+
+    /// Adds an upper bound (merged with a kept one that differs only by its constant).
+    pub fn push_upper(&mut self, hi: Lin) {
         merge(&mut self.upper, hi, |new, old| new < old);
     }
 }

@@ -64,6 +64,12 @@ pub enum Tok {
     StarEq,
     /// `!`
     Bang,
+    /// `?` (Tensor Comprehensions' conditional)
+    Question,
+    /// `&&` (Tensor Comprehensions)
+    AndAnd,
+    /// `||` (Tensor Comprehensions)
+    OrOr,
     /// A line break.
     Newline,
     /// The end of the file.
@@ -109,6 +115,9 @@ impl Tok {
             Tok::PlusEq => "+=",
             Tok::StarEq => "*=",
             Tok::Bang => "!",
+            Tok::Question => "?",
+            Tok::AndAnd => "&&",
+            Tok::OrOr => "||",
             Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::Newline | Tok::Eof => "",
         }
     }
@@ -177,6 +186,9 @@ pub fn lex(src: &SourceFile) -> Res<Vec<Token>> {
                     (b'!', Some(b'=')) => (Tok::Ne, 2),
                     (b'+', Some(b'=')) => (Tok::PlusEq, 2),
                     (b'*', Some(b'=')) => (Tok::StarEq, 2),
+                    (b'&', Some(b'&')) => (Tok::AndAnd, 2),
+                    (b'|', Some(b'|')) => (Tok::OrOr, 2),
+                    (b'?', _) => (Tok::Question, 1),
                     (b'(', _) => (Tok::LParen, 1),
                     (b')', _) => (Tok::RParen, 1),
                     (b'{', _) => (Tok::LBrace, 1),

@@ -164,6 +164,18 @@ impl Lin {
         })
     }
 
+    /// The largest iterator position that occurs anywhere (inside divisions too).
+    pub fn max_iter(&self) -> Option<usize> {
+        self.terms
+            .keys()
+            .filter_map(|a| match a {
+                Atom::Iter(j) => Some(*j),
+                Atom::Param(_) => None,
+                Atom::Div(l, _) | Atom::Mod(l, _) => l.max_iter(),
+            })
+            .max()
+    }
+
     /// True if no iterator occurs anywhere.
     pub fn is_param_only(&self) -> bool {
         self.terms.keys().all(|a| match a {

@@ -1,5 +1,11 @@
 //! The `.tc` front end: lexer, parser, name resolution, typing and range inference.
 //!
+//! It reads polyc's own language and Tensor Comprehensions' ([`Lang`]; TC files are
+//! detected by [`tc::detect`]). A TC file gets TC's meaning: TC's typing and built-ins
+//! ([`tc`]), range inference from the right-hand side in rounds ([`tc_infer`]), integer
+//! division rounding towards −∞, immutable inputs, and a statement split at a conditional
+//! whose condition is affine in the indices. The decisions below are polyc's language's.
+//!
 //! [`compile`] turns one `def` of a source file into an [`ir::Program`]; [`def_names`]
 //! lists the defs of a file. Every failure is a located [`crate::diag::SourceError`]
 //! (file:line:col, the offending text underlined, a remedy), returned as a
@@ -30,6 +36,8 @@ pub mod lexer;
 pub mod lin;
 pub mod parser;
 pub mod sema;
+pub mod tc;
+pub mod tc_infer;
 
 use crate::diag::{SourceError, SourceFile};
 use crate::ir;
@@ -69,16 +77,74 @@ fn report(e: Box<SourceError>) -> miette::Report {
     miette::Report::new(*e)
 }
 
-/// Names of the defs in a file, in order (for `--entry` errors and listing).
+/// The language a source file is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Lang {
+    /// polyc's own `.tc` language (`f32`, `i8`, … types; newline-terminated statements).
+    Polyc,
+    /// Tensor Comprehensions' language (`float`, `int32`, … types; `c ? a : b`; TC's
+    /// range inference and typing).
+    Tc,
+    /// Tensor Comprehensions when a def header uses TC's type names (see
+    /// [`tc::detect`]), else polyc's language.
+    #[default]
+    Auto,
+}
+
+impl std::str::FromStr for Lang {
+    type Err = miette::Report;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "polyc" => Ok(Lang::Polyc),
+            "tc" => Ok(Lang::Tc),
+            "auto" => Ok(Lang::Auto),
+            _ => Err(miette::miette!(
+                help = "pass `--lang polyc`, `--lang tc` or `--lang auto` (the default)",
+                "unknown language `{s}`"
+            )),
+        }
+    }
+}
+
+impl Lang {
+    /// True when `src` is to be read as Tensor Comprehensions. A file that does not lex is
+    /// read as polyc's language (whose lexer then reports the error).
+    pub fn is_tc(self, src: &SourceFile) -> bool {
+        match self {
+            Lang::Polyc => false,
+            Lang::Tc => true,
+            Lang::Auto => lexer::lex(src).is_ok_and(|t| tc::detect(&t)),
+        }
+    }
+}
+
+/// Names of the defs in a file, in order (for `--entry` errors and listing); the language
+/// is detected.
 pub fn def_names(src: &SourceFile) -> miette::Result<Vec<String>> {
-    let defs = parser::parse(src).map_err(report)?;
+    def_names_as(src, Lang::Auto)
+}
+
+/// Names of the defs in a file written in `lang`.
+pub fn def_names_as(src: &SourceFile, lang: Lang) -> miette::Result<Vec<String>> {
+    let defs = parser::parse_lang(src, lang.is_tc(src)).map_err(report)?;
     Ok(defs.into_iter().map(|d| d.name.name).collect())
 }
 
-/// Parses and resolves one def. With `entry = None` the file must hold exactly one def;
-/// otherwise the error lists the defs and suggests `--entry`.
+/// Parses and resolves one def, detecting the language ([`Lang::Auto`]). With
+/// `entry = None` the file must hold exactly one def; otherwise the error lists the defs
+/// and suggests `--entry`.
 pub fn compile(src: &SourceFile, entry: Option<&str>) -> miette::Result<ir::Program> {
-    let defs = parser::parse(src).map_err(report)?;
+    compile_as(src, entry, Lang::Auto)
+}
+
+/// [`compile`] for a file written in `lang`.
+pub fn compile_as(
+    src: &SourceFile,
+    entry: Option<&str>,
+    lang: Lang,
+) -> miette::Result<ir::Program> {
+    let tc = lang.is_tc(src);
+    let defs = parser::parse_lang(src, tc).map_err(report)?;
     let list = defs
         .iter()
         .map(|d| format!("`{}`", d.name.name))
@@ -108,5 +174,5 @@ pub fn compile(src: &SourceFile, entry: Option<&str>) -> miette::Result<ir::Prog
             &defs[0]
         }
     };
-    sema::lower(src, def).map_err(report)
+    sema::lower_lang(src, def, tc).map_err(report)
 }

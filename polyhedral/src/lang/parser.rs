@@ -4,22 +4,37 @@
 //! call/primary. Statements end at a newline or `;` (or just before the closing `}`).
 //! Inside parentheses, and everywhere in a `def` header, newlines are ignored; in a
 //! statement a newline directly after a binary operator or a comma continues the line.
+//!
+//! In a Tensor Comprehensions file ([`parse_lang`] with `tc`), newlines are plain spaces,
+//! as in TC: a statement ends where its expression (and its `where` clauses) cannot go on.
+//! The TC mode also reads TC's type names, `T(e)` casts, `c ? a : b`, `&&`, `||`, unary
+//! `!`, `where x = e` bindings and `where exists e` clauses, and a 0-d left side written
+//! without parentheses; it rejects TC's `for` loops, `<=>` and `T.1` with located errors.
 
 use super::ast::*;
 use super::lexer::{lex, Tok, Token};
-use super::{Res, LIMITS};
+use super::{tc, Res, LIMITS};
 use crate::diag::{SourceError, SourceFile};
 use crate::ir::{AssignOp, BinOp, CmpOp, DType, Span};
 
-/// Parses a whole file into its `def`s (at least one; names distinct).
+/// Parses a whole polyc-language file into its `def`s (at least one; names distinct).
 pub fn parse(src: &SourceFile) -> Res<Vec<Def>> {
-    let toks = lex(src)?;
+    parse_lang(src, false)
+}
+
+/// Parses a whole file into its `def`s, in Tensor Comprehensions' syntax when `tc` is set.
+pub fn parse_lang(src: &SourceFile, tc: bool) -> Res<Vec<Def>> {
+    let mut toks = lex(src)?;
+    if tc {
+        toks.retain(|t| t.tok != Tok::Newline);
+    }
     let mut p = Parser {
         src,
         toks,
         pos: 0,
         nest: 0,
         depth: 0,
+        tc,
     };
     let mut defs: Vec<Def> = Vec::new();
     loop {
@@ -79,6 +94,8 @@ struct Parser<'a> {
     nest: usize,
     /// Current recursion depth of the expression parser.
     depth: usize,
+    /// Tensor Comprehensions' syntax.
+    tc: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -168,6 +185,9 @@ impl<'a> Parser<'a> {
     }
 
     fn type_name(&mut self) -> Res<TypeName> {
+        if self.tc {
+            return self.tc_type_name();
+        }
         let t = self.peek().clone();
         match &t.tok {
             Tok::Ident(name) => match DType::from_name(name) {
@@ -189,6 +209,55 @@ impl<'a> Parser<'a> {
                 )),
             },
             _ => Err(self.unexpected(&t, "a type", "the types are f16, f32, f64, i8, i32 and i64")),
+        }
+    }
+
+    /// A TC type name (`float`, `int32`, …) as a polyc element type.
+    fn tc_type_name(&mut self) -> Res<TypeName> {
+        let t = self.peek().clone();
+        let Tok::Ident(name) = &t.tok else {
+            return Err(self.unexpected(
+                &t,
+                "a type",
+                &format!("the TC types polyc compiles are {}", tc::SUPPORTED_TYPES),
+            ));
+        };
+        match tc::type_by_name(name) {
+            Some((_, Some(dtype))) => {
+                self.bump();
+                Ok(TypeName {
+                    dtype,
+                    span: t.span,
+                })
+            }
+            Some((_, None)) => Err(self.err(
+                t.span,
+                format!("TC type `{name}` has no polyc equivalent"),
+                "polyc cannot hold this type",
+                format!(
+                    "polyc compiles the TC types {}; declare the tensor with one of them \
+                     (e.g. `int32` for small unsigned or boolean values)",
+                    tc::SUPPORTED_TYPES
+                ),
+            )),
+            None => {
+                let polyc = DType::from_name(name).map_or(String::new(), |d| {
+                    let tc_name = tc::TcType::of(d).name();
+                    format!(
+                        "; `{name}` is polyc's own name, and this file is read as Tensor \
+                     Comprehensions: write `{tc_name}` (or pass `--lang polyc`)"
+                    )
+                });
+                Err(self.err(
+                    t.span,
+                    format!("unknown type `{name}`"),
+                    "not a TC type",
+                    format!(
+                        "the TC types polyc compiles are {}{polyc}",
+                        tc::SUPPORTED_TYPES
+                    ),
+                ))
+            }
         }
     }
 
@@ -373,6 +442,9 @@ impl<'a> Parser<'a> {
 
     fn stmt(&mut self) -> Res<Stmt> {
         let t = self.peek().clone();
+        if self.tc {
+            self.tc_unsupported_stmt(&t)?;
+        }
         let lhs = match &t.tok {
             Tok::Ident(name) => Ident {
                 name: name.clone(),
@@ -388,7 +460,8 @@ impl<'a> Parser<'a> {
             }
         };
         self.bump();
-        if self.peek().tok != Tok::LParen {
+        let bare_lhs = self.tc && self.peek().tok != Tok::LParen && self.at_assign_op();
+        if self.peek().tok != Tok::LParen && !bare_lhs {
             let t = self.peek().clone();
             return Err(self.err(
                 t.span,
@@ -405,14 +478,35 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
-        self.bump();
-        let (lhs_index, close) =
-            self.list_tail("separate the indices with `,` and close the list with `)`")?;
-        let lhs_span = lhs.span.join(close);
+        let (lhs_index, lhs_span) = if bare_lhs {
+            (Vec::new(), lhs.span)
+        } else {
+            self.bump();
+            let (lhs_index, close) =
+                self.list_tail("separate the indices with `,` and close the list with `)`")?;
+            (lhs_index, lhs.span.join(close))
+        };
         let (op, init, op_span) = self.assign_op()?;
         let rhs = self.expr()?;
         let mut end = rhs.span;
         let mut ranges = Vec::new();
+        if self.tc {
+            self.tc_equivalent()?;
+            let (rhs, exists, end) = self.tc_where(rhs, &mut ranges)?;
+            self.tc_stmt_end()?;
+            return Ok(Stmt {
+                lhs,
+                lhs_index,
+                lhs_span,
+                op,
+                init,
+                op_span,
+                span: lhs_span.join(end),
+                rhs,
+                ranges,
+                exists,
+            });
+        }
         if matches!(&self.peek().tok, Tok::Ident(s) if s == "where") {
             self.bump();
             loop {
@@ -460,8 +554,133 @@ impl<'a> Parser<'a> {
             op_span,
             rhs,
             ranges,
+            exists: Vec::new(),
             span: t_span_join(lhs_span, end),
         })
+    }
+
+    /// True when the next tokens are an assignment operator.
+    fn at_assign_op(&self) -> bool {
+        match &self.peek().tok {
+            Tok::Assign | Tok::PlusEq | Tok::StarEq => true,
+            Tok::Ident(s) => (s == "max" || s == "min") && self.peek2().tok == Tok::Assign,
+            _ => false,
+        }
+    }
+
+    /// TC statements polyc does not compile: `for` loops and TC function calls.
+    fn tc_unsupported_stmt(&self, t: &Token) -> Res<()> {
+        if matches!(&t.tok, Tok::Ident(s) if s == "for") {
+            return Err(self.err(
+                t.span,
+                "TC's `for` loops are not supported by polyc",
+                "a TC timestep loop",
+                "polyc compiles comprehensions without loops around them: unroll the \
+                     timesteps into separate statements (one per step), or write one def per \
+                     step and call them in turn",
+            ));
+        }
+        if matches!(t.tok, Tok::Ident(_)) && self.peek2().tok == Tok::Comma {
+            return Err(self.err(
+                t.span,
+                "TC function calls (`a, b = f(x)`) are not supported by polyc",
+                "a call of another def",
+                "write the called def's statements in this def instead",
+            ));
+        }
+        Ok(())
+    }
+
+    /// True at TC's `<=>`.
+    fn at_equivalent(&self) -> bool {
+        let t = self.peek();
+        t.tok == Tok::Le && self.peek2().tok == Tok::Gt && self.peek2().span.start == t.span.end
+    }
+
+    /// TC's `<=>` (an equivalent-statement annotation) is rejected.
+    fn tc_equivalent(&self) -> Res<()> {
+        let t = self.peek();
+        if self.at_equivalent() {
+            return Err(self.err(
+                t.span.join(self.peek2().span),
+                "TC's `<=>` annotations are not supported by polyc",
+                "an equivalent-statement annotation",
+                "remove the `<=> NAME(…)` part; it does not change what is computed",
+            ));
+        }
+        Ok(())
+    }
+
+    /// TC's `where` clauses: ranges `i in lo:hi`, bindings `x = e` (substituted into the
+    /// statement) and `exists e`; several, separated by `,` (a repeated `where` is allowed).
+    /// Returns the right-hand side with the bindings substituted, the `exists`
+    /// expressions, and the span of the statement's last part.
+    fn tc_where(&mut self, rhs: Expr, ranges: &mut Vec<Range>) -> Res<(Expr, Vec<Expr>, Span)> {
+        let mut end = rhs.span;
+        let mut lets: Vec<(String, Expr)> = Vec::new();
+        let mut exists = Vec::new();
+        let is_where = |p: &Self| matches!(&p.peek().tok, Tok::Ident(s) if s == "where");
+        while is_where(self) {
+            self.bump();
+            loop {
+                let t = self.peek().clone();
+                if matches!(&t.tok, Tok::Ident(s) if s == "exists") {
+                    self.bump();
+                    let e = tc::substitute(&self.expr()?, &lets);
+                    self.check_depth(e.depth, e.span)?;
+                    end = e.span;
+                    exists.push(e);
+                } else if matches!(t.tok, Tok::Ident(_)) && self.peek2().tok == Tok::Assign {
+                    let name = self.ident("", "")?;
+                    self.bump();
+                    let e = tc::substitute(&self.expr()?, &lets);
+                    self.check_depth(e.depth, e.span)?;
+                    end = e.span;
+                    lets.push((name.name, e));
+                } else {
+                    let mut r = self.range()?;
+                    r.lo = tc::substitute(&r.lo, &lets);
+                    r.hi = tc::substitute(&r.hi, &lets);
+                    end = r.span;
+                    ranges.push(r);
+                }
+                if self.peek().tok == Tok::Comma {
+                    self.bump();
+                    if is_where(self) {
+                        self.bump();
+                    }
+                } else {
+                    break;
+                }
+            }
+        }
+        let rhs = tc::substitute(&rhs, &lets);
+        self.check_depth(rhs.depth, rhs.span)?;
+        Ok((rhs, exists, end))
+    }
+
+    /// In a TC file a statement ends where the next statement, or the `}`, starts.
+    fn tc_stmt_end(&mut self) -> Res<()> {
+        let t = self.peek().clone();
+        match t.tok {
+            Tok::Ident(_) | Tok::RBrace => Ok(()),
+            Tok::Semi => {
+                self.bump();
+                Ok(())
+            }
+            Tok::Eof => Err(self.err(
+                t.span,
+                "unexpected end of file after a statement",
+                "the file ends after this; expected `}`",
+                "close the def's body with `}`",
+            )),
+            _ => Err(self.unexpected(
+                &t,
+                "the next statement or `}`",
+                "a statement is `TENSOR(indices) OP expression [where i in lo:hi, …]`; an \
+                 operator may be missing between two parts of the expression",
+            )),
+        }
     }
 
     fn assign_op(&mut self) -> Res<(AssignOp, bool, Span)> {
@@ -584,14 +803,79 @@ impl<'a> Parser<'a> {
 
     fn expr(&mut self) -> Res<Expr> {
         self.enter()?;
-        let r = self.comparison();
+        let r = if self.tc {
+            self.ternary()
+        } else {
+            self.comparison()
+        };
         self.depth -= 1;
         r
+    }
+
+    /// TC's `c ? a : b` (loosest, right-associative), as `select(c, a, b)`.
+    fn ternary(&mut self) -> Res<Expr> {
+        let cond = self.logic(true)?;
+        if self.peek().tok != Tok::Question {
+            return Ok(cond);
+        }
+        let q = self.bump();
+        let a = self.expr()?;
+        self.expect(Tok::Colon, "a conditional is written `cond ? a : b`")?;
+        self.enter()?;
+        let b = self.ternary();
+        self.depth -= 1;
+        let b = b?;
+        self.select(q.span, cond, a, b)
+    }
+
+    /// `select(c, a, b)` spanning all three.
+    fn select(&self, at: Span, c: Expr, a: Expr, b: Expr) -> Res<Expr> {
+        let span = c.span.join(b.span);
+        let depth = 1 + c.depth.max(a.depth).max(b.depth);
+        self.check_depth(depth, span)?;
+        Ok(Expr {
+            kind: ExprKind::Call {
+                name: Ident {
+                    name: "select".into(),
+                    span: at,
+                },
+                args: vec![c, a, b],
+            },
+            span,
+            depth,
+        })
+    }
+
+    /// TC's `||` (when `or`) and `&&`: `a || b` is `select(a, 1, b != 0)`, `a && b` is
+    /// `select(a, b != 0, 0)`; both yield 1 or 0.
+    fn logic(&mut self, or: bool) -> Res<Expr> {
+        let (tok, next): (Tok, fn(&mut Self) -> Res<Expr>) = if or {
+            (Tok::OrOr, |p| p.logic(false))
+        } else {
+            (Tok::AndAnd, |p| p.comparison())
+        };
+        let mut lhs = next(self)?;
+        while self.peek().tok == tok {
+            let op = self.bump();
+            let rhs = next(self)?;
+            let zero = Expr::leaf(ExprKind::Int(0), op.span);
+            let one = Expr::leaf(ExprKind::Int(1), op.span);
+            let truth = self.node(rhs, zero.clone(), |l, r| ExprKind::Cmp(CmpOp::Ne, l, r))?;
+            lhs = if or {
+                self.select(op.span, lhs, one, truth)?
+            } else {
+                self.select(op.span, lhs, truth, zero)?
+            };
+        }
+        Ok(lhs)
     }
 
     fn comparison(&mut self) -> Res<Expr> {
         let mut lhs = self.additive()?;
         loop {
+            if self.tc && self.at_equivalent() {
+                return Ok(lhs);
+            }
             let op = match self.peek().tok {
                 Tok::Lt => CmpOp::Lt,
                 Tok::Le => CmpOp::Le,
@@ -688,6 +972,17 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
+            Tok::Bang if self.tc => {
+                self.bump();
+                self.enter()?;
+                let e = self.unary();
+                self.depth -= 1;
+                let e = e?;
+                let zero = Expr::leaf(ExprKind::Int(0), t.span);
+                let mut r = self.node(e, zero, |l, r| ExprKind::Cmp(CmpOp::Eq, l, r))?;
+                r.span = t.span.join(r.span);
+                Ok(r)
+            }
             _ => self.primary(),
         }
     }
@@ -744,12 +1039,58 @@ impl<'a> Parser<'a> {
                     )),
                 }
             }
+            Tok::Ident(name)
+                if self.tc && tc::is_type_name(&name) && self.peek2().tok == Tok::LParen =>
+            {
+                let ty = self.tc_type_name()?;
+                self.bump();
+                let (args, close) =
+                    self.list_tail(&format!("a cast takes one argument: `{name}(e)`"))?;
+                let span = t.span.join(close);
+                if args.len() != 1 {
+                    return Err(self.err(
+                        span,
+                        format!(
+                            "the cast `{name}(…)` takes 1 argument, {} given",
+                            args.len()
+                        ),
+                        "wrong number of arguments",
+                        format!("write `{name}(e)` with exactly one expression"),
+                    ));
+                }
+                let arg = args.into_iter().next().expect("one argument");
+                let depth = arg.depth + 1;
+                self.check_depth(depth, span)?;
+                Ok(Expr {
+                    kind: ExprKind::Cast {
+                        ty,
+                        arg: Box::new(arg),
+                    },
+                    span,
+                    depth,
+                })
+            }
             Tok::Ident(name) => {
                 self.bump();
                 let ident = Ident {
                     name: name.clone(),
                     span: t.span,
                 };
+                if self.tc {
+                    let n = self.peek().clone();
+                    let dot = self.src.text.as_bytes().get(n.span.start) == Some(&b'.');
+                    if matches!(n.tok, Tok::Float(_)) && dot && n.span.start == t.span.end {
+                        return Err(self.err(
+                            t.span.join(n.span),
+                            "TC's dimension specifiers (`T.1`) are not supported by polyc",
+                            "the extent of a dimension",
+                            format!(
+                                "use the size name that `{name}`'s declaration gives that \
+                                 dimension"
+                            ),
+                        ));
+                    }
+                }
                 if self.peek().tok == Tok::LParen {
                     self.bump();
                     self.enter()?;

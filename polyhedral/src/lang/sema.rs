@@ -12,6 +12,9 @@ use crate::ir::{
 };
 use std::collections::HashMap;
 
+#[path = "sema_tc.rs"]
+mod sema_tc;
+
 /// The built-in functions, as listed in errors.
 const KNOWN_FUNCTIONS: &str =
     "exp, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, max, min, select(cond, a, b), cast<T>(e)";
@@ -37,9 +40,16 @@ fn is_builtin(name: &str) -> bool {
     func_by_name(name).is_some() || matches!(name, "select" | "floordiv" | "cast")
 }
 
-/// Resolves and types one def.
+/// Resolves and types one def of polyc's language.
 pub fn lower(src: &SourceFile, def: &ast::Def) -> Res<Program> {
+    lower_lang(src, def, false)
+}
+
+/// Resolves and types one def; `tc` selects Tensor Comprehensions' meaning (see
+/// [`super::tc`] and the README's "Tensor Comprehensions programs").
+pub fn lower_lang(src: &SourceFile, def: &ast::Def, tc: bool) -> Res<Program> {
     let mut s = Sema {
+        tc,
         src,
         params: Vec::new(),
         param_idx: HashMap::new(),
@@ -116,6 +126,8 @@ struct Sema<'a> {
     iters: Vec<(String, Span)>,
     /// The first write of every name written in the def.
     lhs_names: HashMap<String, Span>,
+    /// Tensor Comprehensions' meaning.
+    tc: bool,
 }
 
 impl<'a> Sema<'a> {
@@ -127,6 +139,11 @@ impl<'a> Sema<'a> {
         help: impl Into<String>,
     ) -> Box<SourceError> {
         Box::new(self.src.error(span, message, label, help))
+    }
+
+    /// A built-in function name (TC's too, in a TC file).
+    fn is_builtin(&self, name: &str) -> bool {
+        is_builtin(name) || (self.tc && super::tc::builtin(name).is_some())
     }
 
     fn line(&self, span: Span) -> usize {
@@ -297,6 +314,13 @@ impl<'a> Sema<'a> {
                         };
                         r.ok_or_else(|| ovf(self))
                     }
+                    // In TC, integer division rounds towards minus infinity: by a
+                    // positive constant it is `floordiv`.
+                    Div if self.tc => {
+                        let la = self.lin(a, mode)?;
+                        let d = self.divisor(b, mode, "`/`")?;
+                        la.floordiv(d).ok_or_else(|| ovf(self))
+                    }
                     Div => Err(self.non_affine(
                         mode,
                         e.span,
@@ -436,6 +460,18 @@ impl<'a> Sema<'a> {
 
     fn stmt(&mut self, st: &ast::Stmt) -> Res<()> {
         let lhs = self.lhs_tensor(&st.lhs, st.lhs_span)?;
+        if self.tc && self.tensors[lhs].role == TensorRole::Input {
+            return Err(self.err(
+                st.lhs.span,
+                format!("`{}` is an input; TC inputs are immutable", st.lhs.name),
+                "written here",
+                format!(
+                    "write the result into an output (add it after `->`), e.g. \
+                     `{}_out`; polyc's own language (`--lang polyc`) allows updating inputs",
+                    st.lhs.name
+                ),
+            ));
+        }
         self.check_rank(lhs, st.lhs_index.len(), st.lhs_span)?;
         let first_write = !self.tensors[lhs].written;
         if first_write
@@ -467,6 +503,9 @@ impl<'a> Sema<'a> {
         }
         let n_lhs = self.iters.len();
         self.collect(&st.rhs)?;
+        for e in &st.exists {
+            self.collect(e)?;
+        }
 
         // A `where` may also introduce an index that the right-hand side uses only as a
         // value (`s() +=! k where k in 0:K`); it comes after the others.
@@ -530,10 +569,28 @@ impl<'a> Sema<'a> {
             });
             where_span[pos] = Some(r.span);
         }
+        if self.tc && st.op == AssignOp::Assign && self.iters.len() > n_lhs {
+            let (r, span) = self.iters[n_lhs].clone();
+            return Err(self.err(
+                span,
+                format!("`{r}` is a reduction index, but the statement assigns with `=`"),
+                "appears on the right only",
+                format!(
+                    "TC needs a reduction operator for a statement with reduction indices: \
+                     write `+=!` (or `*=!`, `max=!`, `min=!`) to reduce over `{r}`, or index \
+                     the left side with `{r}` too"
+                ),
+            ));
+        }
 
         // Type.
         let dtype = match self.tensors[lhs].dtype {
+            Some(d) if self.tc => {
+                self.tc_check_narrowing(st, d)?;
+                d
+            }
             Some(d) => d,
+            None if self.tc => self.tc_infer_type(st, lhs)?,
             None => match self.first_read_type(&st.rhs) {
                 Some(d) => d,
                 None => {
@@ -565,16 +622,27 @@ impl<'a> Sema<'a> {
         // The right-hand side, with its accesses.
         let mut reads: Vec<(TensorId, Vec<Lin>)> = Vec::new();
         let rhs = self.value(&st.rhs, dtype, &mut reads)?;
+        for e in &st.exists {
+            self.value(e, dtype, &mut reads)?;
+        }
 
-        // Ranges.
-        let accesses: Vec<Access> = std::iter::once((lhs, &lhs_index))
+        // Ranges: polyc infers from every access, the left side's included; TC from the
+        // right-hand side's (and `exists`) only, in rounds.
+        let lhs_access = (!self.tc).then_some((lhs, &lhs_index));
+        let accesses: Vec<Access> = lhs_access
+            .into_iter()
             .chain(reads.iter().map(|(t, idx)| (*t, idx)))
             .map(|(t, idx)| Access {
                 index: idx.as_slice(),
                 extents: self.tensors[t].shape.as_deref(),
             })
             .collect();
-        let bounds = infer::infer(&fixed, &accesses).map_err(|_| {
+        let bounds = if self.tc {
+            super::tc_infer::infer(&fixed, &accesses)
+        } else {
+            infer::infer(&fixed, &accesses)
+        };
+        let bounds = bounds.map_err(|_| {
             self.err(
                 st.span,
                 "integer overflow while inferring ranges",
@@ -590,6 +658,29 @@ impl<'a> Sema<'a> {
                 let in_known = accesses
                     .iter()
                     .any(|a| a.extents.is_some() && a.index.iter().any(|e| e.mentions_iter(k)));
+                if self.tc {
+                    return Err(self.err(
+                        span,
+                        format!("cannot infer the range of `{name}`"),
+                        if in_known {
+                            format!(
+                                "TC's rounds do not bound `{name}`: no access bounds it once \
+                                 the others are known"
+                            )
+                        } else if k < n_lhs {
+                            format!(
+                                "`{name}` indexes no tensor on the right; TC infers ranges \
+                                 from the right-hand side only"
+                            )
+                        } else {
+                            format!("`{name}` indexes no tensor of known shape")
+                        },
+                        format!(
+                            "add `where {name} in lo:hi` (half-open: lo <= {name} < hi) after \
+                             the statement"
+                        ),
+                    ));
+                }
                 return Err(self.err(
                     span,
                     format!("cannot infer the range of `{name}`"),
@@ -615,7 +706,24 @@ impl<'a> Sema<'a> {
             inferred.push(b);
         }
 
-        // Statements.
+        // Statements. In a TC file, a conditional whose condition is affine in the indices
+        // splits the update into one statement per branch, each over its part of the
+        // domain (so that a branch's accesses need only be valid where it is taken).
+        let pieces = if self.tc {
+            let mut pieces = self.tc_split_guards(&st.rhs, &iters, dtype, 0)?;
+            // A branch that reduces the identity (`+= 0`, `*= 1`) changes nothing.
+            let identity = match st.op {
+                AssignOp::Add => Some(0.0),
+                AssignOp::Mul => Some(1.0),
+                _ => None,
+            };
+            if pieces.len() > 1 {
+                pieces.retain(|(_, e)| identity.is_none() || constant(e) != identity);
+            }
+            pieces
+        } else {
+            vec![(iters.clone(), rhs)]
+        };
         let lhs_aff: Vec<ir::Aff> = lhs_index.iter().map(Lin::to_aff).collect();
         if st.init {
             let name = format!("S_{}", self.stmts.len());
@@ -631,18 +739,20 @@ impl<'a> Sema<'a> {
                 lhs_span: st.lhs_span,
             });
         }
-        let name = format!("S_{}", self.stmts.len());
-        self.stmts.push(ir::Stmt {
-            name,
-            iters,
-            n_lhs_iters: n_lhs,
-            lhs,
-            lhs_index: lhs_aff,
-            body: StmtBody::Update(st.op, rhs),
-            dtype,
-            span: st.span,
-            lhs_span: st.lhs_span,
-        });
+        for (iters, rhs) in pieces {
+            let name = format!("S_{}", self.stmts.len());
+            self.stmts.push(ir::Stmt {
+                name,
+                iters,
+                n_lhs_iters: n_lhs,
+                lhs,
+                lhs_index: lhs_aff.clone(),
+                body: StmtBody::Update(st.op, rhs),
+                dtype,
+                span: st.span,
+                lhs_span: st.lhs_span,
+            });
+        }
 
         // What the write tells about the tensor.
         let t = &mut self.tensors[lhs];
@@ -679,7 +789,7 @@ impl<'a> Sema<'a> {
         if let Some(&id) = self.tensor_idx.get(&name.name) {
             return Ok(id);
         }
-        if is_builtin(&name.name) {
+        if self.is_builtin(&name.name) {
             return Err(self.err(
                 name.span,
                 format!("`{}` is a built-in function", name.name),
@@ -780,7 +890,7 @@ impl<'a> Sema<'a> {
                 ),
             ));
         }
-        if is_builtin(&name.name) {
+        if self.is_builtin(&name.name) {
             return Ok(None);
         }
         if self.scalar_idx.contains_key(&name.name) || self.param_idx.contains_key(&name.name) {
@@ -918,7 +1028,12 @@ impl<'a> Sema<'a> {
                         "a fractional literal in an integer statement".into(),
                     ));
                 }
-                ir::Expr::Lit(*v)
+                if self.tc && dt == DType::F64 {
+                    // TC's literals with a fraction are `float`s, widened where needed.
+                    ir::Expr::Cast(DType::F32, Box::new(ir::Expr::Lit(*v)))
+                } else {
+                    ir::Expr::Lit(*v)
+                }
             }
             ExprKind::Name(n) => {
                 if let Some(k) = self.iters.iter().position(|(x, _)| x == n) {
@@ -945,6 +1060,9 @@ impl<'a> Sema<'a> {
                 }
             }
             ExprKind::Neg(a) => ir::Expr::Neg(Box::new(self.value(a, dt, reads)?)),
+            ExprKind::Bin(op @ (ir::BinOp::Div | ir::BinOp::Rem), a, b) if self.tc => {
+                self.tc_division(*op, a, b, e.span, dt, reads)?
+            }
             ExprKind::Bin(op, a, b) => ir::Expr::Bin(
                 *op,
                 Box::new(self.value(a, dt, reads)?),
@@ -971,6 +1089,11 @@ impl<'a> Sema<'a> {
                         index: aff,
                         span: e.span,
                     });
+                }
+                if self.tc {
+                    if let Some(b) = super::tc::builtin(&name.name) {
+                        return self.tc_builtin(b, name, args, e.span, dt, reads);
+                    }
                 }
                 let arity_err = |s: &Self, want: usize, usage: &str| {
                     s.err(
@@ -1080,7 +1203,14 @@ impl<'a> Sema<'a> {
                         }
                         ([lo], _) if lo.as_const() != Some(0) => Some((
                             src.span,
-                            format!("the range of `{name}` does not start at 0"),
+                            if self.tc {
+                                format!(
+                                    "the range of `{name}` does not start at 0 (TC would start \
+                                     the tensor there; polyc's tensors start at 0)"
+                                )
+                            } else {
+                                format!("the range of `{name}` does not start at 0")
+                            },
                         )),
                         ([_], [_]) => Some((
                             src.span,
@@ -1096,7 +1226,8 @@ impl<'a> Sema<'a> {
             if let Some((span, label)) = problem {
                 let help = if info.role == TensorRole::Output {
                     format!(
-                        "declare the shape in the def's outputs, e.g. `f32(M, N) {}`",
+                        "declare the shape in the def's outputs, e.g. `{}(M, N) {}`",
+                        if self.tc { "float" } else { "f32" },
                         info.name
                     )
                 } else {
@@ -1154,6 +1285,15 @@ impl<'a> Sema<'a> {
             outputs: self.outputs,
             stmts: self.stmts,
         })
+    }
+}
+
+/// The value of a constant expression (a literal, possibly cast).
+fn constant(e: &ir::Expr) -> Option<f64> {
+    match e {
+        ir::Expr::Lit(v) => Some(*v),
+        ir::Expr::Cast(_, a) => constant(a),
+        _ => None,
     }
 }
 
