@@ -1,5 +1,6 @@
 //! polyc's polyhedral core.
 //!
+//! - [`barvinok`]: exact symbolic counts (Ehrhart quasi-polynomials) through barvinok, loaded at run time.
 //! - [`ir`]: the resolved, typed program every stage works from.
 //! - [`lang`]: the `.tc` front end (lexer, parser, semantic analysis, range inference).
 //! - [`isl`]: the isl context and the FFI declarations `isl-rs` lacks.
@@ -10,6 +11,7 @@
 //! - [`diag`]: located diagnostics.
 #![warn(missing_docs)]
 
+pub mod barvinok;
 pub mod data;
 pub mod deps;
 pub mod diag;
