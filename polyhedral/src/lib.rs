@@ -1,6 +1,7 @@
 //! polyc's polyhedral core.
 //!
 //! - [`barvinok`]: exact symbolic counts (Ehrhart quasi-polynomials) through barvinok, loaded at run time.
+//! - [`qpoly`]: quasi-polynomials read back from isl text, factored for display, evaluated.
 //! - [`ir`]: the resolved, typed program every stage works from.
 //! - [`lang`]: the `.tc` front end (lexer, parser, semantic analysis, range inference).
 //! - [`isl`]: the isl context and the FFI declarations `isl-rs` lacks.
@@ -18,6 +19,7 @@ pub mod diag;
 pub mod ilp;
 pub mod interp;
 pub mod ir;
+pub mod qpoly;
 pub mod isl;
 pub mod lang;
 pub mod npy;
