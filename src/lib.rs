@@ -5,6 +5,7 @@
 //!
 //! - [`pipeline`]: parse → model → dependences → schedule → passes → C, keeping the schedule
 //!   tree of every stage for `polyc dump` and `--load-tree`.
+//! - [`count`]: `polyc count`: exact instance, FLOP and footprint counts in the sizes.
 //! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
 //! - [`report`]: `polyc schedule-report`, isl's scheduler against polyc's ILP.
 //! - [`search`]: the tile-size search in the pipeline (`--search model|measure`).
@@ -12,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod count;
 pub mod options;
 pub mod pipeline;
 pub mod report;

@@ -92,12 +92,7 @@ fn find_library(dir: &Path) -> Option<PathBuf> {
 #[derive(Debug, thiserror::Error)]
 pub enum BarvinokError {
     /// The library is not where polyc looks, or cannot be loaded.
-    #[error(
-        "symbolic counting needs the barvinok library, which is not installed: {detail}\n  \
-         help: run scripts/install-barvinok (it fetches the islpy-barvinok wheel from PyPI, \
-         checks its sha256 and unpacks its libraries), or set POLYC_BARVINOK to a folder \
-         holding libbarvinok-*.so and its libraries"
-    )]
+    #[error("symbolic counting needs the barvinok library, which is not installed: {detail}")]
     NotInstalled {
         /// What was looked for and where.
         detail: String,
@@ -110,6 +105,23 @@ pub enum BarvinokError {
         /// isl's message.
         msg: String,
     },
+}
+
+/// How to install barvinok (the remedy of [`BarvinokError::NotInstalled`]).
+pub const INSTALL_HELP: &str = "run scripts/install-barvinok (it fetches the islpy-barvinok wheel from PyPI, \
+checks its sha256 and unpacks its libraries), or set POLYC_BARVINOK to a folder holding \
+libbarvinok-*.so and its libraries";
+
+impl BarvinokError {
+    /// The remedy to show with the error.
+    pub fn help(&self) -> &'static str {
+        match self {
+            BarvinokError::NotInstalled { .. } => INSTALL_HELP,
+            BarvinokError::Isl { .. } => {
+                "this is an internal error in polyc's use of barvinok; please report it with the program"
+            }
+        }
+    }
 }
 
 /// barvinok's isl-level counting, in its own `isl_ctx`, with isl text in and out.
@@ -234,6 +246,16 @@ impl Barvinok {
     /// Parses a union quasi-polynomial from text.
     fn read_qp(&self, text: &str) -> Result<*mut ffi::isl_union_pw_qpolynomial, BarvinokError> {
         let what = format!("reading the quasi-polynomial `{text}`");
+        // isl prints the zero quasi-polynomial as `[…] -> {  }`, which its reader takes
+        // for a set; `{ 0 }` reads back as the zero quasi-polynomial.
+        let zero;
+        let text = match text.trim_end().strip_suffix('}') {
+            Some(head) if head.trim_end().ends_with('{') => {
+                zero = format!("{} 0 }}", head.trim_end());
+                zero.as_str()
+            }
+            _ => text,
+        };
         let c = self.cstring(text, &what)?;
         // SAFETY: live context, NUL-terminated text.
         let q = unsafe {

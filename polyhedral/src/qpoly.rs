@@ -541,7 +541,13 @@ fn pretty_mono(m: &Mono, params: &[String]) -> String {
 /// A sum of terms, expanded: `H - KH + 1`, `1/2·N² + 1/2·N`.
 fn pretty_sum(p: &Poly, params: &[String]) -> String {
     let mut s = String::new();
-    for (k, (m, c)) in ordered_terms(p, params).into_iter().enumerate() {
+    let mut terms = ordered_terms(p, params);
+    // Lead with the first positive term: `⌊(H + K)/2⌋ - K + 1`, not `-K + ⌊(H + K)/2⌋ + 1`.
+    if let Some(k) = terms.iter().position(|(_, c)| c.num > 0) {
+        let t = terms.remove(k);
+        terms.insert(0, t);
+    }
+    for (k, (m, c)) in terms.into_iter().enumerate() {
         let neg = c.num < 0;
         let a = if neg { c.neg() } else { c };
         if k == 0 {
@@ -674,6 +680,35 @@ fn factor_key(p: &Poly, params: &[String]) -> (usize, String) {
         .unwrap_or((usize::MAX, String::new()))
 }
 
+/// The sign of `p` where every parameter is 1, else where every parameter is 2 (0 if
+/// both are 0).
+fn sample_sign(p: &Poly) -> i32 {
+    let vars: Vec<String> = p
+        .atoms()
+        .iter()
+        .flat_map(|a| match a {
+            Atom::Var(n) => vec![n.clone()],
+            Atom::Floor(q) => q
+                .atoms()
+                .iter()
+                .filter_map(|b| match b {
+                    Atom::Var(n) => Some(n.clone()),
+                    Atom::Floor(_) => None,
+                })
+                .collect(),
+        })
+        .collect();
+    for v in [1, 2] {
+        let values: Vec<(String, i64)> = vars.iter().map(|n| (n.clone(), v)).collect();
+        if let Some(r) = p.eval(&values) {
+            if r.num != 0 {
+                return r.num.signum() as i32;
+            }
+        }
+    }
+    0
+}
+
 /// A polynomial, factored where the factors are exact.
 fn pretty_poly(p: &Poly, params: &[String]) -> String {
     if let Some(c) = p.as_constant() {
@@ -689,8 +724,13 @@ fn pretty_poly(p: &Poly, params: &[String]) -> String {
         let mut parts = Vec::new();
         split_factors(&rest, &mut parts);
         for f in parts {
-            // Each factor primitive with a positive first term; its content goes to k.
-            let (kf, pf) = content(&f, params);
+            // Each factor primitive and positive where every parameter is 1 (or 2), else
+            // with a positive first term; its content goes to k.
+            let (mut kf, mut pf) = content(&f, params);
+            if sample_sign(&pf) < 0 {
+                pf = pf.scale(Rat::int(-1));
+                kf = kf.neg();
+            }
             factors.push(pf);
             k = k.mul(kf);
         }
@@ -747,6 +787,11 @@ mod tests {
         assert_eq!(pretty("[N] -> {  }"), "0");
         assert_eq!(pretty("[N, M] -> { (-N + 2 * M) }"), "-N + 2·M");
         assert_eq!(pretty("[N] -> { 3 * N^2 }"), "3·N²");
+        // Factors are made positive at small sizes.
+        assert_eq!(
+            pretty("[H, K, C] -> { (C * (-1 - K + floor((H + K)/2))) }"),
+            "C·(⌊(H + K)/2⌋ - K + 1)"
+        );
     }
 
     #[test]
