@@ -785,7 +785,8 @@ mod tests {
         assert_eq!(pretty("[N] -> { floor((2 + N)/3) }"), "⌊(N + 2)/3⌋");
         assert_eq!(pretty("{ 10 }"), "10");
         assert_eq!(pretty("[N] -> {  }"), "0");
-        assert_eq!(pretty("[N, M] -> { (-N + 2 * M) }"), "-N + 2·M");
+        assert_eq!(pretty("[N, M] -> { (-N + 2 * M) }"), "2·M - N");
+        assert_eq!(pretty("[N] -> { (-1 - N) }"), "-N - 1");
         assert_eq!(pretty("[N] -> { 3 * N^2 }"), "3·N²");
         // Factors are made positive at small sizes.
         assert_eq!(
