@@ -680,26 +680,17 @@ fn factor_key(p: &Poly, params: &[String]) -> (usize, String) {
         .unwrap_or((usize::MAX, String::new()))
 }
 
-/// The sign of `p` where every parameter is 1, else where every parameter is 2 (0 if
-/// both are 0).
-fn sample_sign(p: &Poly) -> i32 {
-    let vars: Vec<String> = p
-        .atoms()
+/// The sign of `p` at a sample point: parameters listed earlier larger (`100, 90, …`;
+/// programs list data sizes before window sizes), else every parameter 1, else 2 (0 if
+/// all are 0).
+fn sample_sign(p: &Poly, params: &[String]) -> i32 {
+    let decreasing: Vec<(String, i64)> = params
         .iter()
-        .flat_map(|a| match a {
-            Atom::Var(n) => vec![n.clone()],
-            Atom::Floor(q) => q
-                .atoms()
-                .iter()
-                .filter_map(|b| match b {
-                    Atom::Var(n) => Some(n.clone()),
-                    Atom::Floor(_) => None,
-                })
-                .collect(),
-        })
+        .enumerate()
+        .map(|(k, n)| (n.clone(), 100 - 10 * (k as i64 % 9)))
         .collect();
-    for v in [1, 2] {
-        let values: Vec<(String, i64)> = vars.iter().map(|n| (n.clone(), v)).collect();
+    let same = |v: i64| -> Vec<(String, i64)> { params.iter().map(|n| (n.clone(), v)).collect() };
+    for values in [decreasing, same(1), same(2)] {
         if let Some(r) = p.eval(&values) {
             if r.num != 0 {
                 return r.num.signum() as i32;
@@ -724,10 +715,10 @@ fn pretty_poly(p: &Poly, params: &[String]) -> String {
         let mut parts = Vec::new();
         split_factors(&rest, &mut parts);
         for f in parts {
-            // Each factor primitive and positive where every parameter is 1 (or 2), else
-            // with a positive first term; its content goes to k.
+            // Each factor primitive and positive at a sample point (see `sample_sign`),
+            // else with a positive first term; its content goes to k.
             let (mut kf, mut pf) = content(&f, params);
-            if sample_sign(&pf) < 0 {
+            if sample_sign(&pf, params) < 0 {
                 pf = pf.scale(Rat::int(-1));
                 kf = kf.neg();
             }
@@ -791,7 +782,7 @@ mod tests {
         // Factors are made positive at small sizes.
         assert_eq!(
             pretty("[H, K, C] -> { (C * (-1 - K + floor((H + K)/2))) }"),
-            "C·(⌊(H + K)/2⌋ - K + 1)"
+            "(⌊(H + K)/2⌋ - K - 1)·C"
         );
     }
 
