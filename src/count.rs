@@ -108,7 +108,7 @@ pub fn count_file(program: &str, entry: Option<&str>, params: &[(String, i64)]) 
 /// How the points of a set are counted: barvinok for symbolic sizes, isl's enumeration
 /// for bound ones.
 enum Counter {
-    Barvinok(Barvinok, String),
+    Barvinok(Box<Barvinok>, String),
     Enumerate,
 }
 
@@ -170,16 +170,14 @@ pub fn count(prog: &Program, scop: &Scop) -> Result<Counts> {
             .isl("copying a tensor's extent")?
             .params()
             .isl("computing where a tensor is non-empty")?;
-        context = context
-            .intersect(nonempty)
-            .isl("restricting the context")?;
+        context = context.intersect(nonempty).isl("restricting the context")?;
     }
     let context_text = set_text(&context);
     let counter = if scop.symbolic.is_empty() {
         Counter::Enumerate
     } else {
         let b = Barvinok::load().map_err(barvinok_error)?;
-        Counter::Barvinok(b, context_text.clone())
+        Counter::Barvinok(Box::new(b), context_text.clone())
     };
     let restrict = |s: &Set| -> Result<Set> {
         s.copy()
@@ -247,7 +245,9 @@ pub fn count(prog: &Program, scop: &Scop) -> Result<Counts> {
 }
 
 /// The union of the ranges of some access relations of one tensor (`None` if none).
-fn accessed<'a>(maps: impl Iterator<Item = &'a polyhedral::isl::isl_rs::Map>) -> Result<Option<Set>> {
+fn accessed<'a>(
+    maps: impl Iterator<Item = &'a polyhedral::isl::isl_rs::Map>,
+) -> Result<Option<Set>> {
     let mut out: Option<Set> = None;
     for m in maps {
         let r = m

@@ -438,7 +438,8 @@ fn dispatch(command: Command) -> Result<u8> {
             entry,
             params,
         } => {
-            let counts = polyc::count::count_file(&program, entry.as_deref(), &parse_params(&params)?)?;
+            let counts =
+                polyc::count::count_file(&program, entry.as_deref(), &parse_params(&params)?)?;
             print!("{}", polyc::count::format_counts(&counts)?);
             Ok(0)
         }

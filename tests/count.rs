@@ -90,8 +90,8 @@ fn quasi_polynomials_equal_enumeration_on_every_example() {
         let src = SourceFile::read(file).expect("readable example");
         let prog = polyhedral::lang::compile(&src, None).expect("valid example");
         let ctx = Ctx::new();
-        let sym = Scop::build(&ctx, &prog, &vec![None; prog.params.len()], &src)
-            .expect("symbolic model");
+        let sym =
+            Scop::build(&ctx, &prog, &vec![None; prog.params.len()], &src).expect("symbolic model");
         let sym_counts = count(&prog, &sym).unwrap_or_else(|e| panic!("{file}: {e:?}"));
         let shapes = shapes(&prog, &src, 4);
         assert!(
@@ -136,7 +136,10 @@ fn quasi_polynomials_equal_enumeration_on_every_example() {
     }
     eprintln!("{checked} counts checked against enumeration ({pretty_checked} in readable form)");
     assert!(checked > 500, "only {checked} counts checked");
-    assert!(pretty_checked * 10 > checked * 8, "{pretty_checked} of {checked} in readable form");
+    assert!(
+        pretty_checked * 10 > checked * 8,
+        "{pretty_checked} of {checked} in readable form"
+    );
 }
 
 #[test]

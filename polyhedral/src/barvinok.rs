@@ -50,8 +50,9 @@ const ISL_ON_ERROR_CONTINUE: i32 = 1;
 pub fn default_dir() -> Option<PathBuf> {
     let data = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?)
-            .join(".local/share"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/share")
+        }
     };
     Some(data.join("polyc/barvinok/lib"))
 }
@@ -108,7 +109,8 @@ pub enum BarvinokError {
 }
 
 /// How to install barvinok (the remedy of [`BarvinokError::NotInstalled`]).
-pub const INSTALL_HELP: &str = "run scripts/install-barvinok (it fetches the islpy-barvinok wheel from PyPI, \
+pub const INSTALL_HELP: &str =
+    "run scripts/install-barvinok (it fetches the islpy-barvinok wheel from PyPI, \
 checks its sha256 and unpacks its libraries), or set POLYC_BARVINOK to a folder holding \
 libbarvinok-*.so and its libraries";
 
@@ -170,22 +172,21 @@ impl Barvinok {
         })?;
         // RTLD_LOCAL keeps barvinok's isl out of the global symbol namespace;
         // RTLD_DEEPBIND makes barvinok resolve isl_* in its own libisl first.
-        let flags = libloading::os::unix::RTLD_NOW
-            | libloading::os::unix::RTLD_LOCAL
-            | libc::RTLD_DEEPBIND;
+        let flags =
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL | libc::RTLD_DEEPBIND;
         // SAFETY: loading runs the libraries' initialisers (C++ static constructors of
         // NTL and barvinok), which have no preconditions.
-        let lib = unsafe { libloading::os::unix::Library::open(Some(&path), flags) }.map_err(
-            |e| BarvinokError::NotInstalled {
-                detail: format!("cannot load {}: {e}", path.display()),
-            },
-        )?;
+        let lib =
+            unsafe { libloading::os::unix::Library::open(Some(&path), flags) }.map_err(|e| {
+                BarvinokError::NotInstalled {
+                    detail: format!("cannot load {}: {e}", path.display()),
+                }
+            })?;
         // SAFETY: the declarations in decl.h match the isl 0.27 / barvinok 0.41 ABI.
-        let lib = unsafe { BarvinokLib::from_library(lib) }.map_err(|e| {
-            BarvinokError::NotInstalled {
+        let lib =
+            unsafe { BarvinokLib::from_library(lib) }.map_err(|e| BarvinokError::NotInstalled {
                 detail: format!("{} lacks a function polyc needs: {e}", path.display()),
-            }
-        })?;
+            })?;
         // SAFETY: plain isl calls on a fresh context.
         let ctx = unsafe { lib.isl_ctx_alloc() };
         if ctx.is_null() {

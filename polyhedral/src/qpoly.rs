@@ -165,11 +165,7 @@ impl Poly {
         }
     }
     fn atoms(&self) -> Vec<Atom> {
-        let mut v: Vec<Atom> = self
-            .terms
-            .keys()
-            .flat_map(|m| m.keys().cloned())
-            .collect();
+        let mut v: Vec<Atom> = self.terms.keys().flat_map(|m| m.keys().cloned()).collect();
         v.sort();
         v.dedup();
         v
@@ -767,7 +763,10 @@ mod tests {
 
     #[test]
     fn factors_and_conditions() {
-        assert_eq!(pretty("[N] -> { (1/2 * N + 1/2 * N^2) : N > 0 }"), "N·(N + 1)/2 if N > 0 (else 0)");
+        assert_eq!(
+            pretty("[N] -> { (1/2 * N + 1/2 * N^2) : N > 0 }"),
+            "N·(N + 1)/2 if N > 0 (else 0)"
+        );
         assert_eq!(pretty("[N] -> { (1/2 * N + 1/2 * N^2) }"), "N·(N + 1)/2");
         assert_eq!(
             pretty("[H, W, KH, KW] -> { ((((1 + H) + (1 + H) * W) * KH + (-1 - W) * KH^2) * KW + ((-1 - H) * KH + KH^2) * KW^2) }"),

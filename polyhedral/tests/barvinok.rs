@@ -29,7 +29,9 @@ fn triangle_count_sum_bound_eval() {
         .expect("fixing N in polyc's isl");
     assert_eq!(set_count(&fixed), Some(37 * 38 / 2));
 
-    let per_row = b.map_card("[N] -> { [i] -> [j] : 0 <= i < N and 0 <= j <= i }").unwrap();
+    let per_row = b
+        .map_card("[N] -> { [i] -> [j] : 0 <= i < N and 0 <= j <= i }")
+        .unwrap();
     assert_eq!(per_row, "[N] -> { [i] -> (1 + i) : 0 <= i < N }");
     let sum = b.sum(&per_row).unwrap();
     assert_eq!(b.eval(&sum, &[("N".into(), 10)]).unwrap(), "55");
@@ -40,10 +42,15 @@ fn triangle_count_sum_bound_eval() {
     assert!(tight, "{max}");
     assert_eq!(max, "[N] -> { max(N) : N > 0 }");
 
-    let stride = b.set_card("[N] -> { [i] : 0 <= i < N and i mod 3 = 0 }").unwrap();
+    let stride = b
+        .set_card("[N] -> { [i] : 0 <= i < N and i mod 3 = 0 }")
+        .unwrap();
     assert_eq!(stride, "[N] -> { floor((2 + N)/3) : N > 0 }");
     assert_eq!(b.eval(&stride, &[("N".into(), 7)]).unwrap(), "3");
-    assert_eq!(b.scale(&stride, 4).unwrap(), "[N] -> { 4 * floor((2 + N)/3) : N > 0 }");
+    assert_eq!(
+        b.scale(&stride, 4).unwrap(),
+        "[N] -> { 4 * floor((2 + N)/3) : N > 0 }"
+    );
     let g = b
         .gist_params("[N] -> { (2 * N) : N > 0 }", "[N] -> { : N >= 1 }")
         .unwrap();
@@ -75,9 +82,18 @@ fn bad_text_is_an_error() {
 fn missing_library_says_how_to_install() {
     let dir = std::env::temp_dir().join(format!("polyc-no-barvinok-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let e = Barvinok::load_from(&dir).err().expect("an empty folder has no barvinok");
+    let e = Barvinok::load_from(&dir)
+        .err()
+        .expect("an empty folder has no barvinok");
     let msg = e.to_string();
-    assert!(e.help().starts_with("run scripts/install-barvinok"), "{}", e.help());
-    assert!(msg.contains(&format!("no libbarvinok*.so in {}", dir.display())), "{msg}");
+    assert!(
+        e.help().starts_with("run scripts/install-barvinok"),
+        "{}",
+        e.help()
+    );
+    assert!(
+        msg.contains(&format!("no libbarvinok*.so in {}", dir.display())),
+        "{msg}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
