@@ -238,3 +238,31 @@ fn missing_library_error_says_how_to_install() {
     let o = run(&["run", &matmul, "--param", "M=2,K=3,N=4", "--check"]);
     assert_code(&o, 0);
 }
+
+#[test]
+fn explain_shows_symbolic_footprints_per_tile() {
+    let dir = tempdir();
+    let spec = write(dir.path(), "mm.tiles", "S_1: 32@L1, 32@L1, 32@L1\n");
+    let out = polyc_ok(&["explain", "examples/matmul.tc", "--tile-spec", &spec]);
+    // Band #0 (i, j) holds whole rows of A and columns of B: K elements per row/column.
+    // M ≤ 32: one tile of M rows; otherwise at most 32 rows (the last tile may be
+    // smaller). B's bound is not known to be tight (`≤`): its last column tile has N - 32
+    // columns when 33 ≤ N ≤ 63.
+    let a_row = out
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("L1           32 x 32          A")
+        })
+        .unwrap_or_else(|| panic!("no A row in\n{out}"));
+    assert_eq!(
+        a_row,
+        "  L1           32 x 32          A        ?              32·K if M ≥ 33 and (M ≥ 65 or M ≤ 64); M·K if M ≤ 32 (else 0) 128·K if M ≥ 33 and (M ≥ 65 or M ≤ 64); 4·M·K if M ≤ 32 (else 0)"
+    );
+    assert!(
+        out.contains(
+            "\n                                C        32 x 32              1024       4096\n"
+        ),
+        "{out}"
+    );
+}

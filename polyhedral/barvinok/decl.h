@@ -60,6 +60,8 @@ isl_union_pw_qpolynomial *isl_union_pw_qpolynomial_scale_val(
 	isl_union_pw_qpolynomial *upwqp, isl_val *v);
 isl_union_pw_qpolynomial *isl_union_pw_qpolynomial_add(
 	isl_union_pw_qpolynomial *upwqp1, isl_union_pw_qpolynomial *upwqp2);
+isl_union_pw_qpolynomial_fold *isl_union_pw_qpolynomial_fold_gist_params(
+	isl_union_pw_qpolynomial_fold *upwf, isl_set *context);
 isl_val *isl_val_int_from_si(isl_ctx *ctx, long i);
 isl_point *isl_set_sample_point(isl_set *set);
 

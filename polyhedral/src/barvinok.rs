@@ -329,7 +329,19 @@ impl Barvinok {
     /// in the parameters, and whether isl says the bound is tight
     /// (`isl_union_pw_qpolynomial_bound`).
     pub fn bound(&self, qp: &str, kind: BoundKind) -> Result<(String, bool), BarvinokError> {
+        self.bound_in(qp, kind, None)
+    }
+
+    /// [`Barvinok::bound`], with the pieces' conditions simplified under a parameter
+    /// context (`isl_union_pw_qpolynomial_fold_gist_params`) when one is given.
+    pub fn bound_in(
+        &self,
+        qp: &str,
+        kind: BoundKind,
+        context: Option<&str>,
+    ) -> Result<(String, bool), BarvinokError> {
         let what = format!("bounding `{qp}`");
+        let ctx_text = context.map(|c| self.cstring(c, &what)).transpose()?;
         let q = self.read_qp(qp)?;
         let ty = match kind {
             BoundKind::Max => isl_fold::isl_fold_max,
@@ -338,9 +350,20 @@ impl Barvinok {
         let mut tight: ffi::isl_bool = 0;
         // SAFETY: `bound` takes `q`; the fold is printed and freed.
         let s = unsafe {
-            let f = self.lib.isl_union_pw_qpolynomial_bound(q, ty, &mut tight);
+            let mut f = self.lib.isl_union_pw_qpolynomial_bound(q, ty, &mut tight);
             if f.is_null() {
                 return Err(self.error(&what));
+            }
+            if let Some(c) = &ctx_text {
+                let set = self.lib.isl_set_read_from_str(self.ctx, c.as_ptr());
+                if set.is_null() {
+                    self.lib.isl_union_pw_qpolynomial_fold_free(f);
+                    return Err(self.error(&what));
+                }
+                f = self.lib.isl_union_pw_qpolynomial_fold_gist_params(f, set);
+                if f.is_null() {
+                    return Err(self.error(&what));
+                }
             }
             let s = self.lib.isl_union_pw_qpolynomial_fold_to_str(f);
             self.lib.isl_union_pw_qpolynomial_fold_free(f);

@@ -213,43 +213,12 @@ impl QPoly {
     /// Parses isl's text of a quasi-polynomial over parameters, as
     /// `isl_union_pw_qpolynomial_to_str` prints it.
     pub fn parse(text: &str) -> Result<QPoly, String> {
-        let err = |m: &str| format!("cannot read the quasi-polynomial `{text}`: {m}");
-        let t = text.trim();
-        let (params, body) = match t.find("->") {
-            Some(k) if t.starts_with('[') => {
-                let head = t[..k].trim();
-                let names = head
-                    .strip_prefix('[')
-                    .and_then(|h| h.strip_suffix(']'))
-                    .ok_or_else(|| err("bad parameter list"))?;
-                let params: Vec<String> = names
-                    .split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                (params, t[k + 2..].trim())
-            }
-            _ => (Vec::new(), t),
-        };
-        let inner = body
-            .strip_prefix('{')
-            .and_then(|b| b.strip_suffix('}'))
-            .ok_or_else(|| err("expected `{ … }`"))?;
+        let (params, raw) = split_pieces(text)?;
         let mut pieces = Vec::new();
-        for piece in split_top(inner, ';') {
-            let piece = piece.trim();
-            if piece.is_empty() {
-                continue;
-            }
-            let parts = split_top_once(piece, ':');
-            let (expr, cond) = match parts {
-                Some((e, c)) => (e.trim(), Some(c.trim().to_string())),
-                None => (piece, None),
-            };
-            if expr.contains("->") || expr.starts_with('[') {
-                return Err(err("only quasi-polynomials over parameters are read"));
-            }
-            let poly = Parser::new(expr).parse_all().map_err(|m| err(&m))?;
+        for (expr, cond) in raw {
+            let poly = Parser::new(&expr)
+                .parse_all()
+                .map_err(|m| format!("cannot read the quasi-polynomial `{text}`: {m}"))?;
             pieces.push(Piece { poly, cond });
         }
         Ok(QPoly { params, pieces })
@@ -303,6 +272,100 @@ impl QPoly {
         }
         s
     }
+}
+
+/// The parameters and the `(expression, condition)` pieces of isl's text of a
+/// piecewise object over parameters (`[N] -> { e1 : c1; e2 }`).
+type RawPieces = (Vec<String>, Vec<(String, Option<String>)>);
+
+fn split_pieces(text: &str) -> Result<RawPieces, String> {
+    let err = |m: &str| format!("cannot read the quasi-polynomial `{text}`: {m}");
+    let t = text.trim();
+    let (params, body) = match t.find("->") {
+        Some(k) if t.starts_with('[') => {
+            let head = t[..k].trim();
+            let names = head
+                .strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .ok_or_else(|| err("bad parameter list"))?;
+            let params: Vec<String> = names
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+            (params, t[k + 2..].trim())
+        }
+        _ => (Vec::new(), t),
+    };
+    let inner = body
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .ok_or_else(|| err("expected `{ … }`"))?;
+    let mut pieces = Vec::new();
+    for piece in split_top(inner, ';') {
+        let piece = piece.trim();
+        if piece.is_empty() {
+            continue;
+        }
+        let (expr, cond) = match split_top_once(piece, ':') {
+            Some((e, c)) => (e.trim(), Some(c.trim().to_string())),
+            None => (piece, None),
+        };
+        if expr.contains("->") || expr.starts_with('[') {
+            return Err(err("only quasi-polynomials over parameters are read"));
+        }
+        pieces.push((expr.to_string(), cond));
+    }
+    Ok((params, pieces))
+}
+
+/// Readable form of a piecewise fold (a bound) as `isl_union_pw_qpolynomial_fold_to_str`
+/// prints it, e.g. `[K] -> { max(32 * K) : K > 0 }` gives `32·K if K > 0 (else 0)`;
+/// a fold of several polynomials prints as `max(a, b)`.
+pub fn pretty_fold(text: &str) -> Result<String, String> {
+    let (params, raw) = split_pieces(text)?;
+    if raw.is_empty() {
+        return Ok("0".to_string());
+    }
+    let mut parts = Vec::new();
+    let mut conditional = false;
+    for (expr, cond) in &raw {
+        let (kind, args) = match expr
+            .strip_prefix("max(")
+            .map(|a| ("max", a))
+            .or_else(|| expr.strip_prefix("min(").map(|a| ("min", a)))
+        {
+            Some((k, rest)) => (
+                k,
+                rest.strip_suffix(')')
+                    .ok_or_else(|| format!("cannot read the bound `{text}`"))?,
+            ),
+            None => ("", expr.as_str()),
+        };
+        let polys = split_top(args, ',')
+            .into_iter()
+            .map(|a| Parser::new(a.trim()).parse_all())
+            .collect::<Result<Vec<Poly>, String>>()
+            .map_err(|m| format!("cannot read the bound `{text}`: {m}"))?;
+        let shown: Vec<String> = polys.iter().map(|p| pretty_poly(p, &params)).collect();
+        let e = if shown.len() == 1 || kind.is_empty() {
+            shown.join(", ")
+        } else {
+            format!("{kind}({})", shown.join(", "))
+        };
+        parts.push(match cond {
+            Some(c) => {
+                conditional = true;
+                format!("{e} if {}", pretty_cond(c))
+            }
+            None => e,
+        });
+    }
+    let mut s = parts.join("; ");
+    if conditional {
+        s.push_str(" (else 0)");
+    }
+    Ok(s)
 }
 
 /// isl's condition text with `≤`, `≥`.
@@ -774,6 +837,14 @@ mod tests {
         );
         assert_eq!(pretty("[N] -> { floor((2 + N)/3) }"), "⌊(N + 2)/3⌋");
         assert_eq!(pretty("{ 10 }"), "10");
+        assert_eq!(
+            pretty_fold("[K] -> { max(32 * K) : K > 0 }").unwrap(),
+            "32·K if K > 0 (else 0)"
+        );
+        assert_eq!(
+            pretty_fold("[K, N] -> { max(K, 2 * N) }").unwrap(),
+            "max(K, 2·N)"
+        );
         assert_eq!(pretty("[N] -> {  }"), "0");
         assert_eq!(pretty("[N, M] -> { (-N + 2 * M) }"), "2·M - N");
         assert_eq!(pretty("[N] -> { (-1 - N) }"), "-N - 1");
