@@ -8,6 +8,7 @@
 //!   `--load-tree`.
 //! - [`driver`]: [`driver::compile`] (the pipeline with the tile-size search between its
 //!   halves) and [`driver::build`].
+//! - [`count`]: `polyc count`: exact instance, FLOP and footprint counts in the sizes.
 //! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
 //! - [`report`]: `polyc schedule-report`, isl's scheduler against polyc's ILP.
 //! - [`search`]: the tile-size search in the pipeline (`--search model|measure`).
@@ -15,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod count;
 pub mod driver;
 pub mod options;
 pub mod pipeline;

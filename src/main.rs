@@ -82,6 +82,19 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Exact counts in the unbound sizes: per statement the instances and FLOPs, per
+    /// tensor the distinct elements read and written (quasi-polynomials through barvinok;
+    /// numbers when every size is bound).
+    Count {
+        /// The tensor program (`.tc`).
+        program: String,
+        /// Which `def` to count when the file has several.
+        #[arg(long)]
+        entry: Option<String>,
+        /// Bind sizes: NAME=VALUE[,NAME=VALUE...]; unbound sizes stay symbolic.
+        #[arg(long = "param", value_name = "NAME=VALUE,...")]
+        params: Vec<String>,
+    },
     /// Compare the isl and ilp schedulers on every case of a suite (first shape of each):
     /// permutable band depth, fused groups, coincident dimensions, scheduling time.
     ScheduleReport {
@@ -276,6 +289,7 @@ fn main() -> ExitCode {
         "suite",
         "explain",
         "explain-tiles",
+        "count",
         "schedule-report",
         "help",
         "--help",
@@ -459,6 +473,16 @@ fn dispatch(command: Command) -> Result<u8> {
             opts.codegen = false;
             let compiled = compile_with_timings(&opts, common.timings)?;
             print!("{}", compiled.explain.unwrap_or_default());
+            Ok(0)
+        }
+        Command::Count {
+            program,
+            entry,
+            params,
+        } => {
+            let counts =
+                polyc::count::count_file(&program, entry.as_deref(), &parse_params(&params)?)?;
+            print!("{}", polyc::count::format_counts(&counts)?);
             Ok(0)
         }
         Command::ScheduleReport { suite } => {

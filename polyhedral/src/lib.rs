@@ -1,5 +1,7 @@
 //! polyc's polyhedral core.
 //!
+//! - [`barvinok`]: exact symbolic counts (Ehrhart quasi-polynomials) through barvinok, loaded at run time.
+//! - [`qpoly`]: quasi-polynomials read back from isl text, factored for display, evaluated.
 //! - [`ir`]: the resolved, typed program every stage works from.
 //! - [`lang`]: the `.tc` front end (lexer, parser, semantic analysis, range inference).
 //! - [`isl`]: the isl context and the FFI declarations `isl-rs` lacks.
@@ -10,6 +12,7 @@
 //! - [`diag`]: located diagnostics.
 #![warn(missing_docs)]
 
+pub mod barvinok;
 pub mod data;
 pub mod deps;
 pub mod diag;
@@ -19,5 +22,6 @@ pub mod ir;
 pub mod isl;
 pub mod lang;
 pub mod npy;
+pub mod qpoly;
 pub mod sched;
 pub mod scop;

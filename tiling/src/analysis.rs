@@ -332,6 +332,9 @@ pub struct TensorFootprint {
     pub elements: Option<u64>,
     /// Bytes in the box.
     pub bytes: Option<u64>,
+    /// With symbolic sizes, in `polyc explain`: the largest footprint over the tiles as
+    /// quasi-polynomials in the sizes (barvinok).
+    pub symbolic: Option<SymbolicFootprint>,
 }
 
 /// The footprint of one tile of `band`, where member `d` of the band is restricted to a
@@ -346,6 +349,59 @@ pub fn tile_footprint(
     windows: &[Option<i64>],
     elem_bytes: &[u64],
 ) -> miette::Result<Vec<TensorFootprint>> {
+    let image = tile_image(ctx, scop, bands, band, windows)?;
+    let mut out = Vec::new();
+    for (tid, ext) in scop.tensor_extents.iter().enumerate() {
+        let part = image
+            .copy()
+            .isl("copying a tile's data")?
+            .extract_set(ext.get_space().isl("a tensor's space")?)
+            .isl("extracting a tensor's data")?;
+        if part.is_empty().isl("testing a set for emptiness")? {
+            continue;
+        }
+        let name = ext
+            .get_tuple_name()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| format!("tensor {tid}"));
+        let fixed = part
+            .get_simple_fixed_box_hull()
+            .isl("computing a tile's box")?;
+        let mut box_sizes = None;
+        if fixed.is_valid().isl("checking a box")? {
+            let mv = fixed.get_size().isl("box sizes")?;
+            let k = mv.size().isl("box dimension")?;
+            let mut v = Vec::with_capacity(k as usize);
+            for d in 0..k {
+                let val = mv.get_at(d).isl("box size")?;
+                v.push(val.get_num_si().isl("box size")?.max(0) as u64);
+            }
+            box_sizes = Some(v);
+        }
+        let elements = box_sizes.as_ref().map(|v| v.iter().product::<u64>());
+        let eb = elem_bytes.get(tid).copied().unwrap_or(1);
+        out.push(TensorFootprint {
+            tensor: name,
+            tensor_id: tid,
+            box_sizes,
+            elements,
+            bytes: elements.map(|e| e * eb),
+            symbolic: None,
+        });
+    }
+    Ok(out)
+}
+
+/// The elements one tile of `band` touches (every tensor, as one union set), with the
+/// tile's position as parameters: `polyc_o{d}`, the first value of member `d`'s window,
+/// and `polyc_p{k}_{d}`, the point of the `k`-th outer band (see [`tile_footprint`]).
+fn tile_image(
+    ctx: &Ctx,
+    scop: &Scop,
+    bands: &[BandInfo],
+    band: usize,
+    windows: &[Option<i64>],
+) -> miette::Result<UnionSet> {
     let b = &bands[band];
     let mut inst = b.domain.copy().isl("copying a set")?;
     // Outer bands: fixed to one point each.
@@ -379,48 +435,117 @@ pub fn tile_footprint(
         .isl("copying accesses")?
         .union(scop.writes.copy().isl("copying accesses")?)
         .isl("uniting accesses")?;
-    let image = accesses
+    accesses
         .intersect_domain(inst)
         .isl("restricting accesses to a tile")?
         .range()
-        .isl("the tile's data")?;
+        .isl("the tile's data")
+}
+
+/// The footprint of one tile as quasi-polynomials in the symbolic sizes, counted by
+/// barvinok: for each tensor, the maximum over the tile positions (windows aligned to
+/// their sizes, every point of the outer bands) of the elements one tile touches, and of
+/// their bytes, in readable form (`32·K`), each marked `≤` when isl's bound is not known
+/// to be tight. `context` (isl text over the sizes) simplifies the conditions.
+#[allow(clippy::too_many_arguments)]
+pub fn symbolic_footprints(
+    ctx: &Ctx,
+    scop: &Scop,
+    bands: &[BandInfo],
+    band: usize,
+    windows: &[Option<i64>],
+    elem_bytes: &[u64],
+    barvinok: &polyhedral::barvinok::Barvinok,
+    context: &str,
+) -> miette::Result<Vec<(usize, SymbolicFootprint)>> {
+    use polyhedral::barvinok::BoundKind;
+    use polyhedral::isl::ffi::model::map_text;
+    use polyhedral::isl::isl_rs::DimType;
+    let bv = |e: polyhedral::barvinok::BarvinokError| miette::miette!(help = e.help(), "{e}");
+    let image = tile_image(ctx, scop, bands, band, windows)?;
     let mut out = Vec::new();
     for (tid, ext) in scop.tensor_extents.iter().enumerate() {
         let part = image
+            .copy()
+            .isl("copying a tile's data")?
             .extract_set(ext.get_space().isl("a tensor's space")?)
             .isl("extracting a tensor's data")?;
         if part.is_empty().isl("testing a set for emptiness")? {
             continue;
         }
-        let name = ext
-            .get_tuple_name()
-            .map(|s| s.to_string())
-            .unwrap_or_else(|_| format!("tensor {tid}"));
-        let fixed = part
-            .get_simple_fixed_box_hull()
-            .isl("computing a tile's box")?;
-        let mut box_sizes = None;
-        if fixed.is_valid().isl("checking a box")? {
-            let mv = fixed.get_size().isl("box sizes")?;
-            let k = mv.size().isl("box dimension")?;
-            let mut v = Vec::with_capacity(k as usize);
-            for d in 0..k {
-                let val = mv.get_at(d).isl("box size")?;
-                v.push(val.get_num_si().isl("box size")?.max(0) as u64);
+        // The tile position's parameters become the input tuple: position -> elements.
+        let mut map = Map::from_range(part).isl("a tile's data as a map")?;
+        let mut moved = Vec::new();
+        loop {
+            let n = map.dim(DimType::Param).isl("counting parameters")?;
+            let mut found = None;
+            for k in 0..n {
+                let name = map
+                    .get_dim_name(DimType::Param, k as u32)
+                    .isl("a parameter's name")?
+                    .to_string();
+                if name.starts_with("polyc_") {
+                    found = Some((k as u32, name));
+                    break;
+                }
             }
-            box_sizes = Some(v);
+            let Some((pos, name)) = found else { break };
+            let at = moved.len() as u32;
+            map = map
+                .move_dims(DimType::In, at, DimType::Param, pos, 1)
+                .isl("moving a tile position into the domain")?;
+            moved.push(name);
         }
-        let elements = box_sizes.as_ref().map(|v| v.iter().product::<u64>());
-        let eb = elem_bytes.get(tid).copied().unwrap_or(1);
-        out.push(TensorFootprint {
-            tensor: name,
-            tensor_id: tid,
-            box_sizes,
-            elements,
-            bytes: elements.map(|e| e * eb),
-        });
+        // Aligned windows: tiles start at multiples of their size.
+        let mut cons = Vec::new();
+        for (d, w) in windows.iter().enumerate() {
+            if let Some(sz) = w {
+                if moved.iter().any(|m| *m == format!("polyc_o{d}")) {
+                    cons.push(format!("polyc_o{d} mod {sz} = 0"));
+                }
+            }
+        }
+        if !cons.is_empty() {
+            let text = format!(
+                "{}{{ [{}] : {} }}",
+                scop.param_prefix(),
+                moved.join(", "),
+                cons.join(" and ")
+            );
+            let aligned = Set::read_from_str(&ctx.isl, &text).isl("reading aligned tiles")?;
+            map = map
+                .intersect_domain(aligned)
+                .isl("restricting to aligned tiles")?;
+        }
+        let per_tile = barvinok.map_card(&map_text(&map)).map_err(bv)?;
+        let eb = elem_bytes.get(tid).copied().unwrap_or(1) as i64;
+        let per_tile_bytes = barvinok.scale(&per_tile, eb).map_err(bv)?;
+        let show = |q: &str| -> miette::Result<String> {
+            let (fold, tight) = barvinok
+                .bound_in(q, BoundKind::Max, Some(context))
+                .map_err(bv)?;
+            let text = polyhedral::qpoly::pretty_fold(&fold).map_err(|e| miette::miette!("{e}"))?;
+            Ok(if tight { text } else { format!("≤ {text}") })
+        };
+        out.push((
+            tid,
+            SymbolicFootprint {
+                elements: show(&per_tile)?,
+                bytes: show(&per_tile_bytes)?,
+            },
+        ));
     }
     Ok(out)
+}
+
+/// The largest footprint of one tile over the tile positions, as readable
+/// quasi-polynomials in the symbolic sizes (see [`symbolic_footprints`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolicFootprint {
+    /// Elements.
+    pub elements: String,
+    /// Bytes.
+    pub bytes: String,
 }
 
 /// The instances of `inst` whose value under `map` lies in the set `text`.

@@ -66,8 +66,79 @@ pub fn explain(
             .collect();
         statements.push((name.clone(), v));
     }
-    Ok(ExplainReport {
-        statements,
-        tiles: plan.report,
-    })
+    let mut tiles = plan.report;
+    if !cx.scop.symbolic.is_empty() {
+        add_symbolic_footprints(cx, &plan.bands, &mut tiles)?;
+    }
+    Ok(ExplainReport { statements, tiles })
+}
+
+/// With symbolic sizes, the footprints that are not fixed-size boxes get their largest
+/// value over the tiles as quasi-polynomials (barvinok). Without barvinok they stay `?`
+/// and a note says how to install it.
+fn add_symbolic_footprints(
+    cx: &TileCx,
+    bands: &[analysis::BandInfo],
+    tiles: &mut TileReport,
+) -> miette::Result<()> {
+    use polyhedral::isl::IslResultExt;
+    let needed = tiles.bands.iter().any(|b| {
+        b.levels
+            .iter()
+            .any(|l| l.footprints.iter().any(|f| f.elements.is_none()))
+    });
+    if !needed {
+        return Ok(());
+    }
+    let barvinok = match polyhedral::barvinok::Barvinok::load() {
+        Ok(b) => b,
+        Err(e) => {
+            tiles.notes.push(format!(
+                "footprints with symbolic sizes are shown as `?`: {e}; {}",
+                e.help()
+            ));
+            return Ok(());
+        }
+    };
+    // Every size ≥ 1 and every tensor non-empty.
+    let mut context = cx.scop.context.copy().isl("copying the context")?;
+    for ext in &cx.scop.tensor_extents {
+        let nonempty = ext
+            .copy()
+            .isl("copying a tensor's extent")?
+            .params()
+            .isl("computing where a tensor is non-empty")?;
+        context = context.intersect(nonempty).isl("restricting the context")?;
+    }
+    let context = polyhedral::isl::ffi::model::set_text(&context);
+    let elem_bytes = cx.elem_bytes();
+    for b in &mut tiles.bands {
+        let Some(bi) = bands.iter().position(|x| x.path == b.path) else {
+            continue;
+        };
+        for l in &mut b.levels {
+            if l.footprints.iter().all(|f| f.elements.is_some()) {
+                continue;
+            }
+            let sym = analysis::symbolic_footprints(
+                cx.ctx,
+                cx.scop,
+                bands,
+                bi,
+                &l.windows,
+                &elem_bytes,
+                &barvinok,
+                &context,
+            )?;
+            for f in &mut l.footprints {
+                if f.elements.is_none() {
+                    f.symbolic = sym
+                        .iter()
+                        .find(|(t, _)| *t == f.tensor_id)
+                        .map(|(_, s)| s.clone());
+                }
+            }
+        }
+    }
+    Ok(())
 }

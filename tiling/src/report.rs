@@ -12,6 +12,9 @@ pub struct LevelReport {
     pub buffer: Buffer,
     /// The size of each band member at this level (`None`: not tiled at this level).
     pub sizes: Vec<Option<i64>>,
+    /// The window of each member one tile of this level spans (this level's size, else the
+    /// nearest outer level's; `None`: the whole extent).
+    pub windows: Vec<Option<i64>>,
     /// The data one tile touches, per tensor.
     pub footprints: Vec<TensorFootprint>,
     /// Their sum in bytes (`None` if some footprint is not a fixed-size box).
@@ -119,16 +122,23 @@ impl fmt::Display for ExplainReport {
                             .collect::<Vec<_>>()
                             .join(" x ")
                     });
-                    writeln!(
-                        f,
-                        "  {:<12} {:<16} {:<8} {:<14} {:>10} {:>10}",
-                        lv,
-                        sz,
-                        fp.tensor,
-                        boxt,
-                        opt(fp.elements),
-                        opt(fp.bytes)
-                    )?;
+                    match (&fp.symbolic, fp.elements) {
+                        (Some(sym), None) => writeln!(
+                            f,
+                            "  {:<12} {:<16} {:<8} {:<14} {:>10} {:>10}",
+                            lv, sz, fp.tensor, boxt, sym.elements, sym.bytes
+                        )?,
+                        _ => writeln!(
+                            f,
+                            "  {:<12} {:<16} {:<8} {:<14} {:>10} {:>10}",
+                            lv,
+                            sz,
+                            fp.tensor,
+                            boxt,
+                            opt(fp.elements),
+                            opt(fp.bytes)
+                        )?,
+                    }
                 }
                 if l.register_file {
                     // Only the promoted register tiles live in it (see "promotion").

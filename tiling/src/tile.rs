@@ -333,6 +333,7 @@ pub(crate) fn plan(
                     .iter()
                     .map(|m| m.iter().find(|(b, _)| *b == level).map(|(_, s)| *s))
                     .collect(),
+                windows,
                 footprints: fps,
                 total_bytes: total,
                 capacity,
