@@ -17,7 +17,7 @@
 use miette::{miette, Result};
 use polyhedral::barvinok::{Barvinok, BarvinokError};
 use polyhedral::diag::SourceFile;
-use polyhedral::ir::{AssignOp, Expr, Program, Stmt, StmtBody};
+use polyhedral::ir::Program;
 use polyhedral::isl::ffi::count::set_count;
 use polyhedral::isl::ffi::model::set_text;
 use polyhedral::isl::isl_rs::Set;
@@ -69,31 +69,7 @@ pub struct Counts {
     pub total_flops: String,
 }
 
-/// FLOPs of one instance of a statement: one per arithmetic operator (`+ - * / %`,
-/// unary minus), comparison, `select`, and built-in call (`exp`, `max`, `relu`, … each
-/// count one), plus one for the combine of an `op=` update (`+=`, `*=`, `max=`, `min=`).
-/// Reads, literals, casts and the inits of reductions count zero.
-pub fn flops_per_instance(stmt: &Stmt) -> u64 {
-    fn ops(e: &Expr) -> u64 {
-        match e {
-            Expr::Lit(_)
-            | Expr::Scalar(_)
-            | Expr::IterValue(_)
-            | Expr::SizeValue(_)
-            | Expr::Read { .. } => 0,
-            Expr::Cast(_, a) => ops(a),
-            Expr::Neg(a) => 1 + ops(a),
-            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => 1 + ops(a) + ops(b),
-            Expr::Call(_, args) => 1 + args.iter().map(ops).sum::<u64>(),
-            Expr::Select(c, a, b) => 1 + ops(c) + ops(a) + ops(b),
-        }
-    }
-    match &stmt.body {
-        StmtBody::Init(_) => 0,
-        StmtBody::Update(AssignOp::Assign, e) => ops(e),
-        StmtBody::Update(_, e) => 1 + ops(e),
-    }
-}
+pub use polyhedral::ir::flops_per_instance;
 
 /// Loads `program` (the `def` `entry`), binds `params`, and counts.
 pub fn count_file(program: &str, entry: Option<&str>, params: &[(String, i64)]) -> Result<Counts> {

@@ -395,6 +395,19 @@ pub fn finish(
     let schedule = tree.to_isl(ctx)?;
     let kernel =
         targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?;
+    if let Some(text) = explain.as_mut() {
+        let sizes: Option<Vec<i64>> = front.param_values.iter().copied().collect();
+        let input = targets::BuildInput {
+            program,
+            param_texts: &front.param_texts,
+            kernel: &kernel,
+            source: "",
+        };
+        if let Some(k) = target.explain_kernels(&input, sizes.as_deref())? {
+            text.push('\n');
+            text.push_str(&k);
+        }
+    }
     let format = match &opts.emit {
         Some(f) => check_emit_format(target, f)?,
         None => target.emit_formats().first().copied().unwrap_or("c"),

@@ -95,6 +95,15 @@ pub trait Target {
     ) -> Result<String>;
     /// Builds the compiled program into something that runs.
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>>;
+    /// What `polyc explain` adds about the lowered program (per kernel, for targets with
+    /// several); `sizes` holds every size's value when all are bound.
+    fn explain_kernels(
+        &self,
+        _input: &BuildInput,
+        _sizes: Option<&[i64]>,
+    ) -> Result<Option<String>> {
+        Ok(None)
+    }
 }
 
 /// The implementation for a description, chosen by its kind (`device` says which device

@@ -13,6 +13,7 @@ pub mod device;
 pub mod emit;
 pub mod map;
 pub mod policy;
+pub mod report;
 pub mod run;
 
 use miette::{miette, Result};
@@ -161,5 +162,30 @@ impl Target for GpuTarget {
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
         let module = self.module(input.program, input.kernel)?;
         run::build(self, input, module)
+    }
+    fn explain_kernels(&self, input: &BuildInput, sizes: Option<&[i64]>) -> Result<Option<String>> {
+        let module = self.module(input.program, input.kernel)?;
+        // ptxas's own counts where nvcc is installed.
+        let ptxas = match crate::cuda_tools::find_nvcc() {
+            Some(_) => {
+                let src = emit::emit_cuda(input.program, input.param_texts, &module);
+                let arch = self.desc.cuda_arch.as_deref().unwrap_or("sm_80");
+                crate::cuda_tools::compile_cuda(&src, arch).ok()
+            }
+            None => None,
+        };
+        let roofline = self.desc.peak_gflops.zip(self.desc.dram_gbytes_per_s);
+        let mut text = report::explain(
+            input.program,
+            input.param_texts,
+            &module,
+            sizes,
+            roofline,
+            ptxas.as_ref(),
+        )?;
+        if ptxas.is_none() {
+            text.push_str("    (ptxas counts: nvcc not found; scripts/install-deps installs it)\n");
+        }
+        Ok(Some(text))
     }
 }
