@@ -184,25 +184,25 @@ fn check_shards(ids: &[Identity]) -> Result<()> {
     let Some(first) = ids.first() else {
         return Err(miette!("polyc suite merge: no result files"));
     };
-    let help = |what: &str| {
-        format!("merge the results of one {what}, run by one polyc on one target; rerun the shards that differ")
-    };
+    let help = "merge the results of one polyc version on one target; rerun the shards that differ";
     for id in &ids[1..] {
         if id.hash != first.hash {
             return Err(miette!(
-                help = help(first.what),
-                "{}: {} hash {} differs from {}'s {}: the shards ran different {}s",
+                help = format!(
+                    "the shards ran different {}s (or programs); rerun them from one checkout",
+                    first.what
+                ),
+                "{}: {} hash {} differs from {}'s {}",
                 id.file.display(),
                 first.what,
                 short(id.hash),
                 first.file.display(),
-                short(first.hash),
-                first.what
+                short(first.hash)
             ));
         }
         if id.polyc != first.polyc {
             return Err(miette!(
-                help = help(first.what),
+                help = help,
                 "{}: polyc {} differs from {}'s polyc {}",
                 id.file.display(),
                 id.polyc,
@@ -212,7 +212,7 @@ fn check_shards(ids: &[Identity]) -> Result<()> {
         }
         if id.target != first.target {
             return Err(miette!(
-                help = help(first.what),
+                help = help,
                 "{}: target `{}` differs from {}'s target `{}`",
                 id.file.display(),
                 id.target,
@@ -222,13 +222,12 @@ fn check_shards(ids: &[Identity]) -> Result<()> {
         }
         if id.shard.count != first.shard.count {
             return Err(miette!(
-                help = "merge the shards of one --shard i/n split",
-                "{} is shard {} but {} is shard {}: the {} was cut into different numbers of shards",
+                help = "merge the shards of one i/n split",
+                "{} is shard {} but {} is shard {}: different splits",
                 id.file.display(),
                 id.shard,
                 first.file.display(),
-                first.shard,
-                first.what
+                first.shard
             ));
         }
     }
@@ -253,8 +252,10 @@ fn check_shards(ids: &[Identity]) -> Result<()> {
         0 => Ok(()),
         1 => Err(miette!(
             help = format!(
-                "run the {} with --shard {} and merge again with its result",
-                first.what, missing[0]
+                "run the {} with --{}shard {} and merge again with its result",
+                first.what,
+                if first.what == "search" { "search-" } else { "" },
+                missing[0]
             ),
             "shard {} is missing",
             missing[0]
@@ -432,7 +433,7 @@ pub fn read_baseline(path: &Path) -> Result<Vec<SuiteRow>> {
         let r = parse_as::<ShardResult>(path, v)?;
         if r.shard != Shard::WHOLE {
             return Err(miette!(
-                help = "give a merged result (polyc suite merge --json OUT) or the result of a whole suite as the baseline",
+                help = "give a merged result (polyc suite merge --json OUT) or a whole suite's result",
                 "--baseline {}: it holds only shard {} of the suite",
                 path.display(),
                 r.shard
