@@ -474,3 +474,45 @@ fn non_utf8_file_is_a_located_error() {
 "
     );
 }
+
+/// `polyc explain` over a user's spec that the default policy completes: one `tile spec:`
+/// header, the user's statement first, then the policy's.
+#[test]
+fn explain_prints_one_tile_spec_header_when_the_policy_completes_a_spec() {
+    let dir = tempdir();
+    let mm2 = abs("examples/mm2.tc");
+    let params = "NI=64,NJ=64,NK=64,NL=64";
+    let default = polyc_ok(&["explain", &mm2, "--param", params]);
+    let s3 = default
+        .lines()
+        .find(|l| l.starts_with("S_3: "))
+        .expect("the default policy tiles S_3")
+        .to_string();
+    let spec = write(dir.path(), "s1.tiles", "S_1: 16@L1, 16@L1\n");
+    let out = polyc_ok(&["explain", &mm2, "--param", params, "--tile-spec", &spec]);
+    assert_eq!(out.matches("tile spec:").count(), 1, "{out}");
+    assert!(
+        out.starts_with(&format!("tile spec:\nS_1: 16@L1, 16@L1\n{s3}\n\nS_0: tiled band #0\n")),
+        "{out}"
+    );
+}
+
+/// When nothing is tiled, `polyc explain` says why (it used to blame --no-default-tiling
+/// even when the flag was not given).
+#[test]
+fn explain_says_why_no_band_is_tiled() {
+    let softmax = abs("examples/softmax.tc");
+    let first = |extra: &[&str]| {
+        let mut a = vec!["explain", softmax.as_str(), "--param", "R=16,N=64"];
+        a.extend_from_slice(extra);
+        polyc_ok(&a).lines().next().unwrap_or("").to_string()
+    };
+    assert_eq!(
+        first(&[]),
+        "no band is tiled: no --tile-spec, and the default policy finds no band to tile (it tiles outermost permutable bands whose extents are bound)"
+    );
+    assert_eq!(
+        first(&["--no-default-tiling"]),
+        "no band is tiled: no --tile-spec, and --no-default-tiling"
+    );
+}
