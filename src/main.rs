@@ -507,7 +507,8 @@ fn suite(args: SuiteArgs) -> Result<u8> {
         None => {
             let Some(file) = args.file else {
                 return Err(miette!(
-                    help = "e.g. polyc suite specs/suites/smoke.yaml, or polyc suite merge out/*.json",
+                    help =
+                        "e.g. polyc suite specs/suites/smoke.yaml, or polyc suite merge out/*.json",
                     "polyc suite: give a suite file or `merge`"
                 ));
             };

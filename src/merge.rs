@@ -22,6 +22,8 @@ use crate::search::{SearchShardResult, SEARCH_RESULT_FORMAT};
 use crate::shard::Shard;
 use crate::suite::{format_table, write_json, Host, ShardResult, SuiteInfo, SuiteRow};
 use miette::{miette, Result};
+use polyhedral::diag::SourceFile;
+use polyhedral::ir::Span;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -139,19 +141,26 @@ pub struct BaselineDiff {
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        miette!(
-            help = "give the files `polyc suite --json` or `--search-json` wrote",
-            "cannot read {}: {e}",
-            path.display()
-        )
-    })?;
-    serde_json::from_str(&text).map_err(|e| {
-        miette!(
-            help = "give the files `polyc suite --json` or `--search-json` wrote",
-            "{}: not a polyc result file: {e}",
-            path.display()
-        )
+    let file = SourceFile::read(&path.display().to_string())?;
+    serde_json::from_str(&file.text).map_err(|e| {
+        // serde_json's line and column are 1-based; the column counts bytes.
+        let line_start: usize = file
+            .text
+            .split_inclusive('\n')
+            .take(e.line().saturating_sub(1))
+            .map(str::len)
+            .sum();
+        let at = (line_start + e.column().saturating_sub(1)).min(file.text.len());
+        let end = file.text[at..]
+            .chars()
+            .next()
+            .map_or(at, |c| at + c.len_utf8());
+        miette::Report::new(file.error(
+            Span::new(at, end),
+            format!("not a polyc result file: {e}"),
+            "here",
+            "give the files `polyc suite --json` or `--search-json` wrote",
+        ))
     })
 }
 
@@ -254,7 +263,11 @@ fn check_shards(ids: &[Identity]) -> Result<()> {
             help = format!(
                 "run the {} with --{}shard {} and merge again with its result",
                 first.what,
-                if first.what == "search" { "search-" } else { "" },
+                if first.what == "search" {
+                    "search-"
+                } else {
+                    ""
+                },
                 missing[0]
             ),
             "shard {} is missing",
@@ -433,7 +446,8 @@ pub fn read_baseline(path: &Path) -> Result<Vec<SuiteRow>> {
         let r = parse_as::<ShardResult>(path, v)?;
         if r.shard != Shard::WHOLE {
             return Err(miette!(
-                help = "give a merged result (polyc suite merge --json OUT) or a whole suite's result",
+                help =
+                    "give a merged result (polyc suite merge --json OUT) or a whole suite's result",
                 "--baseline {}: it holds only shard {} of the suite",
                 path.display(),
                 r.shard
@@ -491,7 +505,9 @@ pub fn diff_baseline(
                     ("run", b.run_ms, r.run_ms),
                 ] {
                     let delta = new - old;
-                    if delta.abs() > min_ms && old > 0.0 && delta.abs() > old * threshold_pct / 100.0
+                    if delta.abs() > min_ms
+                        && old > 0.0
+                        && delta.abs() > old * threshold_pct / 100.0
                     {
                         d.moved.push(Moved {
                             key: r.key.clone(),
@@ -527,10 +543,16 @@ pub fn format_diff(d: &BaselineDiff) -> String {
         plural(d.removed.len(), "run", "runs"),
     );
     for c in &d.new_failures {
-        out.push_str(&format!("  new failure: {}: {} -> {}\n", c.key, c.before, c.after));
+        out.push_str(&format!(
+            "  new failure: {}: {} -> {}\n",
+            c.key, c.before, c.after
+        ));
     }
     for c in &d.fixed {
-        out.push_str(&format!("  fixed: {}: {} -> {}\n", c.key, c.before, c.after));
+        out.push_str(&format!(
+            "  fixed: {}: {} -> {}\n",
+            c.key, c.before, c.after
+        ));
     }
     for m in &d.moved {
         out.push_str(&format!(

@@ -23,6 +23,7 @@
 use crate::check::inout_outputs;
 use crate::options::CompileOptions;
 use crate::pipeline::{compile, target, Mode};
+use crate::shard::Shard;
 use miette::{miette, Result};
 use polyhedral::data::{generate_inputs, TensorData};
 use polyhedral::deps::Deps;
@@ -31,7 +32,6 @@ use polyhedral::ir::Program;
 use polyhedral::isl::Ctx;
 use polyhedral::scop::Scop;
 use schedule_tree::{Buffer, ScheduleTree};
-use crate::shard::Shard;
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::str::FromStr;
@@ -390,7 +390,9 @@ fn measure(
     }
     if let Some(path) = &opts.search.json {
         let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        write_search_json(opts, spec, file, result, &all, shard, measured, wall_ms, path)?;
+        write_search_json(
+            opts, spec, file, result, &all, shard, measured, wall_ms, path,
+        )?;
     }
     let (i, ms) = best.ok_or_else(|| miette!("internal error: no point was measured"))?;
     Ok((top[i].sizes.clone(), top.len(), ms))
@@ -448,9 +450,13 @@ fn write_search_json(
     path: &str,
 ) -> Result<()> {
     use sha2::{Digest, Sha256};
-    let program = std::fs::read(&opts.program)
-        .map_err(|e| miette!("cannot read {}: {e}", opts.program))?;
-    let params: Vec<String> = opts.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let program =
+        std::fs::read(&opts.program).map_err(|e| miette!("cannot read {}: {e}", opts.program))?;
+    let params: Vec<String> = opts
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     let params = params.join(",");
     let mut h = Sha256::new();
     let mut field = |b: &[u8]| {

@@ -49,10 +49,7 @@ impl Shard {
         let index = num(i, "part")?;
         let count = num(n, "part count")?;
         if count == 0 {
-            return Err(miette!(
-                help = help,
-                "{flag}: `{text}` asks for zero parts"
-            ));
+            return Err(miette!(help = help, "{flag}: `{text}` asks for zero parts"));
         }
         if index == 0 || index > count {
             return Err(miette!(
@@ -162,7 +159,10 @@ mod tests {
     #[test]
     fn parse_errors() {
         let e = |t: &str| format!("{}", Shard::parse("--shard", t).unwrap_err());
-        assert_eq!(Shard::parse("--shard", "2/3").unwrap(), Shard { index: 2, count: 3 });
+        assert_eq!(
+            Shard::parse("--shard", "2/3").unwrap(),
+            Shard { index: 2, count: 3 }
+        );
         assert_eq!(
             e("0/3"),
             "--shard: part 0 of `0/3` is not between 1 and 3 (parts are numbered from 1)"

@@ -15,10 +15,16 @@
 //!     isl_options: [outer_coincidence=1]  # optional
 //! ```
 //!
-//! Each case × shape × scheduler runs `polyc run … --check` in its own process (so a crash
-//! in generated code fails one case, not the suite), `--jobs` at a time, with a progress
-//! bar. The summary table lists program, shape, scheduler, status, compile ms, run ms and
-//! max error; `--json` writes the same rows.
+//! Each case × shape × scheduler (a run, named by its key, [`job_key`]) runs `polyc run …
+//! --check` in its own process (so a crash in generated code fails one run, not the
+//! suite), `--jobs` at a time, with a progress bar. The summary table lists program,
+//! shape, scheduler, status, compile ms, run ms and max error.
+//!
+//! `--shard i/n` runs one part of the runs, cut by [`crate::shard`] from each run's
+//! estimated cost ([`estimated_cost_us`]: statements and statement instances of the
+//! polyhedral model at the run's shape). `--json OUT` writes a [`ShardResult`]: the
+//! suite's hash ([`suite_hash`]), the shard, polyc's version, the target, the host and
+//! every run; `polyc suite merge` ([`crate::merge`]) combines the shards' files.
 
 use crate::check::RunReport;
 use crate::shard::Shard;
@@ -305,9 +311,7 @@ pub fn suite_jobs(path: &Path, suite: &SuiteFile) -> Result<Vec<Job>> {
 /// wherever the checkout lives.
 pub fn suite_hash(path: &Path, suite: &SuiteFile) -> Result<String> {
     use sha2::{Digest, Sha256};
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|e| miette!("cannot read {}: {e}", p.display()))
-    };
+    let read = |p: &Path| std::fs::read(p).map_err(|e| miette!("cannot read {}: {e}", p.display()));
     let mut h = Sha256::new();
     h.update(b"polyc-suite\0");
     let bytes = read(path)?;

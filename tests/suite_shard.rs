@@ -75,7 +75,9 @@ fn smoke_in_three_parallel_shards_merges_to_the_unsharded_run() {
     assert_eq!(whole["format"], "polyc-suite-result/1");
     assert_eq!(whole["polyc"], env!("CARGO_PKG_VERSION"));
     assert_eq!(whole["target"], "cpu");
-    assert!(whole["host"]["hostname"].as_str().is_some_and(|h| !h.is_empty()));
+    assert!(whole["host"]["hostname"]
+        .as_str()
+        .is_some_and(|h| !h.is_empty()));
     assert!(whole["host"]["cpu"].as_str().is_some_and(|h| !h.is_empty()));
     let runs = whole["suite"]["runs"].as_u64().unwrap() as usize;
     assert_eq!(runs, whole["cases"].as_array().unwrap().len());
@@ -103,16 +105,29 @@ fn smoke_in_three_parallel_shards_merges_to_the_unsharded_run() {
     assert_eq!(union, statuses(&whole));
     // LPT: the last run added to the fullest shard went to the emptiest one then.
     let (max, min) = (loads.iter().max().unwrap(), loads.iter().min().unwrap());
-    assert!(max - min <= biggest, "loads {loads:?}, biggest run {biggest}");
+    assert!(
+        max - min <= biggest,
+        "loads {loads:?}, biggest run {biggest}"
+    );
 
     let o = polyc_in(
         d,
-        &["suite", "merge", "s3.json", "s1.json", "s2.json", "--json", "merged.json"],
+        &[
+            "suite",
+            "merge",
+            "s3.json",
+            "s1.json",
+            "s2.json",
+            "--json",
+            "merged.json",
+        ],
     );
     assert_code(&o, 0);
     let out = stdout(&o);
     assert!(
-        out.contains(&format!("suite smoke: 3 shards merged: {runs} passed, 0 failed\n")),
+        out.contains(&format!(
+            "suite smoke: 3 shards merged: {runs} passed, 0 failed\n"
+        )),
         "{out}"
     );
     let merged = json(&d.join("merged.json"));
@@ -170,7 +185,10 @@ fn shard_flag_errors() {
         err("4/3"),
         format!("  × --shard: part 4 of `4/3` is not between 1 and 3 (parts are numbered from 1)\n{help}")
     );
-    assert_eq!(err("x"), format!("  × --shard: `x` is not of the form i/n\n{help}"));
+    assert_eq!(
+        err("x"),
+        format!("  × --shard: `x` is not of the form i/n\n{help}")
+    );
     assert_eq!(
         err("1/y"),
         format!("  × --shard: the part count `y` in `1/y` is not a whole number\n{help}")
@@ -206,7 +224,10 @@ fn merge_checks_shards() {
         stderr(&o),
         "  × shards 2/3, 3/3 are missing\n  help: run the missing shards and merge again with their results\n"
     );
-    let o = polyc_in(d, &["suite", "merge", "s1.json", "s2.json", "s2.json", "s3.json"]);
+    let o = polyc_in(
+        d,
+        &["suite", "merge", "s1.json", "s2.json", "s2.json", "s3.json"],
+    );
     assert_code(&o, 1);
     assert_eq!(
         stderr(&o),
@@ -214,7 +235,10 @@ fn merge_checks_shards() {
     );
 
     // The same suite cut in two: a different count.
-    assert!(matches!(code(&run_shard(d, &suite, "1/2", "h1.json")), 0 | 3));
+    assert!(matches!(
+        code(&run_shard(d, &suite, "1/2", "h1.json")),
+        0 | 3
+    ));
     let o = polyc_in(d, &["suite", "merge", "s1.json", "h1.json"]);
     assert_code(&o, 1);
     assert_eq!(
@@ -224,7 +248,10 @@ fn merge_checks_shards() {
 
     // The suite file changes between shards: the hash differs.
     tiny_suite(d, "# a comment changes the hash\n");
-    assert!(matches!(code(&run_shard(d, &suite, "2/3", "new2.json")), 0 | 3));
+    assert!(matches!(
+        code(&run_shard(d, &suite, "2/3", "new2.json")),
+        0 | 3
+    ));
     let old = json(&d.join("s1.json"))["suite"]["hash"]
         .as_str()
         .unwrap()
@@ -267,7 +294,10 @@ fn merge_diffs_against_a_baseline() {
     let suite = tiny_suite(d, "");
     assert_code(&run_shard(d, &suite, "1/2", "a.json"), 3);
     let _ = run_shard(d, &suite, "2/2", "b.json");
-    let o = polyc_in(d, &["suite", "merge", "a.json", "b.json", "--json", "now.json"]);
+    let o = polyc_in(
+        d,
+        &["suite", "merge", "a.json", "b.json", "--json", "now.json"],
+    );
     assert_code(&o, 3);
     let now = json(&d.join("now.json"));
     let cases = now["cases"].as_array().unwrap().clone();
@@ -295,7 +325,16 @@ fn merge_diffs_against_a_baseline() {
 
     let o = polyc_in(
         d,
-        &["suite", "merge", "a.json", "b.json", "--baseline", "base.json", "--json", "diff.json"],
+        &[
+            "suite",
+            "merge",
+            "a.json",
+            "b.json",
+            "--baseline",
+            "base.json",
+            "--json",
+            "diff.json",
+        ],
     );
     assert_code(&o, 3);
     let out = stdout(&o);
@@ -323,7 +362,10 @@ fn merge_diffs_against_a_baseline() {
     assert_eq!(diff["removed"][0], "gone.tc M=1 isl");
 
     // A shard is not a baseline.
-    let o = polyc_in(d, &["suite", "merge", "a.json", "b.json", "--baseline", "a.json"]);
+    let o = polyc_in(
+        d,
+        &["suite", "merge", "a.json", "b.json", "--baseline", "a.json"],
+    );
     assert_code(&o, 1);
     assert_eq!(
         stderr(&o),
@@ -369,7 +411,12 @@ fn sharded_measure_search_merges_to_the_fastest_point() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|p| (p["rank"].as_u64().unwrap(), p["label"].as_str().unwrap().to_string()))
+            .map(|p| {
+                (
+                    p["rank"].as_u64().unwrap(),
+                    p["label"].as_str().unwrap().to_string(),
+                )
+            })
             .collect()
     };
     let (p1, p2, all) = (points("p1.json"), points("p2.json"), points("all.json"));
@@ -388,7 +435,16 @@ fn sharded_measure_search_merges_to_the_fastest_point() {
 
     let o = polyc_in(
         d,
-        &["suite", "merge", "p2.json", "p1.json", "--search-out", "best.txt", "--json", "m.json"],
+        &[
+            "suite",
+            "merge",
+            "p2.json",
+            "p1.json",
+            "--search-out",
+            "best.txt",
+            "--json",
+            "m.json",
+        ],
     );
     assert_code(&o, 0);
     let m = json(&d.join("m.json"));
@@ -421,7 +477,15 @@ fn sharded_measure_search_merges_to_the_fastest_point() {
     assert_code(&o, 0);
     let o = polyc_in(
         d,
-        &["run", &mm, "--param", "M=96,N=80,K=72", "--tile-spec", "best.txt", "--check"],
+        &[
+            "run",
+            &mm,
+            "--param",
+            "M=96,N=80,K=72",
+            "--tile-spec",
+            "best.txt",
+            "--check",
+        ],
     );
     assert_code(&o, 0);
 
@@ -429,8 +493,17 @@ fn sharded_measure_search_merges_to_the_fastest_point() {
     let o = polyc_in(
         d,
         &[
-            &mm, "--param", "M=96,N=80,K=72", "--tile-spec", "tiles.txt", "--search", "measure",
-            "--search-top", "2", "--search-shard", "3/3",
+            &mm,
+            "--param",
+            "M=96,N=80,K=72",
+            "--tile-spec",
+            "tiles.txt",
+            "--search",
+            "measure",
+            "--search-top",
+            "2",
+            "--search-shard",
+            "3/3",
         ],
     );
     assert_code(&o, 1);
@@ -440,7 +513,15 @@ fn sharded_measure_search_merges_to_the_fastest_point() {
     );
     let o = polyc_in(
         d,
-        &[&mm, "--param", "M=96,N=80,K=72", "--tile-spec", "tiles.txt", "--search-shard", "1/2"],
+        &[
+            &mm,
+            "--param",
+            "M=96,N=80,K=72",
+            "--tile-spec",
+            "tiles.txt",
+            "--search-shard",
+            "1/2",
+        ],
     );
     assert_code(&o, 1);
     assert_eq!(
@@ -492,7 +573,9 @@ fn explain_prints_one_tile_spec_header_when_the_policy_completes_a_spec() {
     let out = polyc_ok(&["explain", &mm2, "--param", params, "--tile-spec", &spec]);
     assert_eq!(out.matches("tile spec:").count(), 1, "{out}");
     assert!(
-        out.starts_with(&format!("tile spec:\nS_1: 16@L1, 16@L1\n{s3}\n\nS_0: tiled band #0\n")),
+        out.starts_with(&format!(
+            "tile spec:\nS_1: 16@L1, 16@L1\n{s3}\n\nS_0: tiled band #0\n"
+        )),
         "{out}"
     );
 }
