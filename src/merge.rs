@@ -283,6 +283,17 @@ fn check_shards(ids: &[Identity]) -> Result<()> {
 
 /// Runs `polyc suite merge`; returns true when every run passed.
 pub fn merge(opts: &MergeOptions) -> Result<bool> {
+    for (flag, v) in [
+        ("--threshold", opts.threshold_pct),
+        ("--min-ms", opts.min_ms),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(miette!(
+                help = "e.g. --threshold 20 --min-ms 1",
+                "{flag}: `{v}` is not a number at least 0"
+            ));
+        }
+    }
     let mut values = Vec::new();
     for f in &opts.files {
         values.push((f.clone(), read_json(f)?));

@@ -223,10 +223,12 @@ pub fn estimated_cost_us(model: Option<(u64, usize)>) -> u64 {
         .saturating_add(ns / 1000)
 }
 
-/// Statement instances and statements of `program` (its `entry`) at `shape`: the sum of
-/// the points of every statement domain of the polyhedral model, counted by isl, and the
-/// number of domains. An error when the program does not compile, a size is unknown or
-/// unbound, or isl cannot count.
+/// Statement instances and statements of `program` (its `entry`) at `shape`, exactly:
+/// the points of every statement's iteration domain, counted by
+/// [`polyhedral::interp::try_count_instances`] (the innermost loops whose bounds use only
+/// outer iterators are multiplied as a box, the rest enumerated; a GEMM costs three
+/// multiplications, where isl's point count would scan 10⁹ points of a 1024³ one). An
+/// error when the program does not compile, or a size is unknown or unbound.
 pub fn count_model_instances(
     source: &SourceFile,
     entry: Option<&str>,
@@ -235,18 +237,10 @@ pub fn count_model_instances(
     let program = polyhedral::lang::compile(source, entry)?;
     let given: Vec<(String, i64)> = shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
     let values = crate::pipeline::bind_params(&program, &given)?;
-    if values.iter().any(Option::is_none) {
-        return Err(miette!("some sizes are not bound"));
-    }
-    let ctx = polyhedral::isl::Ctx::new();
-    let scop = polyhedral::scop::Scop::build(&ctx, &program, &values, source)?;
-    let mut total = 0u64;
-    for d in &scop.stmt_domains {
-        let n = polyhedral::isl::ffi::count::set_count(d)
-            .ok_or_else(|| miette!("isl cannot count a statement domain"))?;
-        total = total.saturating_add(n);
-    }
-    Ok((total, scop.stmt_domains.len()))
+    let sizes: Option<Vec<i64>> = values.into_iter().collect();
+    let sizes = sizes.ok_or_else(|| miette!("some sizes are not bound"))?;
+    let n = polyhedral::interp::try_count_instances(&program, &sizes)?;
+    Ok((n, program.stmts.len()))
 }
 
 /// Every run of the suite, in the suite's order, with keys and estimated costs. Two runs
@@ -278,12 +272,15 @@ pub fn suite_jobs(path: &Path, suite: &SuiteFile) -> Result<Vec<Job>> {
                     &case.isl_options,
                 );
                 if let Some(other) = seen.insert(key.clone(), ci) {
+                    let which = if other == ci {
+                        format!("case {} runs `{key}` twice", ci + 1)
+                    } else {
+                        format!("cases {} and {} both run `{key}`", other + 1, ci + 1)
+                    };
                     return Err(miette!(
                         help = "give each program, entry, shape and scheduler once (isl_options tell otherwise equal runs apart)",
-                        "{}: cases {} and {} both run `{key}`",
-                        path.display(),
-                        other + 1,
-                        ci + 1
+                        "{}: {which}",
+                        path.display()
                     ));
                 }
                 jobs.push(Job {
@@ -705,4 +702,34 @@ pub fn format_table(rows: &[SuiteRow]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_entry_shape_scheduler_and_options() {
+        assert_eq!(job_key("a.tc", None, "M=2", "isl", &[]), "a.tc M=2 isl");
+        assert_eq!(
+            job_key("a.tc", Some("f"), "", "ilp", &["x=1".into(), "y=0".into()]),
+            "a.tc#f - ilp x=1,y=0"
+        );
+    }
+
+    #[test]
+    fn cost_grows_with_statements_and_instances() {
+        assert_eq!(estimated_cost_us(None), COST_FIXED_US);
+        // 2 statements, 10^6 instances: 0.1 s + 0.3 s + 1 ms (kernel) + 20 ms (interpreter).
+        assert_eq!(
+            estimated_cost_us(Some((1_000_000, 2))),
+            100_000 + 300_000 + 1_000 + 20_000
+        );
+        // Above the interpreter's limit the oracle is compiled C.
+        let n = INTERP_LIMIT + 1;
+        assert_eq!(
+            estimated_cost_us(Some((n, 1))),
+            100_000 + 150_000 + 2 * n / 1000
+        );
+    }
 }
