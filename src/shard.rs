@@ -125,8 +125,9 @@ mod tests {
 
     #[test]
     fn lpt_balances_by_cost() {
-        // 10 and 9 go to parts 0 and 1, 8 to 2, 7 joins 8 (part 2 has the smallest load
-        // after 8? no: loads 10, 9, 8 -> 7 goes to part 2), then 1, 1, 1 fill parts 1, 0, 1.
+        // 10, 9 and 8 open parts 0, 1 and 2; 7 joins the lightest (part 2: 15); the 1s go
+        // to part 1 (9), then part 0 (10; tied with part 1 at 10, the lower part wins),
+        // then part 1 (10).
         let it = items(&[10, 9, 8, 7, 1, 1, 1]);
         let p = partition(&it, 3);
         assert_eq!(p, vec![0, 1, 2, 2, 1, 0, 1]);
