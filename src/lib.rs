@@ -12,14 +12,19 @@
 //! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
 //! - [`report`]: `polyc schedule-report`, isl's scheduler against polyc's ILP.
 //! - [`search`]: the tile-size search in the pipeline (`--search model|measure`).
-//! - [`suite`]: `polyc suite`: programs × shapes from YAML, in parallel, with a summary.
+//! - [`suite`]: `polyc suite`: programs × shapes from YAML, in parallel, with a summary;
+//!   one shard of it with `--shard i/n` ([`shard`]: the cost-balanced partition).
+//! - [`merge`]: `polyc suite merge`: shard result files into one table, a baseline diff,
+//!   and the fastest point of a sharded `--search measure`.
 #![warn(missing_docs)]
 
 pub mod check;
 pub mod count;
 pub mod driver;
+pub mod merge;
 pub mod options;
 pub mod pipeline;
 pub mod report;
 pub mod search;
+pub mod shard;
 pub mod suite;

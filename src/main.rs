@@ -102,16 +102,61 @@ enum Command {
         #[arg(long, default_value = "specs/suites/smoke.yaml")]
         suite: PathBuf,
     },
-    /// Run a regression suite (programs × shapes from a YAML file).
-    Suite {
-        /// The suite file, e.g. specs/suites/smoke.yaml.
-        file: PathBuf,
-        /// Cases run at once (default: the number of cores).
-        #[arg(long, short = 'j')]
-        jobs: Option<usize>,
-        /// Also write the results as JSON here.
-        #[arg(long, value_name = "FILE")]
+    /// Run a regression suite (programs × shapes from a YAML file), or one shard of it;
+    /// `polyc suite merge` combines shard result files.
+    Suite(SuiteArgs),
+}
+
+/// `polyc suite FILE [--shard i/n] [--json OUT]` or `polyc suite merge FILES...`.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct SuiteArgs {
+    #[command(subcommand)]
+    action: Option<SuiteAction>,
+    /// The suite file, e.g. specs/suites/smoke.yaml.
+    file: Option<PathBuf>,
+    /// Cases run at once (default: the number of cores).
+    #[arg(long, short = 'j')]
+    jobs: Option<usize>,
+    /// Write the result file (suite hash, shard, polyc version, target, host, every run's
+    /// key, status, times and errors) as JSON here.
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+    /// Run only part i of n of the suite (1-based), balanced by estimated cost.
+    #[arg(long, value_name = "i/n")]
+    shard: Option<String>,
+    /// The target every case runs on (a built-in name or a description file); overrides
+    /// the suite file's `target` (default `cpu`).
+    #[arg(long, value_name = "NAME|FILE")]
+    target: Option<String>,
+}
+
+/// Subcommands of `polyc suite`.
+#[derive(Subcommand)]
+enum SuiteAction {
+    /// Combine shard result files (of `polyc suite --json`, or of `--search-json`) into one
+    /// table; check that every shard is there once and that all ran the same suite.
+    Merge {
+        /// The result files, e.g. out/*.json.
+        #[arg(required = true, value_name = "RESULT")]
+        files: Vec<PathBuf>,
+        /// Write the merged result as JSON here.
+        #[arg(long, value_name = "OUT")]
         json: Option<PathBuf>,
+        /// A result file (merged or whole) to diff against: new failures, fixed runs, and
+        /// compile and run times that moved by more than --threshold.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// With --baseline: the relative change, in percent, a time must exceed to be
+        /// reported.
+        #[arg(long, value_name = "PCT", default_value_t = polyc::merge::DEFAULT_THRESHOLD_PCT)]
+        threshold: f64,
+        /// With --baseline: the absolute change, in ms, a time must also exceed.
+        #[arg(long = "min-ms", value_name = "MS", default_value_t = polyc::merge::DEFAULT_MIN_MS)]
+        min_ms: f64,
+        /// Search shards: write the fastest point's tile spec here.
+        #[arg(long = "search-out", value_name = "FILE")]
+        search_out: Option<PathBuf>,
     },
 }
 
@@ -164,6 +209,16 @@ struct CommonArgs {
     /// header saying how it was found) to FILE.
     #[arg(long = "search-out", value_name = "FILE")]
     search_out: Option<String>,
+    /// Tile-size search with `--search measure`: measure only part i of n of the model's best
+    /// `--search-top` points (e.g. one task of a job array); `polyc suite merge` picks the
+    /// fastest over the shards' `--search-json` files.
+    #[arg(long = "search-shard", value_name = "i/n")]
+    search_shard: Option<String>,
+    /// Tile-size search with `--search measure`: write the measured points (with their
+    /// times, the search's hash, the shard, polyc's version, the target and the host) as
+    /// JSON to FILE.
+    #[arg(long = "search-json", value_name = "FILE")]
+    search_json: Option<String>,
     /// Leave statements without a tile spec untiled (default: the target's policy tiles them).
     #[arg(long = "no-default-tiling")]
     no_default_tiling: bool,
@@ -347,6 +402,12 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             budget: c.search_budget,
             top: c.search_top,
             out: c.search_out.clone(),
+            shard: c
+                .search_shard
+                .as_deref()
+                .map(|s| polyc::shard::Shard::parse("--search-shard", s))
+                .transpose()?,
+            json: c.search_json.clone(),
         },
         no_default_tiling: c.no_default_tiling,
         target: c.target.clone(),
@@ -489,8 +550,51 @@ fn dispatch(command: Command) -> Result<u8> {
             print!("{}", polyc::report::schedule_report(&suite)?);
             Ok(0)
         }
-        Command::Suite { file, jobs, json } => {
-            let ok = polyc::suite::run_suite(&file, jobs, json.as_deref())?;
+        Command::Suite(args) => suite(args),
+    }
+}
+
+fn suite(args: SuiteArgs) -> Result<u8> {
+    match args.action {
+        Some(SuiteAction::Merge {
+            files,
+            json,
+            baseline,
+            threshold,
+            min_ms,
+            search_out,
+        }) => {
+            let ok = polyc::merge::merge(&polyc::merge::MergeOptions {
+                files,
+                json,
+                baseline,
+                threshold_pct: threshold,
+                min_ms,
+                search_out,
+            })?;
+            Ok(if ok { 0 } else { EXIT_MISMATCH })
+        }
+        None => {
+            let Some(file) = args.file else {
+                return Err(miette!(
+                    help =
+                        "e.g. polyc suite specs/suites/smoke.yaml, or polyc suite merge out/*.json",
+                    "polyc suite: give a suite file or `merge`"
+                ));
+            };
+            let shard = match &args.shard {
+                Some(s) => polyc::shard::Shard::parse("--shard", s)?,
+                None => polyc::shard::Shard::WHOLE,
+            };
+            let ok = polyc::suite::run_suite(
+                &file,
+                &polyc::suite::SuiteRunOptions {
+                    jobs: args.jobs,
+                    json: args.json,
+                    shard,
+                    target: args.target,
+                },
+            )?;
             Ok(if ok { 0 } else { EXIT_MISMATCH })
         }
     }

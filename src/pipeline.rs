@@ -343,7 +343,7 @@ pub fn finish(
                     let report = tiling::explain(&tree, &cx.tile_cx(), &spec, &file)?;
                     format!("tile spec:\n{spec}\n{report}")
                 }
-                None => "no band is tiled (no --tile-spec, and --no-default-tiling)\n".into(),
+                None => no_band_tiled(opts),
             };
             if let Some(search) = &choice.explain {
                 text.insert_str(0, &format!("{search}\n"));
@@ -445,6 +445,20 @@ fn check_emit_format(target: &dyn Target, format: &str) -> Result<&'static str> 
                 target.name()
             )
         })
+}
+
+/// `polyc explain`'s first line when nothing is tiled, saying why.
+fn no_band_tiled(opts: &CompileOptions) -> String {
+    let spec = match &opts.tile_spec {
+        Some(f) => format!("{f} names no statement"),
+        None => "no --tile-spec".to_string(),
+    };
+    let policy = if opts.no_default_tiling {
+        "--no-default-tiling"
+    } else {
+        "the default policy finds no band to tile (it tiles outermost permutable bands whose extents are bound)"
+    };
+    format!("no band is tiled: {spec}, and {policy}\n")
 }
 
 /// The ILP scheduler's options from the command line, with the constraints file parsed

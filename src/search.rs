@@ -22,10 +22,12 @@
 
 use crate::options::CompileOptions;
 use crate::pipeline::{finish, Front, Mode, SpecChoice};
+use crate::shard::Shard;
 use miette::{miette, Result};
 use polyhedral::data::inout_outputs;
 use polyhedral::data::{generate_inputs, TensorData};
 use polyhedral::diag::SourceFile;
+use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::str::FromStr;
 use tiling::search::{resolve, searched_text};
@@ -71,6 +73,10 @@ pub struct SearchSettings {
     pub top: usize,
     /// `--search-out FILE`: where to write the resolved spec.
     pub out: Option<String>,
+    /// `--search-shard i/n`: measure only this part of the model's best points.
+    pub shard: Option<Shard>,
+    /// `--search-json FILE`: write the measured points as a search result file.
+    pub json: Option<String>,
 }
 
 impl Default for SearchSettings {
@@ -80,14 +86,86 @@ impl Default for SearchSettings {
             budget: tiling::search::DEFAULT_BUDGET,
             top: DEFAULT_TOP,
             out: None,
+            shard: None,
+            json: None,
         }
     }
+}
+
+/// The format tag of a search shard's result file (`--search-json`).
+pub const SEARCH_RESULT_FORMAT: &str = "polyc-search-result/1";
+
+/// What a search result file says about its search.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SearchInfo {
+    /// The program as given.
+    pub program: String,
+    /// `--entry`.
+    #[serde(default)]
+    pub entry: Option<String>,
+    /// The bound sizes, `M=64,N=64,K=64`.
+    pub params: String,
+    /// The `--tile-spec` file.
+    pub tile_spec: String,
+    /// SHA-256 of the program's text, the entry, the sizes, the spec file's text and the
+    /// tile specs of the measured points in the model's order: shards agree on it exactly
+    /// when they measure parts of one list of points.
+    pub hash: String,
+    /// Points measured over all shards (`--search-top`, or fewer legal points).
+    pub measured: usize,
+}
+
+/// One measured point.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MeasuredPoint {
+    /// Its place in the model's order, from 1.
+    pub rank: usize,
+    /// The searched entries, e.g. `S_1: 32@L1, 64@L1`.
+    pub label: String,
+    /// The whole resolved tile spec.
+    pub spec: String,
+    /// The fastest of [`RUNS_PER_POINT`] runs, in ms.
+    pub ms: f64,
+}
+
+/// A search shard's result file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SearchShardResult {
+    /// [`SEARCH_RESULT_FORMAT`].
+    pub format: String,
+    /// The search.
+    pub search: SearchInfo,
+    /// Which part of the points.
+    pub shard: Shard,
+    /// polyc's version.
+    pub polyc: String,
+    /// The target description's name.
+    pub target: String,
+    /// Where it ran.
+    pub host: crate::suite::Host,
+    /// Wall time of the measurements in ms.
+    pub wall_ms: f64,
+    /// The points this shard measured, in the model's order.
+    pub points: Vec<MeasuredPoint>,
 }
 
 /// Resolves the search entries of `spec` for `tree` as `opts.search` says (see the module
 /// docs). A spec without search entries is returned as it is (and written to
 /// `--search-out` if asked).
 pub fn resolve_tile_spec(opts: &CompileOptions, front: &Front) -> Result<SpecChoice> {
+    if opts.search.mode != SearchMode::Measure {
+        for (flag, given) in [
+            ("--search-shard", opts.search.shard.is_some()),
+            ("--search-json", opts.search.json.is_some()),
+        ] {
+            if given {
+                return Err(miette!(
+                    help = "shard the measured points with --search measure --search-shard i/n --search-json OUT",
+                    "{flag} needs --search measure"
+                ));
+            }
+        }
+    }
     let tree = front.scheduled();
     let Some((spec, file)) = front.tile_spec.clone() else {
         if let Some(out) = &opts.search.out {
@@ -137,10 +215,14 @@ pub fn resolve_tile_spec(opts: &CompileOptions, front: &Front) -> Result<SpecCho
         SearchMode::Model => (result.best().sizes.clone(), result.summary("model")),
         SearchMode::Measure => {
             let (sizes, measured, ms) = measure(opts, front, &spec, &file, &result)?;
+            let part = match opts.search.shard {
+                Some(s) => format!(" in shard {s}"),
+                None => String::new(),
+            };
             (
                 sizes,
                 format!(
-                    "{}, {measured} measured (fastest {ms:.3} ms, best of {RUNS_PER_POINT})",
+                    "{}, {measured} measured{part} (fastest {ms:.3} ms, best of {RUNS_PER_POINT})",
                     result.summary("model")
                 ),
             )
@@ -211,8 +293,25 @@ fn measure(
         ));
     }
     let sizes: Vec<i64> = front.param_values.iter().map(|v| v.unwrap_or(0)).collect();
-    let top: Vec<&tiling::search::Point> =
+    let all: Vec<&tiling::search::Point> =
         result.ranked.iter().take(opts.search.top.max(1)).collect();
+    let shard = opts.search.shard.unwrap_or(Shard::WHOLE);
+    let items: Vec<(String, u64)> = (0..all.len()).map(|i| (format!("{i:09}"), 1)).collect();
+    let mine = crate::shard::select(&items, shard);
+    if mine.is_empty() {
+        return Err(miette!(
+            help = format!(
+                "use at most {} shards, or measure more points with --search-top",
+                all.len()
+            ),
+            "--search-shard {shard}: the search measures {} point{}, none of them in this shard",
+            all.len(),
+            if all.len() == 1 { "" } else { "s" }
+        ));
+    }
+    let top: Vec<&tiling::search::Point> = mine.iter().map(|&i| all[i]).collect();
+    let start = std::time::Instant::now();
+    let mut measured: Vec<MeasuredPoint> = Vec::new();
     let bar = if std::io::stderr().is_terminal() {
         let b = indicatif::ProgressBar::new(top.len() as u64);
         if let Ok(style) =
@@ -243,9 +342,21 @@ fn measure(
         if best.is_none_or(|(_, t)| ms < t) {
             best = Some((i, ms));
         }
+        measured.push(MeasuredPoint {
+            rank: mine[i] + 1,
+            label,
+            spec: resolved.to_string(),
+            ms,
+        });
     }
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if let Some(path) = &opts.search.json {
+        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        write_search_json(
+            opts, front, spec, file, result, &all, shard, measured, wall_ms, path,
+        )?;
     }
     let (i, ms) = best.ok_or_else(|| miette!("internal error: no point was measured"))?;
     Ok((top[i].sizes.clone(), top.len(), ms))
@@ -293,4 +404,67 @@ fn time_point(
         fastest = fastest.min(stats.run_ms);
     }
     Ok(fastest)
+}
+
+/// Writes a search shard's result file (see [`SearchShardResult`]).
+#[allow(clippy::too_many_arguments)]
+fn write_search_json(
+    opts: &CompileOptions,
+    front: &Front,
+    spec: &TileSpec,
+    file: &SourceFile,
+    result: &tiling::SearchResult,
+    all: &[&tiling::search::Point],
+    shard: Shard,
+    points: Vec<MeasuredPoint>,
+    wall_ms: f64,
+    path: &str,
+) -> Result<()> {
+    use sha2::{Digest, Sha256};
+    let program =
+        std::fs::read(&opts.program).map_err(|e| miette!("cannot read {}: {e}", opts.program))?;
+    let params: Vec<String> = opts
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let params = params.join(",");
+    let mut h = Sha256::new();
+    let mut field = |b: &[u8]| {
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+    };
+    field(b"polyc-search");
+    field(&program);
+    field(opts.entry.as_deref().unwrap_or("").as_bytes());
+    field(params.as_bytes());
+    field(file.text.as_bytes());
+    for p in all {
+        field(resolve(spec, &result.vars, &p.sizes).to_string().as_bytes());
+    }
+    let hash: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let out = SearchShardResult {
+        format: SEARCH_RESULT_FORMAT.into(),
+        search: SearchInfo {
+            program: opts.program.clone(),
+            entry: opts.entry.clone(),
+            params,
+            tile_spec: file.name.clone(),
+            hash,
+            measured: all.len(),
+        },
+        shard,
+        polyc: env!("CARGO_PKG_VERSION").into(),
+        target: front.target.name().to_string(),
+        host: crate::suite::Host::this(),
+        wall_ms,
+        points,
+    };
+    let text = serde_json::to_string_pretty(&out).map_err(|e| miette!("{e}"))?;
+    std::fs::write(path, text + "\n").map_err(|e| {
+        miette!(
+            help = "give a writable path to --search-json",
+            "--search-json: cannot write {path}: {e}"
+        )
+    })
 }

@@ -15,12 +15,19 @@
 //!     isl_options: [outer_coincidence=1]  # optional
 //! ```
 //!
-//! Each case × shape × scheduler runs `polyc run … --check` in its own process (so a crash
-//! in generated code fails one case, not the suite), `--jobs` at a time, with a progress
-//! bar. The summary table lists program, shape, scheduler, status, compile ms, run ms and
-//! max error; `--json` writes the same rows.
+//! Each case × shape × scheduler (a run, named by its key, [`job_key`]) runs `polyc run …
+//! --check` in its own process (so a crash in generated code fails one run, not the
+//! suite), `--jobs` at a time, with a progress bar. The summary table lists program,
+//! shape, scheduler, status, compile ms, run ms and max error.
+//!
+//! `--shard i/n` runs one part of the runs, cut by [`crate::shard`] from each run's
+//! estimated cost ([`estimated_cost_us`]: statements and statement instances of the
+//! polyhedral model at the run's shape). `--json OUT` writes a [`ShardResult`]: the
+//! suite's hash ([`suite_hash`]), the shard, polyc's version, the target, the host and
+//! every run; `polyc suite merge` ([`crate::merge`]) combines the shards' files.
 
 use crate::check::RunReport;
+use crate::shard::Shard;
 use miette::{miette, Result};
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::Span;
@@ -39,6 +46,9 @@ pub struct SuiteFile {
     /// Default schedulers for every case.
     #[serde(default = "default_schedulers")]
     pub schedulers: Vec<String>,
+    /// The target every case runs on (`--target` overrides it; default `cpu`).
+    #[serde(default)]
+    pub target: Option<String>,
     /// The cases.
     pub cases: Vec<SuiteCase>,
 }
@@ -64,27 +74,6 @@ pub struct SuiteCase {
     /// isl scheduler options.
     #[serde(default)]
     pub isl_options: Vec<String>,
-}
-
-/// The result of one run.
-#[derive(Clone, Debug, Serialize)]
-pub struct SuiteRow {
-    /// Program path as written in the suite.
-    pub program: String,
-    /// `M=64,N=48,K=32`.
-    pub shape: String,
-    /// Scheduler.
-    pub scheduler: String,
-    /// `ok`, `MISMATCH` or `ERROR`.
-    pub status: String,
-    /// polyc's compile time.
-    pub compile_ms: f64,
-    /// Kernel time.
-    pub run_ms: f64,
-    /// Largest absolute error.
-    pub max_abs_err: f64,
-    /// The oracle, or the error message.
-    pub detail: String,
 }
 
 /// The JSON line `polyc run --result-json` prints.
@@ -144,18 +133,328 @@ pub fn load_suite(path: &Path) -> Result<SuiteFile> {
     Ok(suite)
 }
 
-struct Job {
-    program_label: String,
-    program_path: PathBuf,
-    entry: Option<String>,
-    shape: String,
-    scheduler: String,
-    isl_options: Vec<String>,
+/// The format tag of a shard's result file (`--json`).
+pub const RESULT_FORMAT: &str = "polyc-suite-result/1";
+
+/// Estimated cost of one run, in microseconds: the fixed part (starting polyc, building
+/// the C with the system compiler).
+pub const COST_FIXED_US: u64 = 100_000;
+/// Estimated compile time per statement, in microseconds (scheduling, tiling, fusion and
+/// promotion grow with the statements: on the smoke suite, 2 statements compile in about
+/// 0.4 s and 5 in about 1 s).
+pub const COST_STMT_US: u64 = 150_000;
+/// Estimated cost per statement instance run by the reference interpreter, in nanoseconds.
+pub const COST_INTERP_NS: u64 = 20;
+/// Estimated cost per statement instance run as compiled C (the kernel, and the
+/// untransformed program when it is the oracle), in nanoseconds.
+pub const COST_C_NS: u64 = 1;
+/// The interpreter's limit under `--oracle auto` (the default of `polyc run`
+/// `--max-interp-instances`): above it the oracle is the untransformed program.
+pub const INTERP_LIMIT: u64 = 200_000_000;
+
+/// One run of a suite: a case × shape × scheduler.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Position in the suite's order (cases, then shapes, then schedulers).
+    pub index: usize,
+    /// The run's key, unique in the suite (see [`job_key`]).
+    pub key: String,
+    /// Program path as written in the suite.
+    pub program: String,
+    /// The path polyc reads.
+    pub program_path: PathBuf,
+    /// `--entry`.
+    pub entry: Option<String>,
+    /// `M=64,N=48,K=32`.
+    pub shape: String,
+    /// The scheduler.
+    pub scheduler: String,
+    /// `--isl-option` values.
+    pub isl_options: Vec<String>,
+    /// Statement instances at this shape, from the polyhedral model (`None` when the
+    /// program cannot be modelled; the run then reports why).
+    pub instances: Option<u64>,
+    /// Statements of the program (`None` as for `instances`).
+    pub statements: Option<usize>,
+    /// Estimated cost in microseconds (see [`estimated_cost_us`]).
+    pub cost_us: u64,
 }
 
-fn run_job(exe: &Path, job: &Job) -> SuiteRow {
+/// A run's key: `PROGRAM[#ENTRY] SHAPE SCHEDULER[ ISL_OPTIONS]`, e.g.
+/// `../../examples/matmul.tc M=64,N=48,K=32 isl`.
+pub fn job_key(
+    program: &str,
+    entry: Option<&str>,
+    shape: &str,
+    scheduler: &str,
+    isl_options: &[String],
+) -> String {
+    let mut k = program.to_string();
+    if let Some(e) = entry {
+        k.push('#');
+        k.push_str(e);
+    }
+    k.push(' ');
+    k.push_str(if shape.is_empty() { "-" } else { shape });
+    k.push(' ');
+    k.push_str(scheduler);
+    if !isl_options.is_empty() {
+        k.push(' ');
+        k.push_str(&isl_options.join(","));
+    }
+    k
+}
+
+/// The estimated cost of a run of `statements` statements and `instances` statement
+/// instances, in microseconds: [`COST_FIXED_US`], plus [`COST_STMT_US`] per statement,
+/// plus the kernel at [`COST_C_NS`] per instance, plus the oracle (the interpreter at
+/// [`COST_INTERP_NS`] per instance up to [`INTERP_LIMIT`] instances, the untransformed
+/// program at [`COST_C_NS`] per instance above). A program that cannot be modelled costs
+/// the fixed part.
+pub fn estimated_cost_us(model: Option<(u64, usize)>) -> u64 {
+    let Some((n, statements)) = model else {
+        return COST_FIXED_US;
+    };
+    let oracle_ns = if n <= INTERP_LIMIT {
+        n.saturating_mul(COST_INTERP_NS)
+    } else {
+        n.saturating_mul(COST_C_NS)
+    };
+    let ns = n.saturating_mul(COST_C_NS).saturating_add(oracle_ns);
+    COST_FIXED_US
+        .saturating_add(COST_STMT_US.saturating_mul(statements as u64))
+        .saturating_add(ns / 1000)
+}
+
+/// Statement instances and statements of `program` (its `entry`) at `shape`, exactly:
+/// the points of every statement's iteration domain, counted by
+/// [`polyhedral::interp::try_count_instances`] (the innermost loops whose bounds use only
+/// outer iterators are multiplied as a box, the rest enumerated; a GEMM costs three
+/// multiplications, where isl's point count would scan 10⁹ points of a 1024³ one). An
+/// error when the program does not compile, or a size is unknown or unbound.
+pub fn count_model_instances(
+    source: &SourceFile,
+    entry: Option<&str>,
+    shape: &BTreeMap<String, i64>,
+) -> Result<(u64, usize)> {
+    let program = polyhedral::lang::compile(source, entry)?;
+    let given: Vec<(String, i64)> = shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let values = crate::pipeline::bind_params(&program, &given)?;
+    let sizes: Option<Vec<i64>> = values.into_iter().collect();
+    let sizes = sizes.ok_or_else(|| miette!("some sizes are not bound"))?;
+    let n = polyhedral::interp::try_count_instances(&program, &sizes)?;
+    Ok((n, program.stmts.len()))
+}
+
+/// Every run of the suite, in the suite's order, with keys and estimated costs. Two runs
+/// with the same key are an error.
+pub fn suite_jobs(path: &Path, suite: &SuiteFile) -> Result<Vec<Job>> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut sources: BTreeMap<PathBuf, Option<SourceFile>> = BTreeMap::new();
+    for (ci, case) in suite.cases.iter().enumerate() {
+        let program_path = dir.join(&case.program);
+        let source = sources
+            .entry(program_path.clone())
+            .or_insert_with(|| SourceFile::read(&program_path.display().to_string()).ok())
+            .clone();
+        let schedulers = case.schedulers.clone().unwrap_or(suite.schedulers.clone());
+        for shape in &case.shapes {
+            let shape_text: Vec<String> = shape.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let shape_text = shape_text.join(",");
+            let model = source
+                .as_ref()
+                .and_then(|s| count_model_instances(s, case.entry.as_deref(), shape).ok());
+            for s in &schedulers {
+                let key = job_key(
+                    &case.program,
+                    case.entry.as_deref(),
+                    &shape_text,
+                    s,
+                    &case.isl_options,
+                );
+                if let Some(other) = seen.insert(key.clone(), ci) {
+                    let which = if other == ci {
+                        format!("case {} runs `{key}` twice", ci + 1)
+                    } else {
+                        format!("cases {} and {} both run `{key}`", other + 1, ci + 1)
+                    };
+                    return Err(miette!(
+                        help = "give each program, entry, shape and scheduler once (isl_options tell otherwise equal runs apart)",
+                        "{}: {which}",
+                        path.display()
+                    ));
+                }
+                jobs.push(Job {
+                    index: jobs.len(),
+                    key,
+                    program: case.program.clone(),
+                    program_path: program_path.clone(),
+                    entry: case.entry.clone(),
+                    shape: shape_text.clone(),
+                    scheduler: s.clone(),
+                    isl_options: case.isl_options.clone(),
+                    instances: model.map(|m| m.0),
+                    statements: model.map(|m| m.1),
+                    cost_us: estimated_cost_us(model),
+                });
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+/// The suite's hash: SHA-256, in hex, of the suite file's bytes followed by, for every
+/// program the suite names (in order of first appearance), its path as written and its
+/// bytes. Shards agree on it exactly when they ran the same suite over the same programs,
+/// wherever the checkout lives.
+pub fn suite_hash(path: &Path, suite: &SuiteFile) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let read = |p: &Path| std::fs::read(p).map_err(|e| miette!("cannot read {}: {e}", p.display()));
+    let mut h = Sha256::new();
+    h.update(b"polyc-suite\0");
+    let bytes = read(path)?;
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(&bytes);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut done: Vec<&str> = Vec::new();
+    for case in &suite.cases {
+        if done.contains(&case.program.as_str()) {
+            continue;
+        }
+        done.push(&case.program);
+        let bytes = read(&dir.join(&case.program))?;
+        h.update((case.program.len() as u64).to_le_bytes());
+        h.update(case.program.as_bytes());
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The machine a shard ran on.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Host {
+    /// The host name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`, else `unknown`).
+    pub hostname: String,
+    /// The CPU model (`model name` in `/proc/cpuinfo`, else `unknown`).
+    pub cpu: String,
+    /// Cores polyc may use.
+    pub cores: usize,
+}
+
+impl Host {
+    /// This machine.
+    pub fn this() -> Host {
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "unknown".into());
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        Host {
+            hostname,
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// What a result file says about its suite.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SuiteInfo {
+    /// The suite's `name`.
+    pub name: String,
+    /// The suite file as given on the command line.
+    pub file: String,
+    /// [`suite_hash`].
+    pub hash: String,
+    /// Runs in the whole suite (all shards).
+    pub runs: usize,
+}
+
+/// The result of one run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SuiteRow {
+    /// Position in the suite's order.
+    pub index: usize,
+    /// The run's key ([`job_key`]).
+    pub key: String,
+    /// Program path as written in the suite.
+    pub program: String,
+    /// `--entry`, if the suite gives one.
+    #[serde(default)]
+    pub entry: Option<String>,
+    /// `M=64,N=48,K=32`.
+    pub shape: String,
+    /// Scheduler.
+    pub scheduler: String,
+    /// Statement instances from the polyhedral model.
+    #[serde(default)]
+    pub instances: Option<u64>,
+    /// The estimated cost the shards were balanced by, in microseconds.
+    #[serde(default)]
+    pub estimated_us: u64,
+    /// `ok`, `MISMATCH` or `ERROR`.
+    pub status: String,
+    /// polyc's compile time.
+    pub compile_ms: f64,
+    /// Kernel time.
+    pub run_ms: f64,
+    /// Largest absolute error.
+    pub max_abs_err: f64,
+    /// The oracle, or the error message.
+    pub detail: String,
+}
+
+/// A shard's result file (`polyc suite FILE --shard i/n --json OUT`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardResult {
+    /// [`RESULT_FORMAT`].
+    pub format: String,
+    /// The suite.
+    pub suite: SuiteInfo,
+    /// Which part (`1/1` for a whole suite).
+    pub shard: Shard,
+    /// polyc's version.
+    pub polyc: String,
+    /// The target description's name.
+    pub target: String,
+    /// Where it ran.
+    pub host: Host,
+    /// Wall time of the shard in ms.
+    pub wall_ms: f64,
+    /// The shard's runs, in the suite's order.
+    pub cases: Vec<SuiteRow>,
+}
+
+impl Serialize for Shard {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Shard {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Shard, D::Error> {
+        let s = String::deserialize(d)?;
+        Shard::parse("shard", &s).map_err(|e| serde::de::Error::custom(e.to_string()))
+    }
+}
+
+fn run_job(exe: &Path, job: &Job, target: &str) -> SuiteRow {
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("run").arg(&job.program_path);
+    cmd.arg("--target").arg(target);
     if let Some(e) = &job.entry {
         cmd.arg("--entry").arg(e);
     }
@@ -168,9 +467,14 @@ fn run_job(exe: &Path, job: &Job) -> SuiteRow {
     }
     cmd.args(["--check", "--verify-passes", "--result-json"]);
     let mut row = SuiteRow {
-        program: job.program_label.clone(),
+        index: job.index,
+        key: job.key.clone(),
+        program: job.program.clone(),
+        entry: job.entry.clone(),
         shape: job.shape.clone(),
         scheduler: job.scheduler.clone(),
+        instances: job.instances,
+        estimated_us: job.cost_us,
         status: "ERROR".into(),
         compile_ms: 0.0,
         run_ms: 0.0,
@@ -209,57 +513,145 @@ fn run_job(exe: &Path, job: &Job) -> SuiteRow {
     row
 }
 
-/// Runs a suite; returns true when every case passed. Prints the summary table.
-pub fn run_suite(path: &Path, jobs: Option<usize>, json: Option<&Path>) -> Result<bool> {
+/// How `polyc suite FILE` runs.
+#[derive(Clone, Debug)]
+pub struct SuiteRunOptions {
+    /// `--jobs`: runs at once (default: the number of cores).
+    pub jobs: Option<usize>,
+    /// `--json OUT`: the result file.
+    pub json: Option<PathBuf>,
+    /// `--shard i/n`.
+    pub shard: Shard,
+    /// `--target NAME|FILE`: overrides the suite file's `target`.
+    pub target: Option<String>,
+}
+
+/// The target description's name for `--target NAME|FILE` (the result files carry it).
+pub fn target_name(target: &str) -> Result<String> {
+    Ok(targets::desc::TargetDesc::resolve(target)?.name)
+}
+
+/// Runs a suite (its shard `opts.shard`); returns true when every run passed. Prints the
+/// summary table; writes the result file when asked.
+pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
     let suite = load_suite(path)?;
+    let target = opts
+        .target
+        .clone()
+        .or_else(|| suite.target.clone())
+        .unwrap_or_else(|| "cpu".into());
+    // A relative description path in the suite file is relative to the suite file.
+    let target = match (&opts.target, &suite.target) {
+        (None, Some(t)) if t.contains('/') => path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(t)
+            .display()
+            .to_string(),
+        _ => target,
+    };
+    target_name(&target)?;
     let exe = std::env::current_exe().map_err(|e| miette!("cannot find polyc itself: {e}"))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut all_jobs = Vec::new();
-    for case in &suite.cases {
-        let schedulers = case.schedulers.clone().unwrap_or(suite.schedulers.clone());
-        for shape in &case.shapes {
-            let shape_text: Vec<String> = shape.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            for s in &schedulers {
-                all_jobs.push(Job {
-                    program_label: case.program.clone(),
-                    program_path: dir.join(&case.program),
-                    entry: case.entry.clone(),
-                    shape: shape_text.join(","),
-                    scheduler: s.clone(),
-                    isl_options: case.isl_options.clone(),
-                });
-            }
-        }
-    }
-    let n_jobs = jobs
+    let all = suite_jobs(path, &suite)?;
+    let hash = suite_hash(path, &suite)?;
+    let items: Vec<(String, u64)> = all.iter().map(|j| (j.key.clone(), j.cost_us)).collect();
+    let picked = crate::shard::select(&items, opts.shard);
+    let jobs: Vec<Job> = picked.iter().map(|&i| all[i].clone()).collect();
+    let n_jobs = opts
+        .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    let shard_text = if opts.shard == Shard::WHOLE {
+        String::new()
+    } else {
+        let est: u64 = jobs.iter().map(|j| j.cost_us).sum();
+        let total: u64 = all.iter().map(|j| j.cost_us).sum();
+        format!(
+            ", shard {} ({} of {} runs, estimated {:.1} of {:.1} s)",
+            opts.shard,
+            jobs.len(),
+            all.len(),
+            est as f64 / 1e6,
+            total as f64 / 1e6
+        )
+    };
     eprintln!(
-        "polyc suite {}: {} runs, {} at a time",
+        "polyc suite {}: {} runs, {} at a time{shard_text}",
         suite.name,
-        all_jobs.len(),
+        jobs.len(),
         n_jobs
     );
-    let bar = indicatif::ProgressBar::new(all_jobs.len() as u64);
+    let start = std::time::Instant::now();
+    let rows = run_jobs(&exe, jobs, n_jobs, &target)?;
+    let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+    print!("{}", format_table(&rows));
+    let failed = rows.iter().filter(|r| r.status != "ok").count();
+    let shard_note = if opts.shard == Shard::WHOLE {
+        String::new()
+    } else {
+        format!(" (shard {})", opts.shard)
+    };
+    println!(
+        "suite {}{shard_note}: {} passed, {} failed",
+        suite.name,
+        rows.len() - failed,
+        failed
+    );
+    if let Some(json) = &opts.json {
+        let result = ShardResult {
+            format: RESULT_FORMAT.into(),
+            suite: SuiteInfo {
+                name: suite.name.clone(),
+                file: path.display().to_string(),
+                hash,
+                runs: all.len(),
+            },
+            shard: opts.shard,
+            polyc: env!("CARGO_PKG_VERSION").into(),
+            target: target_name(&target)?,
+            host: Host::this(),
+            wall_ms,
+            cases: rows,
+        };
+        write_json(json, &result)?;
+    }
+    Ok(failed == 0)
+}
+
+/// Writes `value` as pretty JSON to `path`.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| miette!("{e}"))?;
+    std::fs::write(path, text + "\n").map_err(|e| {
+        miette!(
+            help = "give a writable path to --json",
+            "cannot write {}: {e}",
+            path.display()
+        )
+    })
+}
+
+/// Runs `jobs`, `n` at a time, each in its own process, with a progress bar; rows come
+/// back in the jobs' order.
+fn run_jobs(exe: &Path, jobs: Vec<Job>, n: usize, target: &str) -> Result<Vec<SuiteRow>> {
+    let bar = indicatif::ProgressBar::new(jobs.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let next = Arc::new(AtomicUsize::new(0));
     let rows: Arc<Mutex<Vec<(usize, SuiteRow)>>> = Arc::new(Mutex::new(Vec::new()));
-    let all_jobs = Arc::new(all_jobs);
+    let jobs = Arc::new(jobs);
     std::thread::scope(|scope| {
-        for _ in 0..n_jobs {
+        for _ in 0..n {
             let next = next.clone();
             let rows = rows.clone();
-            let jobs = all_jobs.clone();
+            let jobs = jobs.clone();
             let bar = bar.clone();
-            let exe = exe.clone();
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                bar.set_message(format!("{} {}", job.program_label, job.shape));
-                let row = run_job(&exe, job);
+                bar.set_message(format!("{} {}", job.program, job.shape));
+                let row = run_job(exe, job, &target);
                 if let Ok(mut r) = rows.lock() {
                     r.push((i, row));
                 }
@@ -273,20 +665,7 @@ pub fn run_suite(path: &Path, jobs: Option<usize>, json: Option<&Path>) -> Resul
         .into_inner()
         .map_err(|_| miette!("internal error: a suite worker panicked"))?;
     rows.sort_by_key(|(i, _)| *i);
-    let rows: Vec<SuiteRow> = rows.into_iter().map(|(_, r)| r).collect();
-    print!("{}", format_table(&rows));
-    let failed = rows.iter().filter(|r| r.status != "ok").count();
-    println!(
-        "suite {}: {} passed, {} failed",
-        suite.name,
-        rows.len() - failed,
-        failed
-    );
-    if let Some(json) = json {
-        let text = serde_json::to_string_pretty(&rows).map_err(|e| miette!("{e}"))?;
-        std::fs::write(json, text).map_err(|e| miette!("cannot write {}: {e}", json.display()))?;
-    }
-    Ok(failed == 0)
+    Ok(rows.into_iter().map(|(_, r)| r).collect())
 }
 
 /// The summary table, columns aligned.
@@ -341,4 +720,34 @@ pub fn format_table(rows: &[SuiteRow]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_entry_shape_scheduler_and_options() {
+        assert_eq!(job_key("a.tc", None, "M=2", "isl", &[]), "a.tc M=2 isl");
+        assert_eq!(
+            job_key("a.tc", Some("f"), "", "ilp", &["x=1".into(), "y=0".into()]),
+            "a.tc#f - ilp x=1,y=0"
+        );
+    }
+
+    #[test]
+    fn cost_grows_with_statements_and_instances() {
+        assert_eq!(estimated_cost_us(None), COST_FIXED_US);
+        // 2 statements, 10^6 instances: 0.1 s + 0.3 s + 1 ms (kernel) + 20 ms (interpreter).
+        assert_eq!(
+            estimated_cost_us(Some((1_000_000, 2))),
+            100_000 + 300_000 + 1_000 + 20_000
+        );
+        // Above the interpreter's limit the oracle is compiled C.
+        let n = INTERP_LIMIT + 1;
+        assert_eq!(
+            estimated_cost_us(Some((n, 1))),
+            100_000 + 150_000 + 2 * n / 1000
+        );
+    }
 }

@@ -26,15 +26,34 @@ impl SourceFile {
             text: Arc::new(text.into()),
         }
     }
-    /// Reads a file; a missing file is a diagnostic, not a panic.
+    /// Reads a file; a missing file is a diagnostic, not a panic. A file that is not UTF-8
+    /// is a located error at its first invalid byte: line, column (in characters) and the
+    /// byte, with the line shown and the byte as `�` under the caret.
     pub fn read(path: &str) -> miette::Result<Self> {
-        match std::fs::read_to_string(path) {
-            Ok(t) => Ok(SourceFile::new(path, t)),
-            Err(e) => Err(miette::miette!(
+        let bytes = std::fs::read(path).map_err(|e| {
+            miette::miette!(
                 help = "check the path; polyc reads UTF-8 text files",
                 "cannot read `{path}`: {e}"
-            )),
+            )
+        })?;
+        match String::from_utf8(bytes) {
+            Ok(t) => Ok(SourceFile::new(path, t)),
+            Err(e) => Err(Self::not_utf8(path, e.as_bytes(), e.utf8_error().valid_up_to()).into()),
         }
+    }
+    /// The error for a file whose bytes are valid UTF-8 up to `at` but not at `at`.
+    fn not_utf8(path: &str, bytes: &[u8], at: usize) -> SourceError {
+        let byte = bytes.get(at).copied().unwrap_or(0);
+        // The lossy text keeps the valid prefix byte for byte, so `at` is where the
+        // replacement character (3 bytes) for the offending byte starts.
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        let file = SourceFile::new(path, text);
+        file.error(
+            Span::new(at, at + '\u{FFFD}'.len_utf8()),
+            format!("the file is not UTF-8: byte 0x{byte:02X} is not part of a UTF-8 character"),
+            format!("byte 0x{byte:02X}"),
+            "polyc reads UTF-8 text: re-encode the file as UTF-8 (e.g. with iconv) or remove the byte",
+        )
     }
     /// 1-based line and column of a byte offset (columns count characters).
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
