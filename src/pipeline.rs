@@ -229,7 +229,9 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     match scheduler {
         SchedulerKind::Initial => {}
         SchedulerKind::Isl => {
-            let sched_opts = opts.isl_sched_options()?;
+            let mut all = target.isl_options();
+            all.extend(opts.isl_options.iter().cloned());
+            let sched_opts = polyhedral::sched::IslSchedOptions::parse(&all)?;
             let s = isl_schedule(&ctx, &scop, &deps, &sched_opts)?;
             tree = ScheduleTree::from_isl(&s)?;
         }

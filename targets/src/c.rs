@@ -276,7 +276,7 @@ impl Dialect {
     fn fn_prefix(self) -> &'static str {
         match self {
             Dialect::C | Dialect::OpenCl => "static inline",
-            Dialect::Cuda => "static __device__ __forceinline__",
+            Dialect::Cuda => "static __host__ __device__ __forceinline__",
         }
     }
     /// The restrict qualifier.

@@ -59,6 +59,11 @@ pub trait Target {
     fn name(&self) -> &str {
         &self.desc().name
     }
+    /// isl scheduler options the target sets before the user's `--isl-option`s (which
+    /// override them), as `NAME=VALUE`.
+    fn isl_options(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The passes after scheduling, in order.
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>>;
     /// The default tiling policy: a spec for the bands `given` leaves untouched.

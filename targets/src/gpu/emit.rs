@@ -95,6 +95,10 @@ fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelPara
 }
 
 const CUDA_INDEX: &str = "\
+#ifdef __NVCC__
+/* Not every helper is used by every kernel. */
+#pragma nv_diag_suppress 177
+#endif
 #define polyc_bid0 ((int64_t)blockIdx.x)
 #define polyc_bid1 ((int64_t)blockIdx.y)
 #define polyc_bid2 ((int64_t)blockIdx.z)
@@ -190,7 +194,7 @@ fn kernel_fn(
         Dialect::Cuda => {
             let _ = writeln!(
                 out,
-                "extern \"C\" __global__ void __launch_bounds__({}) {}({params}) {{",
+                "extern \"C\" __global__ void __launch_bounds__({}, 1) {}({params}) {{",
                 k.threads(),
                 k.name
             );

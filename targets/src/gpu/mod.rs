@@ -95,6 +95,13 @@ impl Target for GpuTarget {
     fn desc(&self) -> &TargetDesc {
         &self.desc
     }
+    fn isl_options(&self) -> Vec<String> {
+        // As PPCG does: the outermost band of every group must be coincident where the
+        // dependences allow, so that it maps to blocks (without it, isl may fuse and skew
+        // a chain into a band with no parallel member, and the GPU would launch a kernel
+        // per host iteration).
+        vec!["outer_coincidence=1".into()]
+    }
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
         vec![
             Box::new(Tile),

@@ -1,0 +1,306 @@
+//! The GPU target through the polyc binary: mapped trees, runs checked against the
+//! reference interpreter on OpenCL (PoCL here), CUDA that nvcc compiles without spills,
+//! the explain report, and exact error texts.
+
+mod common;
+use common::*;
+
+/// Every example at one shape, as `(program, sizes)` (smaller than the smoke suite's
+/// second shapes, which `scripts/test` runs on the GPU through `polyc suite`).
+const EXAMPLES: &[(&str, &str)] = &[
+    ("examples/matmul.tc", "M=64,N=48,K=32"),
+    ("examples/matmul_at.tc", "M=32,N=40,K=24"),
+    ("examples/matmul_bt.tc", "M=32,N=40,K=24"),
+    ("examples/batch_matmul.tc", "BS=3,M=16,N=24,K=8"),
+    (
+        "examples/conv2d_stride2.tc",
+        "CI=3,CO=4,H=17,W=16,KH=3,KW=3",
+    ),
+    ("examples/depthwise_conv.tc", "C=4,H=20,W=18,KH=3,KW=3"),
+    ("examples/maxpool.tc", "C=3,H=16,W=16"),
+    ("examples/conv_chain.tc", "H=64,W=64,KH=3,KW=3"),
+    ("examples/softmax.tc", "R=16,N=64"),
+    ("examples/layernorm.tc", "R=16,N=64"),
+    ("examples/attention.tc", "L=32,D=16"),
+    ("examples/jacobi1d.tc", "T=10,N=64"),
+    ("examples/jacobi2d.tc", "T=5,N=32"),
+    ("examples/trmm.tc", "N=32,M=24"),
+    ("examples/gemm_i8.tc", "M=64,N=48,K=32"),
+    ("examples/pixel_shuffle.tc", "H=16,W=8"),
+    ("examples/mm2.tc", "NI=32,NJ=24,NK=16,NL=20"),
+    ("examples/epilogue.tc", "R=16,N=64"),
+];
+
+fn run_gpu(prog: &str, params: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", prog, "--param", params, "--target", "gpu", "--check"];
+    args.extend_from_slice(extra);
+    let o = polyc(&args);
+    assert_code(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains("polyc: ran on OpenCL: ") || err.contains("polyc: ran on CUDA: "),
+        "{err}"
+    );
+    let out = stdout(&o);
+    assert!(
+        out.lines().all(|l| l.ends_with(" ok")) && !out.is_empty(),
+        "{out}"
+    );
+    out
+}
+
+#[test]
+fn matmul_mapped_tree() {
+    insta::assert_snapshot!(polyc_ok(&[
+        "dump",
+        "examples/matmul.tc",
+        "--param",
+        "M=128,N=128,K=96",
+        "--target",
+        "gpu",
+        "--stage",
+        "mapped",
+    ]));
+}
+
+#[test]
+fn conv_chain_mapped_tree() {
+    insta::assert_snapshot!(polyc_ok(&[
+        "dump",
+        "examples/conv_chain.tc",
+        "--param",
+        "H=64,W=64,KH=3,KW=3",
+        "--target",
+        "gpu",
+        "--stage",
+        "mapped",
+    ]));
+}
+
+/// The spec: 64 x 64 block tiles, an 8 x 8 register tile per thread (64
+/// threads), a K step of 32 in shared memory; sizes that divide nothing.
+#[test]
+fn matmul_spec_with_shared_and_register_levels_runs_on_odd_sizes() {
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "mm.tiles",
+        "S_1: 64@shared 8@register, 64@shared 8@register, 32@shared\n",
+    );
+    run_gpu(
+        "examples/matmul.tc",
+        "M=200,N=130,K=77",
+        &["--tile-spec", &spec],
+    );
+    run_gpu(
+        "examples/matmul.tc",
+        "M=67,N=71,K=37",
+        &["--tile-spec", &spec],
+    );
+    let src = polyc_ok(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=200,N=130,K=77",
+        "--target",
+        "gpu",
+        "--tile-spec",
+        &spec,
+    ]);
+    assert!(
+        src.contains("reqd_work_group_size") || src.contains("__launch_bounds__(64, 1)"),
+        "{src}"
+    );
+    assert!(src.contains("__shared__ float polyc_tile0["), "{src}");
+    assert!(src.contains("__syncthreads();"), "{src}");
+    assert!(src.contains("float polyc_tile2[64];"), "{src}");
+}
+
+#[test]
+fn default_policy_runs_every_example_at_one_shape() {
+    for (prog, params) in EXAMPLES {
+        run_gpu(prog, params, &[]);
+    }
+}
+
+#[test]
+fn prime_and_unit_sizes_run() {
+    run_gpu("examples/matmul.tc", "M=1,N=7,K=1", &[]);
+    run_gpu("examples/matmul.tc", "M=97,N=89,K=83", &[]);
+    run_gpu("examples/softmax.tc", "R=7,N=53", &[]);
+    run_gpu("examples/conv_chain.tc", "H=37,W=23,KH=5,KW=2", &[]);
+}
+
+#[test]
+fn opencl_source_is_written_with_emit() {
+    let src = polyc_ok(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=64,N=64,K=64",
+        "--target",
+        "gpu",
+        "--emit",
+        "opencl",
+    ]);
+    assert!(
+        src.contains(
+            "__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void matmul_k0_S_0_S_1("
+        ),
+        "{src}"
+    );
+    assert!(src.contains("__local float polyc_tile0["), "{src}");
+    assert!(
+        src.contains("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"),
+        "{src}"
+    );
+}
+
+#[test]
+fn explain_reports_kernels() {
+    let out = polyc_ok(&[
+        "explain",
+        "examples/matmul.tc",
+        "--param",
+        "M=128,N=128,K=96",
+        "--target",
+        "gpu",
+    ]);
+    assert!(out.contains("gpu kernels (1):"), "{out}");
+    assert!(
+        out.contains("    grid 2 x 2 x 1 blocks; block 16 x 16 x 1 = 256 threads"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "    shared memory 8192 bytes per block; register tiles 16 registers per thread"
+        ),
+        "{out}"
+    );
+    // A and B: 128 x 96 each, read once per block row / column (2 blocks each way); C:
+    // 128 x 128, read and written once per K step (6 steps of 16).
+    let a_b = 2 * (128 * 96 * 4 * 2);
+    let c = 128 * 128 * 4 * 6;
+    assert!(
+        out.contains(&format!(
+            "    global traffic {} bytes ({} read, {} written) over 1 launch(es); {} FLOPs",
+            a_b + 2 * c,
+            a_b + c,
+            c,
+            2 * 128 * 128 * 96
+        )),
+        "{out}"
+    );
+    assert!(out.contains("ridge point 12.54 FLOP/byte"), "{out}");
+}
+
+fn nvcc() -> Option<std::path::PathBuf> {
+    let found = targets::cuda_tools::find_nvcc();
+    if found.is_none() {
+        assert!(
+            std::env::var_os("POLYC_SKIP_NVCC").is_some(),
+            "nvcc is not installed: run scripts/install-deps (or set POLYC_SKIP_NVCC=1 to skip)"
+        );
+        eprintln!("skipping: POLYC_SKIP_NVCC is set and nvcc is not installed");
+    }
+    found
+}
+
+/// The CUDA of every example compiles (kernels and host launcher) for sm_80 and sm_90,
+/// and ptxas reports no spills under the default policy.
+#[test]
+fn cuda_of_every_example_compiles_without_spills() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = tempdir();
+    for (prog, params) in EXAMPLES {
+        let src = polyc_ok(&[prog, "--param", params, "--target", "gpu"]);
+        let cu = write(dir.path(), "k.cu", &src);
+        for arch in ["sm_80", "sm_90"] {
+            let o = std::process::Command::new(&nvcc)
+                .args([&format!("-arch={arch}"), "-c", &cu, "-o"])
+                .arg(dir.path().join("k.o"))
+                .args(["-Xptxas", "-v"])
+                .output()
+                .expect("nvcc runs");
+            let log = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{prog} {arch}:\n{log}");
+            let kernels = targets::cuda_tools::parse_ptxas_output(&log);
+            assert!(!kernels.is_empty(), "{prog} {arch}: no kernel in\n{log}");
+            for k in kernels {
+                assert_eq!(
+                    (k.spill_store_bytes, k.spill_load_bytes),
+                    (0, 0),
+                    "{prog} {arch}: {} spills\n{log}",
+                    k.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_are_exact() {
+    let e = polyc_err(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=8,N=8,K=8",
+        "--target",
+        "gpu",
+        "--device",
+        "cuda",
+    ]);
+    if !e.contains("no CUDA driver") {
+        // A machine with a GPU: nothing to check here.
+        return;
+    }
+    assert!(
+        e.contains("× no CUDA driver (libcuda) on this machine: use --device opencl"),
+        "{e}"
+    );
+    let e = polyc_err(&["examples/matmul.tc", "--emit", "opencl"]);
+    assert!(
+        e.contains("× --emit opencl: target `cpu` cannot emit `opencl`")
+            && e.contains("help: target `cpu` emits: c"),
+        "{e}"
+    );
+    let e = polyc_err(&["examples/matmul.tc", "--target", "tpu"]);
+    assert!(
+        e.contains("× --target tpu: there is no built-in target `tpu` and no file of that name"),
+        "{e}"
+    );
+    let e = polyc_err(&["examples/matmul.tc", "--target", "gemmini"]);
+    assert!(
+        e.contains(
+            "× target `gemmini` (kind gemmini) has no code emitter in this version of polyc"
+        ),
+        "{e}"
+    );
+}
+
+/// An Ascend-like chip is data alone: its buffers parse in tile specs and `explain`
+/// prints footprints per buffer.
+#[test]
+fn ascend_description_is_data_only() {
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "a.tiles",
+        "S_1: 64@L1 16@L0A, 64@L1 16@L0B, 64@L1 16@L0C\n",
+    );
+    let out = polyc_ok(&[
+        "explain",
+        "examples/matmul.tc",
+        "--param",
+        "M=256,N=256,K=256",
+        "--target",
+        "specs/targets/ascend.yaml",
+        "--tile-spec",
+        &spec,
+    ]);
+    for b in ["L1 ", "L0A", "L0B", "L0C"] {
+        assert!(out.contains(&format!("  {b}")), "{b}:\n{out}");
+    }
+    assert!(
+        out.contains("total 49152 bytes of 1048576 (999424 left)"),
+        "{out}"
+    );
+}
