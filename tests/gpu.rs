@@ -176,9 +176,10 @@ fn explain_reports_kernels() {
         "{out}"
     );
     // A and B: 128 x 96 each, read once per block row / column (2 blocks each way); C:
-    // 128 x 128, read and written once per K step (6 steps of 16).
+    // 128 x 128, read once and written once: each thread's 4 x 4 register tile stays in
+    // registers across the 6 K steps of 16.
     let a_b = 2 * (128 * 96 * 4 * 2);
-    let c = 128 * 128 * 4 * 6;
+    let c = 128 * 128 * 4;
     assert!(
         out.contains(&format!(
             "    global traffic {} bytes ({} read, {} written) over 1 launch(es); {} FLOPs",
@@ -190,6 +191,37 @@ fn explain_reports_kernels() {
         "{out}"
     );
     assert!(out.contains("ridge point 12.54 FLOP/byte"), "{out}");
+}
+
+/// Under the default policy, GEMM 1024³ is compute-bound on the A100 in the roofline
+/// model: 2·1024³ FLOPs over A and B read once per 64-wide block row or column and C
+/// moved once.
+#[test]
+fn gemm_1024_is_compute_bound_on_a100() {
+    let out = polyc_ok(&[
+        "explain",
+        "examples/matmul.tc",
+        "--param",
+        "M=1024,N=1024,K=1024",
+        "--target",
+        "gpu",
+    ]);
+    let a_b: u64 = 2 * 1024 * 1024 * 4 * (1024 / 64);
+    let c: u64 = 1024 * 1024 * 4;
+    assert!(
+        out.contains(&format!(
+            "    global traffic {} bytes ({} read, {} written) over 1 launch(es); {} FLOPs",
+            a_b + 2 * c,
+            a_b + c,
+            c,
+            2u64 << 30
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("    arithmetic intensity 15.06 FLOP/byte; ridge point 12.54 FLOP/byte: compute-bound"),
+        "{out}"
+    );
 }
 
 fn nvcc() -> Option<std::path::PathBuf> {

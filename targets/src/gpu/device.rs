@@ -16,6 +16,11 @@
 //!   loops (the host evaluates them before the launch);
 //! - hoists shared-memory buffers to the top of the kernel (OpenCL requires `__local`
 //!   arrays at kernel scope);
+//! - keeps a thread's register tile (a private buffer below its `Thread` loops) in
+//!   registers across a sequential loop around those thread loops that the tile does not
+//!   depend on (a GEMM's K steps): its copy-in moves before the loop and its copy-out
+//!   after it, under copies of the thread loops, when every thread owns at most one tile
+//!   ([`hoist_register_tiles`]);
 //! - inserts barriers in the block-uniform part of the body (outside `Thread` loops, where
 //!   every thread of the block runs the same control flow): between two consecutive parts
 //!   where one writes what the other reads or writes, in shared memory or in global
@@ -319,7 +324,8 @@ fn device_kernel(
         m
     };
 
-    let body = insert_barriers(prog, body, &spaces);
+    let body = hoist_register_tiles(prog, body.clone(), &block);
+    let body = insert_barriers(prog, &body, &spaces);
     let used_block: Vec<u8> = (0..3u8)
         .filter(|d| !grid[*d as usize].trips.is_empty() || grid[*d as usize].fallback)
         .collect();
@@ -463,6 +469,331 @@ pub fn trip_bound(init: &KExpr, cond: &KExpr, step: i64) -> Option<i64> {
         })
         .min()
         .map(|t| t.max(1))
+}
+
+/// Whether `name` occurs anywhere in `n`: loop bounds, guards, constants, statement and
+/// copy arguments, and the offsets of the tiles they see.
+fn mentions_anywhere(n: &KNode, name: &str) -> bool {
+    let hit = std::cell::Cell::new(false);
+    let _ = n.clone().map_exprs(&|e: &KExpr| {
+        collect_vars(e, &mut |v| {
+            if v == name {
+                hit.set(true);
+            }
+        });
+        e.clone()
+    });
+    hit.get()
+}
+
+/// A thread loop's header, to rebuild it around other bodies.
+#[derive(Clone)]
+struct Header {
+    iter: String,
+    init: KExpr,
+    cond: KExpr,
+    step: i64,
+    kind: LoopKind,
+}
+
+impl Header {
+    fn wrap(headers: &[Header], inner: KNode) -> KNode {
+        headers.iter().rev().fold(inner, |b, h| KNode::For {
+            iter: h.iter.clone(),
+            init: h.init.clone(),
+            cond: h.cond.clone(),
+            step: h.step,
+            body: Box::new(b),
+            kind: h.kind,
+        })
+    }
+}
+
+/// The nest of `Thread` loops at `n` down to a local scope of private buffers: the
+/// headers, the buffers and the scope's body.
+fn thread_nest(n: &KNode) -> Option<(Vec<Header>, Vec<LocalBuf>, &KNode)> {
+    let mut headers = Vec::new();
+    let mut cur = n;
+    loop {
+        match cur {
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body,
+                kind: kind @ LoopKind::Thread(_),
+            } => {
+                headers.push(Header {
+                    iter: iter.clone(),
+                    init: init.clone(),
+                    cond: cond.clone(),
+                    step: *step,
+                    kind: *kind,
+                });
+                cur = body;
+            }
+            KNode::Block(v) if v.len() == 1 => cur = &v[0],
+            KNode::Local { bufs, body }
+                if !headers.is_empty() && bufs.iter().all(|b| b.space == MemSpace::Private) =>
+            {
+                return Some((headers, bufs.clone(), body));
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Whether every leaf of `n` is a copy of one of `promos`, in the direction `copy_in`.
+fn only_copies(n: &KNode, promos: &[usize], copy_in: bool) -> bool {
+    let mut ok = true;
+    let mut any = false;
+    n.walk(&mut |x| match x {
+        KNode::Copy {
+            promo, copy_in: c, ..
+        } => {
+            any = true;
+            ok &= promos.contains(promo) && *c == copy_in;
+        }
+        KNode::Stmt { .. } | KNode::Barrier | KNode::Device { .. } => ok = false,
+        _ => {}
+    });
+    ok && any
+}
+
+/// Keeps register tiles in registers across sequential loops they do not depend on (see
+/// the module docs).
+pub fn hoist_register_tiles(prog: &Program, n: KNode, block: &[i64; 3]) -> KNode {
+    match n {
+        KNode::For {
+            kind: LoopKind::Thread(d),
+            iter,
+            init,
+            cond,
+            step,
+            body,
+        } => KNode::For {
+            kind: LoopKind::Thread(d),
+            iter,
+            init,
+            cond,
+            step,
+            body,
+        },
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind,
+        } => {
+            let body = hoist_register_tiles(prog, *body, block);
+            let l = KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body: Box::new(body),
+                kind,
+            };
+            if kind == LoopKind::Seq {
+                try_hoist(prog, &l, block).unwrap_or(l)
+            } else {
+                l
+            }
+        }
+        other => other.map_children(&mut |c| hoist_register_tiles(prog, c, block)),
+    }
+}
+
+/// Paths (child positions through blocks and local scopes) from `n` to the thread loops
+/// directly below it in the uniform part.
+fn thread_paths(n: &KNode, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    match n {
+        KNode::For {
+            kind: LoopKind::Thread(_),
+            ..
+        } => out.push(path.clone()),
+        KNode::Block(v) => {
+            for (i, c) in v.iter().enumerate() {
+                path.push(i);
+                thread_paths(c, path, out);
+                path.pop();
+            }
+        }
+        KNode::Local { body, .. } => {
+            path.push(0);
+            thread_paths(body, path, out);
+            path.pop();
+        }
+        _ => {}
+    }
+}
+
+fn at<'a>(n: &'a KNode, path: &[usize]) -> Option<&'a KNode> {
+    match path.split_first() {
+        None => Some(n),
+        Some((i, rest)) => match n {
+            KNode::Block(v) => at(v.get(*i)?, rest),
+            KNode::Local { body, .. } => at(body, rest),
+            _ => None,
+        },
+    }
+}
+
+fn replace_at(n: KNode, path: &[usize], with: KNode) -> KNode {
+    match path.split_first() {
+        None => with,
+        Some((i, rest)) => match n {
+            KNode::Block(v) => KNode::Block(
+                v.into_iter()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        if k == *i {
+                            replace_at(c, rest, with.clone())
+                        } else {
+                            c
+                        }
+                    })
+                    .collect(),
+            ),
+            KNode::Local { bufs, body } => KNode::Local {
+                bufs,
+                body: Box::new(replace_at(*body, rest, with)),
+            },
+            other => other,
+        },
+    }
+}
+
+fn try_hoist(prog: &Program, l: &KNode, block: &[i64; 3]) -> Option<KNode> {
+    let KNode::For { iter, body, .. } = l else {
+        return None;
+    };
+    let mut paths = Vec::new();
+    thread_paths(body, &mut Vec::new(), &mut paths);
+    // Thread nests with register tiles (copy nests are thread loops too).
+    paths.retain(|p| at(body, p).and_then(thread_nest).is_some());
+    let [path] = paths.as_slice() else {
+        return None;
+    };
+    let t = at(body, path)?;
+    let (headers, bufs, inner) = thread_nest(t)?;
+    // Every thread runs at most one iteration of each thread loop, whatever the loop.
+    for h in &headers {
+        let LoopKind::Thread(d) = h.kind else {
+            return None;
+        };
+        if mentions_anywhere(
+            &KNode::If {
+                cond: KExpr::And(Box::new(h.init.clone()), Box::new(h.cond.clone())),
+                then: Box::new(KNode::Block(Vec::new())),
+                els: None,
+            },
+            iter,
+        ) {
+            return None;
+        }
+        let trips = trip_bound(&h.init, &h.cond, h.step)?;
+        if trips > block[d as usize] {
+            return None;
+        }
+    }
+    let KNode::Block(items) = inner else {
+        return None;
+    };
+    let promos: Vec<usize> = bufs.iter().map(|b| b.promo).collect();
+    let n_in = items
+        .iter()
+        .take_while(|c| only_copies(c, &promos, true))
+        .count();
+    let n_out = items[n_in..]
+        .iter()
+        .rev()
+        .take_while(|c| only_copies(c, &promos, false))
+        .count();
+    if n_in == 0 || n_out == 0 || n_in + n_out >= items.len() {
+        return None;
+    }
+    let (pre, rest) = items.split_at(n_in);
+    let (mid, post) = rest.split_at(rest.len() - n_out);
+    // (A copy sees every tile in scope; only the tiles of its own tensor matter.)
+    let own_tiles = |n: &KNode| -> KNode {
+        fn strip(n: KNode) -> KNode {
+            match n.map_children(&mut strip) {
+                KNode::Copy {
+                    promo,
+                    tensor,
+                    copy_in,
+                    args,
+                    locals,
+                } => KNode::Copy {
+                    promo,
+                    tensor,
+                    copy_in,
+                    args,
+                    locals: locals.into_iter().filter(|l| l.tensor == tensor).collect(),
+                },
+                other => other,
+            }
+        }
+        strip(n.clone())
+    };
+    if pre
+        .iter()
+        .chain(post)
+        .any(|c| mentions_anywhere(&own_tiles(c), iter))
+    {
+        return None;
+    }
+    // Nothing else in the loop touches the tiles' tensors: their copy-out waits until
+    // after the loop.
+    let tensors: Vec<usize> = bufs.iter().map(|b| b.tensor).collect();
+    let mut other = false;
+    replace_at((**body).clone(), path, KNode::Block(Vec::new())).walk(&mut |x| match x {
+        KNode::Copy { tensor, .. } => other |= tensors.contains(tensor),
+        KNode::Stmt { stmt, .. } => {
+            let s = &prog.stmts[*stmt];
+            other |= tensors.contains(&s.lhs)
+                || s.reads().into_iter().any(|(t, ..)| tensors.contains(&t));
+        }
+        _ => {}
+    });
+    if other {
+        return None;
+    }
+    let KNode::For {
+        iter: li,
+        init: linit,
+        cond: lcond,
+        step: lstep,
+        kind: lkind,
+        ..
+    } = l
+    else {
+        return None;
+    };
+    let new_body = replace_at(
+        (**body).clone(),
+        path,
+        Header::wrap(&headers, KNode::Block(mid.to_vec())),
+    );
+    Some(KNode::Local {
+        bufs,
+        body: Box::new(KNode::Block(vec![
+            Header::wrap(&headers, KNode::Block(pre.to_vec())),
+            KNode::For {
+                iter: li.clone(),
+                init: linit.clone(),
+                cond: lcond.clone(),
+                step: *lstep,
+                body: Box::new(new_body),
+                kind: *lkind,
+            },
+            Header::wrap(&headers, KNode::Block(post.to_vec())),
+        ])),
+    })
 }
 
 /// A place data lives in, for barrier placement.
