@@ -19,6 +19,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("examples/depthwise_conv.tc", "C=4,H=20,W=18,KH=3,KW=3"),
     ("examples/maxpool.tc", "C=3,H=16,W=16"),
     ("examples/conv_chain.tc", "H=64,W=64,KH=3,KW=3"),
+    ("examples/conv_chain_temp.tc", "H=64,W=64,KH=3,KW=3"),
     ("examples/softmax.tc", "R=16,N=64"),
     ("examples/layernorm.tc", "R=16,N=64"),
     ("examples/attention.tc", "L=32,D=16"),
@@ -75,6 +76,43 @@ fn conv_chain_mapped_tree() {
         "--stage",
         "mapped",
     ]));
+}
+
+/// The conv chain with a temporary fuses at the block level: one kernel computes each
+/// block's halo of `Ab` into shared memory (tile-local, never in global memory), then
+/// the convolution in register tiles.
+#[test]
+fn conv_chain_with_a_temporary_fuses_per_block() {
+    let args = [
+        "examples/conv_chain_temp.tc",
+        "--param",
+        "H=200,W=150,KH=5,KW=5",
+        "--target",
+        "gpu",
+    ];
+    let mut dump = vec!["dump"];
+    dump.extend_from_slice(&args);
+    dump.extend_from_slice(&["--stage", "mapped"]);
+    insta::assert_snapshot!(polyc_ok(&dump));
+    let mut explain = vec!["explain"];
+    explain.extend_from_slice(&args);
+    let out = polyc_ok(&explain);
+    assert!(out.contains("gpu kernels (1):"), "{out}");
+    assert!(
+        out.contains(
+            "  fused S_0, per tile a 68 x 68 box, runs 33496 instances for 30000 (+11.7%)"
+        ),
+        "{out}"
+    );
+    let src = polyc_ok(&args);
+    assert!(
+        src.contains(
+            "__shared__ float polyc_tile0[4624]; /* tile of Ab (68 x 68) in shared memory */"
+        ),
+        "{src}"
+    );
+    run_gpu("examples/conv_chain_temp.tc", "H=200,W=150,KH=5,KW=5", &[]);
+    run_gpu("examples/conv_chain_temp.tc", "H=37,W=23,KH=5,KW=2", &[]);
 }
 
 /// The issue's spec: 64 x 64 block tiles, an 8 x 8 register tile per thread (64
@@ -219,7 +257,9 @@ fn gemm_1024_is_compute_bound_on_a100() {
         "{out}"
     );
     assert!(
-        out.contains("    arithmetic intensity 15.06 FLOP/byte; ridge point 12.54 FLOP/byte: compute-bound"),
+        out.contains(
+            "    arithmetic intensity 15.06 FLOP/byte; ridge point 12.54 FLOP/byte: compute-bound"
+        ),
         "{out}"
     );
 }

@@ -180,6 +180,16 @@ impl<'a> Pass<PassCx<'a>> for Promote {
             tree
         };
         let (tree, report) = crate::promote::promote(cx.ctx, cx.program, cx.scop, &tree, &opts)?;
+        // Fusion counted on tile-local buffers for these: without them the tiles would
+        // race on one global array.
+        if cx.target.fuse_options().local_buffers {
+            if let Some((t, why)) = report.kept_global.first() {
+                return Err(miette::miette!(
+                    help = "fuse at another level (a tile spec), or compile with --no-tile-fusion",
+                    "post-tiling fusion recomputes `{t}` in every tile, but it cannot have a tile-local buffer: {why}"
+                ));
+            }
+        }
         *cx.promote_report.borrow_mut() = Some(report.to_string());
         Ok(tree)
     }

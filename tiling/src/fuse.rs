@@ -110,6 +110,16 @@ pub struct FuseOptions {
     /// other (their loops lose their coincidence), and the new order is checked exactly
     /// against the dependences like every instance that runs once. Off by default.
     pub first_tile_overlaps: bool,
+    /// Fuse at the outermost memory level of the live-out's tiles instead of the innermost:
+    /// the extension goes below the first `mem` mark, and the tiles that decide what is
+    /// recomputed are the outermost ones (a GPU block's tile, whose inner levels are
+    /// thread and register tiles).
+    pub outermost: bool,
+    /// The caller gives every tile-local temporary ([`FuseReport::buffers`]) a buffer of
+    /// its own in each tile (promotion does, and fails loudly where it cannot): then
+    /// recomputing a producer that writes only such temporaries does not make the tile
+    /// loops sequential.
+    pub local_buffers: bool,
 }
 
 impl Default for FuseOptions {
@@ -117,6 +127,8 @@ impl Default for FuseOptions {
         FuseOptions {
             max_recompute: 0.25,
             first_tile_overlaps: false,
+            outermost: false,
+            local_buffers: false,
         }
     }
 }
@@ -258,7 +270,7 @@ pub fn fuse(
     cx: &TileCx,
     opts: &FuseOptions,
 ) -> miette::Result<(ScheduleTree, FuseReport)> {
-    let shape = match find_shape(&tree, cx)? {
+    let shape = match find_shape(&tree, cx, opts.outermost)? {
         Ok(s) => s,
         Err(why) => return Ok(not_applicable(tree, &why)),
     };
@@ -442,8 +454,28 @@ pub fn fuse(
     }
 
     rep.buffers = local_buffers(cx, &need, &fused, &live)?;
-    let parallel = tile_parallel(cx, &need, &tile_of, &fused, &recomputed, &live)?;
-    if !recomputed.is_empty() {
+    // Recomputed producers that write only tile-local temporaries stay inside their
+    // tiles when the caller gives those temporaries tile-local buffers.
+    let local_only = opts.local_buffers
+        && recomputed.iter().all(|&p| {
+            let t = &cx.program.tensors[cx.program.stmts[p].lhs].name;
+            rep.buffers.iter().any(|b| &b.tensor == t)
+        });
+    let (parallel_fused, parallel_recomputed) = if local_only {
+        let f: BTreeSet<usize> = fused.difference(&recomputed).copied().collect();
+        (f, BTreeSet::new())
+    } else {
+        (fused.clone(), recomputed.clone())
+    };
+    let parallel = tile_parallel(
+        cx,
+        &need,
+        &tile_of,
+        &parallel_fused,
+        &parallel_recomputed,
+        &live,
+    )?;
+    if !recomputed.is_empty() && !local_only {
         rep.notes.push(format!(
             "the tiles recompute {} into shared global arrays, so the tile loops are no longer parallel (tile-local buffers would make them so)",
             recomputed
@@ -468,7 +500,11 @@ fn natural(s: &str) -> (String, u64) {
 
 /// Finds the top-level sequence, the statements of each filter and the innermost `mem`
 /// mark of the last filter. `Ok(Err(why))` when the tree does not have that shape.
-fn find_shape(tree: &ScheduleTree, cx: &TileCx) -> miette::Result<Result<Shape, String>> {
+fn find_shape(
+    tree: &ScheduleTree,
+    cx: &TileCx,
+    outermost: bool,
+) -> miette::Result<Result<Shape, String>> {
     let root = &tree.root;
     if !matches!(root.kind, NodeKind::Domain { .. }) {
         return Ok(Err("the root is not a domain node".into()));
@@ -526,6 +562,9 @@ fn find_shape(tree: &ScheduleTree, cx: &TileCx) -> miette::Result<Result<Shape, 
             {
                 path.push(0);
                 mark = Some(path.clone());
+                if outermost {
+                    break;
+                }
                 path.push(0);
                 n = &n.children[0].children[0];
             }

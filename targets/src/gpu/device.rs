@@ -9,7 +9,7 @@
 //! - finds the host values its body reads (loop iterators of host loops around it) that
 //!   become kernel arguments;
 //! - sizes the block: per thread dimension, the largest trip count of its `Thread` loops
-//!   that contain statements (copy loops only when there are no others), from the
+//!   that hold register tiles (else of those that contain statements, else of any), from the
 //!   difference of the loop's bounds (`64·c0 + 63 − 64·c0` + 1 = 64), clamped so that the
 //!   block has at most `max_threads_per_block` threads;
 //! - sizes the grid: per block dimension, the host-computable trip counts of its `Block`
@@ -249,6 +249,7 @@ fn device_kernel(
     let host_visible: HashSet<String> = sizes.iter().chain(host_vars).cloned().collect();
 
     // Block and grid sizes.
+    let mut with_tiles = [None::<i64>; 3];
     let mut with_stmts = [None::<i64>; 3];
     let mut any = [None::<i64>; 3];
     let mut unknown = [false; 3];
@@ -259,6 +260,9 @@ fn device_kernel(
             match trip_bound(init, cond, step) {
                 Some(t) => {
                     any[d] = Some(any[d].map_or(t, |x: i64| x.max(t)));
+                    if has_private_tile(loop_body) {
+                        with_tiles[d] = Some(with_tiles[d].map_or(t, |x: i64| x.max(t)));
+                    }
                     if has_stmt(loop_body) {
                         with_stmts[d] = Some(with_stmts[d].map_or(t, |x: i64| x.max(t)));
                     }
@@ -284,7 +288,14 @@ fn device_kernel(
     });
     let mut block = [1i64; 3];
     for d in 0..3 {
-        block[d] = match (with_stmts[d].or(any[d]), unknown[d]) {
+        // The register-tiled compute nest decides, then any nest with statements (a
+        // fused producer's halo nest is larger than the block and strides over it).
+        let main = if with_tiles.iter().any(Option::is_some) {
+            with_tiles[d]
+        } else {
+            with_stmts[d].or(any[d])
+        };
+        block[d] = match (main, unknown[d]) {
             (Some(t), false) => t,
             (Some(t), true) => t.max(DEFAULT_THREADS[d]),
             (None, true) => DEFAULT_THREADS[d],
@@ -397,6 +408,16 @@ fn walk_loops(n: &KNode, f: &mut impl FnMut(LoopKind, &KExpr, &KExpr, i64, &KNod
             f(*kind, init, cond, *step, body);
         }
     });
+}
+
+fn has_private_tile(n: &KNode) -> bool {
+    let mut found = false;
+    n.walk(&mut |x| {
+        if let KNode::Local { bufs, .. } = x {
+            found |= bufs.iter().any(|b| b.space == MemSpace::Private);
+        }
+    });
+    found
 }
 
 fn has_stmt(n: &KNode) -> bool {
