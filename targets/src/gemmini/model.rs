@@ -1,0 +1,1734 @@
+//! A functional model of the Gemmini ISA (the RoCC instructions that `gemmini.h` emits).
+//!
+//! The model keeps Gemmini's architectural state — scratchpad, accumulator, the PE array's
+//! registers, the configuration registers and the last `preload` — and executes decoded
+//! instructions ([`Insn`]) against a DRAM given as a [`Dram`] implementation. It follows the
+//! semantics of Gemmini's reference simulator (Spike with the Gemmini extension), which the
+//! default `gemmini_params.h` configures:
+//!
+//! - **`mvin`**: `rows` DRAM rows, `load stride` bytes apart, of `cols` elements each. A row
+//!   wider than DIM is split in blocks of DIM columns; block `b` lands `b × block stride`
+//!   local rows further (the block stride is `DIM` unless `config_ld` says otherwise). Into
+//!   the scratchpad, every int8 is scaled: `y = round_ties_even(x × scale as f32)`, then
+//!   saturated to int8 (`MVIN_SCALE`). Into the accumulator, the DRAM elements are `acc_t`
+//!   (int32, not scaled: the default configuration has no `HAS_MVIN_ACC_SCALE`), or int8
+//!   scaled as above when `config_ld` set `shrunk`. Bit 30 of the local address adds into
+//!   the accumulator row instead of overwriting it. A DRAM address of 0 loads zeros.
+//! - **`mvout`**: from the scratchpad, the int8 rows are copied. From the accumulator, each
+//!   int32 is scaled by `config_st`'s float scale, rounded to nearest even, saturated to
+//!   int8 (`ACC_SCALE`), then the activation applies (ReLU: negative → 0); with bit 29 of
+//!   the local address, the raw int32 are stored instead (no scale, no activation).
+//! - **`preload` / `compute`**: see [`Gemmini::execute`]. In WS, `compute_preloaded` loads
+//!   the preloaded B (the weights) into the PEs, then computes `C = D + A·B` with D the
+//!   compute's BD operand; `compute_accumulated` keeps the weights. In OS,
+//!   `compute_preloaded` loads the preloaded D into the PEs' accumulators, and every compute
+//!   adds `A·B` (B is the compute's BD operand) to them; after each compute, the PEs'
+//!   values go to the C address of the preceding `preload` (nothing when it is
+//!   `GARBAGE_ADDR`). Results written into the accumulator are raw int32 (accumulated or
+//!   overwriting per bit 30); results written into the scratchpad are rounded-right-shifted
+//!   by `sys_shift` (OS only), saturated to int8, then `config_ex`'s activation applies.
+//!   Operand rows and columns beyond the instruction's `rows`/`cols` read as zeros.
+//! - Integer arithmetic wraps (two's complement), like the int32 datapath.
+//!
+//! What is not modelled, and is refused with [`ModelError::Unsupported`]: the hardware loop
+//! FSMs (`gemmini_loop_ws`, `gemmini_loop_conv_ws`), pooling on `mvout`, the LayerNorm,
+//! IGELU and Softmax activations (`config_norm`), preloads from the accumulator, and the
+//! performance counters. Timing is not modelled: instructions complete in order, so
+//! `fence` only counts.
+//!
+//! The model counts what it executes in [`Counters`]: instructions by kind, rows and bytes
+//! moved between DRAM and the scratchpad or accumulator, rows written by the array, and
+//! MACs.
+
+use std::fmt;
+
+/// The accumulator bit of a local address (bit 31).
+pub const ACC_BIT: u32 = 1 << 31;
+/// With [`ACC_BIT`]: accumulate into the row instead of overwriting it (bit 30).
+pub const ACCUMULATE_BIT: u32 = 1 << 30;
+/// On an `mvout` from the accumulator: store full `acc_t` values, unscaled (bit 29).
+pub const FULL_ACC_BIT: u32 = 1 << 29;
+/// The "no operand" local address (all ones).
+pub const GARBAGE_ADDR: u32 = u32::MAX;
+/// The row bits of a local address for `mvin` and the array (bits 28..0).
+pub const ROW_MASK: u32 = (1 << 29) - 1;
+/// The row bits of a local address for `mvout` (bits 25..0; bits 28..26 select a norm
+/// command, which must be 0 here).
+pub const MVOUT_ROW_MASK: u32 = (1 << 26) - 1;
+
+/// RoCC `funct` values of the instructions (`k_*` in `gemmini.h`).
+pub mod funct {
+    /// `config_ex`, `config_ld`, `config_st` (told apart by `rs1[1:0]`).
+    pub const CONFIG: u32 = 0;
+    /// `mvin2`: an `mvin` with the second load configuration.
+    pub const MVIN2: u32 = 1;
+    /// `mvin`: the first load configuration.
+    pub const MVIN: u32 = 2;
+    /// `mvout`.
+    pub const MVOUT: u32 = 3;
+    /// `compute_preloaded`.
+    pub const COMPUTE_PRELOADED: u32 = 4;
+    /// `compute_accumulated`.
+    pub const COMPUTE_ACCUMULATED: u32 = 5;
+    /// `preload`.
+    pub const PRELOAD: u32 = 6;
+    /// `flush`.
+    pub const FLUSH: u32 = 7;
+    /// `mvin3`: an `mvin` with the third load configuration.
+    pub const MVIN3: u32 = 14;
+    /// Not a RoCC instruction: the host header reports `gemmini_fence()` with this value
+    /// (on the chip, the fence is the core's own `fence`).
+    pub const HOST_FENCE: u32 = 128;
+}
+
+/// Gemmini's sizes. The element types are those of the default configuration: `elem_t` =
+/// int8, `acc_t` = int32, float scales.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GemminiConfig {
+    /// The array is DIM × DIM PEs; a scratchpad row holds DIM `elem_t`, an accumulator row
+    /// DIM `acc_t`.
+    pub dim: usize,
+    /// Scratchpad banks (`BANK_NUM`).
+    pub sp_banks: usize,
+    /// Rows per scratchpad bank (`BANK_ROWS`).
+    pub sp_bank_rows: usize,
+    /// Accumulator rows (`ACC_ROWS`).
+    pub acc_rows: usize,
+    /// Accumulator banks (2 in the default configuration; not visible in addresses).
+    pub acc_banks: usize,
+    /// The widest DMA row in bytes (`MAX_BYTES`): an `mvin` row has at most
+    /// `MAX_BYTES / (DIM × element size)` blocks of DIM columns.
+    pub max_bytes: usize,
+}
+
+impl Default for GemminiConfig {
+    /// The default configuration of `gemmini_params.h`: DIM 16, 4 banks × 4096 rows of
+    /// scratchpad, 1024 accumulator rows in 2 banks, `MAX_BYTES` 64.
+    fn default() -> Self {
+        GemminiConfig {
+            dim: 16,
+            sp_banks: 4,
+            sp_bank_rows: 4096,
+            acc_rows: 1024,
+            acc_banks: 2,
+            max_bytes: 64,
+        }
+    }
+}
+
+impl GemminiConfig {
+    /// Scratchpad rows in all banks.
+    pub fn sp_rows(&self) -> usize {
+        self.sp_banks * self.sp_bank_rows
+    }
+    /// `MAX_BLOCK_LEN`: blocks of DIM int8 columns in one scratchpad `mvin` row.
+    pub fn max_block_len(&self) -> usize {
+        (self.max_bytes / self.dim).max(1)
+    }
+    /// `MAX_BLOCK_LEN_ACC`: blocks of DIM int32 columns in one accumulator `mvin` row.
+    pub fn max_block_len_acc(&self) -> usize {
+        (self.max_bytes / (self.dim * 4)).max(1)
+    }
+}
+
+/// The dataflow (`config_ex`, `rs1[2]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dataflow {
+    /// `OUTPUT_STATIONARY` (0): results stay in the PEs.
+    OutputStationary,
+    /// `WEIGHT_STATIONARY` (1): the weights stay in the PEs.
+    WeightStationary,
+}
+
+/// An activation (`NO_ACTIVATION` = 0, `RELU` = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// `NO_ACTIVATION`.
+    None,
+    /// `RELU`: negative values become 0.
+    Relu,
+}
+
+impl Activation {
+    fn code(self) -> u64 {
+        match self {
+            Activation::None => 0,
+            Activation::Relu => 1,
+        }
+    }
+    fn decode(code: u64, what: &str) -> Result<Activation, ModelError> {
+        match code {
+            0 => Ok(Activation::None),
+            1 => Ok(Activation::Relu),
+            2 => Err(ModelError::Unsupported(format!(
+                "the LAYERNORM activation in {what}"
+            ))),
+            _ => Err(ModelError::Unsupported(format!(
+                "the IGELU activation in {what}"
+            ))),
+        }
+    }
+    /// Applies the activation to an int8.
+    pub fn apply(self, x: i8) -> i8 {
+        match self {
+            Activation::None => x,
+            Activation::Relu => x.max(0),
+        }
+    }
+}
+
+/// One decoded Gemmini instruction, with the meaning of the `gemmini.h` macro that emits it.
+///
+/// Local addresses are the raw 32-bit values of the macros ([`ACC_BIT`], [`ACCUMULATE_BIT`],
+/// [`FULL_ACC_BIT`], [`GARBAGE_ADDR`]). DRAM addresses are whatever the [`Dram`] in use
+/// understands (host pointers for [`HostMemory`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Insn {
+    /// `gemmini_extended3_config_ex(dataflow, act, sys_shift, acc_scale, C_stride,
+    /// A_stride, A_transpose, B_transpose, set_only_strides)`; `gemmini_config_ex(df, act,
+    /// shift)` is `A_stride = C_stride = 1`, no transposes, `acc_scale = 1.0`.
+    ConfigEx {
+        /// The dataflow.
+        dataflow: Dataflow,
+        /// The activation of results the array writes into the scratchpad.
+        activation: Activation,
+        /// The rounding right shift of OS results written into the scratchpad (< 32).
+        sys_shift: u32,
+        /// `sys_acc_scale` (kept in the state; the array does not use it).
+        sys_acc_scale: f32,
+        /// Row step between consecutive C rows written by the array.
+        c_stride: u16,
+        /// Row step between consecutive A rows read by the array.
+        a_stride: u16,
+        /// Read A transposed.
+        a_transpose: bool,
+        /// Read B transposed.
+        b_transpose: bool,
+        /// Only set `a_stride` and `c_stride`.
+        set_only_strides: bool,
+    },
+    /// `gemmini_extended5_config_ld(stride, scale, shrunk, block_mvin_stride,
+    /// pixel_repeats, id)`; `gemmini_extended_config_ld(stride, scale)` is `shrunk =
+    /// false`, block stride DIM, one pixel, id 0.
+    ConfigLd {
+        /// DRAM bytes between consecutive rows of an `mvin`.
+        stride: u64,
+        /// The `mvin` scale (`scale_t`, float).
+        scale: f32,
+        /// Accumulator `mvin`s read int8 (scaled) instead of int32.
+        shrunk: bool,
+        /// Local rows between the DIM-column blocks of one `mvin` row.
+        block_stride: u16,
+        /// `pixel_repeats` (first-layer optimisation); 0 means 1.
+        pixel_repeats: u8,
+        /// Which `mvin` this configures: 0 `mvin`, 1 `mvin2`, 2 `mvin3`.
+        id: u8,
+    },
+    /// `gemmini_extended_config_st(stride, act, acc_scale)` (pooling is not modelled).
+    ConfigSt {
+        /// DRAM bytes between consecutive rows of an `mvout`.
+        stride: u32,
+        /// The activation on `mvout` from the accumulator.
+        activation: Activation,
+        /// The accumulator scale (`acc_scale_t`, float).
+        acc_scale: f32,
+    },
+    /// `gemmini_extended_mvin(dram_addr, local, cols, rows)` (`id` 0), `_mvin2` (1),
+    /// `_mvin3` (2).
+    Mvin {
+        /// The load configuration used (0, 1, 2).
+        id: u8,
+        /// Source; 0 loads zeros.
+        dram_addr: u64,
+        /// Destination local address.
+        local: u32,
+        /// Elements per row.
+        cols: u16,
+        /// Rows.
+        rows: u16,
+    },
+    /// `gemmini_extended_mvout(dram_addr, local, cols, rows)`.
+    Mvout {
+        /// Destination.
+        dram_addr: u64,
+        /// Source local address.
+        local: u32,
+        /// Elements per row.
+        cols: u16,
+        /// Rows.
+        rows: u16,
+    },
+    /// `gemmini_extended_preload(BD, C, BD_cols, BD_rows, C_cols, C_rows)`.
+    Preload {
+        /// B (WS) or D (OS), loaded into the PEs by the next `compute_preloaded`.
+        bd: u32,
+        /// Where the next compute's result goes.
+        c: u32,
+        /// Columns of `bd`.
+        bd_cols: u16,
+        /// Rows of `bd`.
+        bd_rows: u16,
+        /// Columns of C written.
+        c_cols: u16,
+        /// Rows of C written.
+        c_rows: u16,
+    },
+    /// `gemmini_extended_compute_preloaded(A, BD, A_cols, A_rows, BD_cols, BD_rows)`
+    /// (`preloaded = true`) or `gemmini_extended_compute_accumulated(…)` (`false`).
+    Compute {
+        /// Whether the preloaded operand is loaded first (`compute_preloaded`).
+        preloaded: bool,
+        /// A.
+        a: u32,
+        /// D (WS) or B (OS).
+        bd: u32,
+        /// Columns of A.
+        a_cols: u16,
+        /// Rows of A.
+        a_rows: u16,
+        /// Columns of BD.
+        bd_cols: u16,
+        /// Rows of BD.
+        bd_rows: u16,
+    },
+    /// `gemmini_flush(skip)`.
+    Flush {
+        /// The `skip` argument.
+        skip: u64,
+    },
+    /// `gemmini_fence()`.
+    Fence,
+}
+
+/// The kinds of instructions, for counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InsnKind {
+    /// `config_ex`.
+    ConfigEx,
+    /// `config_ld`.
+    ConfigLd,
+    /// `config_st`.
+    ConfigSt,
+    /// `mvin`, `mvin2`, `mvin3`.
+    Mvin,
+    /// `mvout`.
+    Mvout,
+    /// `preload`.
+    Preload,
+    /// `compute_preloaded`.
+    ComputePreloaded,
+    /// `compute_accumulated`.
+    ComputeAccumulated,
+    /// `flush`.
+    Flush,
+    /// `fence`.
+    Fence,
+}
+
+impl Insn {
+    /// `gemmini_config_ex(dataflow, act, shift)`.
+    pub fn config_ex(dataflow: Dataflow, activation: Activation, sys_shift: u32) -> Insn {
+        Insn::ConfigEx {
+            dataflow,
+            activation,
+            sys_shift,
+            sys_acc_scale: 1.0,
+            c_stride: 1,
+            a_stride: 1,
+            a_transpose: false,
+            b_transpose: false,
+            set_only_strides: false,
+        }
+    }
+    /// `gemmini_extended_config_ld(stride, scale)`; `DIM` is the block stride.
+    pub fn config_ld(stride: u64, scale: f32, dim: usize) -> Insn {
+        Insn::ConfigLd {
+            stride,
+            scale,
+            shrunk: false,
+            block_stride: dim as u16,
+            pixel_repeats: 1,
+            id: 0,
+        }
+    }
+    /// `gemmini_extended_config_st(stride, act, acc_scale)`.
+    pub fn config_st(stride: u32, activation: Activation, acc_scale: f32) -> Insn {
+        Insn::ConfigSt {
+            stride,
+            activation,
+            acc_scale,
+        }
+    }
+    /// `gemmini_extended_mvin(dram_addr, local, cols, rows)`.
+    pub fn mvin(dram_addr: u64, local: u32, cols: u16, rows: u16) -> Insn {
+        Insn::Mvin {
+            id: 0,
+            dram_addr,
+            local,
+            cols,
+            rows,
+        }
+    }
+    /// `gemmini_extended_mvout(dram_addr, local, cols, rows)`.
+    pub fn mvout(dram_addr: u64, local: u32, cols: u16, rows: u16) -> Insn {
+        Insn::Mvout {
+            dram_addr,
+            local,
+            cols,
+            rows,
+        }
+    }
+    /// `gemmini_extended_preload(bd, c, bd_cols, bd_rows, c_cols, c_rows)`.
+    pub fn preload(bd: u32, c: u32, bd_cols: u16, bd_rows: u16, c_cols: u16, c_rows: u16) -> Insn {
+        Insn::Preload {
+            bd,
+            c,
+            bd_cols,
+            bd_rows,
+            c_cols,
+            c_rows,
+        }
+    }
+    /// `gemmini_extended_compute_preloaded(a, bd, a_cols, a_rows, bd_cols, bd_rows)`.
+    pub fn compute_preloaded(
+        a: u32,
+        bd: u32,
+        a_cols: u16,
+        a_rows: u16,
+        bd_cols: u16,
+        bd_rows: u16,
+    ) -> Insn {
+        Insn::Compute {
+            preloaded: true,
+            a,
+            bd,
+            a_cols,
+            a_rows,
+            bd_cols,
+            bd_rows,
+        }
+    }
+    /// `gemmini_extended_compute_accumulated(a, bd, a_cols, a_rows, bd_cols, bd_rows)`.
+    pub fn compute_accumulated(
+        a: u32,
+        bd: u32,
+        a_cols: u16,
+        a_rows: u16,
+        bd_cols: u16,
+        bd_rows: u16,
+    ) -> Insn {
+        Insn::Compute {
+            preloaded: false,
+            a,
+            bd,
+            a_cols,
+            a_rows,
+            bd_cols,
+            bd_rows,
+        }
+    }
+
+    /// The instruction's kind.
+    pub fn kind(&self) -> InsnKind {
+        match self {
+            Insn::ConfigEx { .. } => InsnKind::ConfigEx,
+            Insn::ConfigLd { .. } => InsnKind::ConfigLd,
+            Insn::ConfigSt { .. } => InsnKind::ConfigSt,
+            Insn::Mvin { .. } => InsnKind::Mvin,
+            Insn::Mvout { .. } => InsnKind::Mvout,
+            Insn::Preload { .. } => InsnKind::Preload,
+            Insn::Compute {
+                preloaded: true, ..
+            } => InsnKind::ComputePreloaded,
+            Insn::Compute {
+                preloaded: false, ..
+            } => InsnKind::ComputeAccumulated,
+            Insn::Flush { .. } => InsnKind::Flush,
+            Insn::Fence => InsnKind::Fence,
+        }
+    }
+
+    /// The RoCC encoding `(funct, rs1, rs2)`, bit for bit what `gemmini.h`'s macros pass
+    /// to the instruction (fence: [`funct::HOST_FENCE`], zeros).
+    pub fn encode(&self) -> (u32, u64, u64) {
+        fn sized(addr: u32, cols: u16, rows: u16) -> u64 {
+            ((rows as u64) << 48) | ((cols as u64) << 32) | addr as u64
+        }
+        match *self {
+            Insn::ConfigEx {
+                dataflow,
+                activation,
+                sys_shift,
+                sys_acc_scale,
+                c_stride,
+                a_stride,
+                a_transpose,
+                b_transpose,
+                set_only_strides,
+            } => {
+                let df = matches!(dataflow, Dataflow::WeightStationary) as u64;
+                let rs1 = ((sys_acc_scale.to_bits() as u64) << 32)
+                    | ((a_stride as u64) << 16)
+                    | ((b_transpose as u64) << 9)
+                    | ((a_transpose as u64) << 8)
+                    | ((set_only_strides as u64) << 7)
+                    | (activation.code() << 3)
+                    | (df << 2);
+                let rs2 = ((c_stride as u64) << 48) | sys_shift as u64;
+                (funct::CONFIG, rs1, rs2)
+            }
+            Insn::ConfigLd {
+                stride,
+                scale,
+                shrunk,
+                block_stride,
+                pixel_repeats,
+                id,
+            } => {
+                let rs1 = ((scale.to_bits() as u64) << 32)
+                    | ((block_stride as u64) << 16)
+                    | ((pixel_repeats as u64) << 8)
+                    | ((id as u64) << 3)
+                    | ((shrunk as u64) << 2)
+                    | 1;
+                (funct::CONFIG, rs1, stride)
+            }
+            Insn::ConfigSt {
+                stride,
+                activation,
+                acc_scale,
+            } => {
+                let rs1 = (activation.code() << 2) | 2;
+                let rs2 = ((acc_scale.to_bits() as u64) << 32) | stride as u64;
+                (funct::CONFIG, rs1, rs2)
+            }
+            Insn::Mvin {
+                id,
+                dram_addr,
+                local,
+                cols,
+                rows,
+            } => {
+                let f = match id {
+                    1 => funct::MVIN2,
+                    2 => funct::MVIN3,
+                    _ => funct::MVIN,
+                };
+                (f, dram_addr, sized(local, cols, rows))
+            }
+            Insn::Mvout {
+                dram_addr,
+                local,
+                cols,
+                rows,
+            } => (funct::MVOUT, dram_addr, sized(local, cols, rows)),
+            Insn::Preload {
+                bd,
+                c,
+                bd_cols,
+                bd_rows,
+                c_cols,
+                c_rows,
+            } => (
+                funct::PRELOAD,
+                sized(bd, bd_cols, bd_rows),
+                sized(c, c_cols, c_rows),
+            ),
+            Insn::Compute {
+                preloaded,
+                a,
+                bd,
+                a_cols,
+                a_rows,
+                bd_cols,
+                bd_rows,
+            } => (
+                if preloaded {
+                    funct::COMPUTE_PRELOADED
+                } else {
+                    funct::COMPUTE_ACCUMULATED
+                },
+                sized(a, a_cols, a_rows),
+                sized(bd, bd_cols, bd_rows),
+            ),
+            Insn::Flush { skip } => (funct::FLUSH, skip, 0),
+            Insn::Fence => (funct::HOST_FENCE, 0, 0),
+        }
+    }
+
+    /// Decodes a RoCC instruction as Gemmini's reference simulator does. Instructions this
+    /// model does not cover are [`ModelError::Unsupported`]; encodings the simulator
+    /// rejects (by assertion) are [`ModelError::Invalid`].
+    pub fn decode(funct: u32, rs1: u64, rs2: u64) -> Result<Insn, ModelError> {
+        let addr = |r: u64| r as u32;
+        let cols = |r: u64| (r >> 32) as u16;
+        let rows = |r: u64| (r >> 48) as u16;
+        match funct {
+            funct::CONFIG => match rs1 & 3 {
+                0 => {
+                    let dataflow = if (rs1 >> 2) & 1 == 1 {
+                        Dataflow::WeightStationary
+                    } else {
+                        Dataflow::OutputStationary
+                    };
+                    let activation = Activation::decode((rs1 >> 3) & 3, "config_ex")?;
+                    let sys_shift = rs2 as u32;
+                    if sys_shift >= 32 {
+                        return Err(ModelError::Invalid(format!(
+                            "config_ex: sys_shift {sys_shift} is not below 32"
+                        )));
+                    }
+                    let a_transpose = (rs1 >> 8) & 1 == 1;
+                    let b_transpose = (rs1 >> 9) & 1 == 1;
+                    let set_only_strides = (rs1 >> 7) & 1 == 1;
+                    if !set_only_strides {
+                        match dataflow {
+                            Dataflow::OutputStationary if !a_transpose && b_transpose => {
+                                return Err(ModelError::Invalid(
+                                    "config_ex: OS does not support transposing B alone".into(),
+                                ))
+                            }
+                            Dataflow::WeightStationary if a_transpose && b_transpose => {
+                                return Err(ModelError::Invalid(
+                                    "config_ex: WS does not support transposing both A and B"
+                                        .into(),
+                                ))
+                            }
+                            _ => {}
+                        }
+                    }
+                    Ok(Insn::ConfigEx {
+                        dataflow,
+                        activation,
+                        sys_shift,
+                        sys_acc_scale: f32::from_bits((rs1 >> 32) as u32),
+                        c_stride: (rs2 >> 48) as u16,
+                        a_stride: (rs1 >> 16) as u16,
+                        a_transpose,
+                        b_transpose,
+                        set_only_strides,
+                    })
+                }
+                1 => {
+                    let id = ((rs1 >> 3) & 3) as u8;
+                    if id > 2 {
+                        return Err(ModelError::Invalid(
+                            "config_ld: load configuration id 3 does not exist".into(),
+                        ));
+                    }
+                    Ok(Insn::ConfigLd {
+                        stride: rs2,
+                        scale: f32::from_bits((rs1 >> 32) as u32),
+                        shrunk: (rs1 >> 2) & 1 == 1,
+                        block_stride: (rs1 >> 16) as u16,
+                        pixel_repeats: (rs1 >> 8) as u8,
+                        id,
+                    })
+                }
+                2 => {
+                    if (rs1 >> 4) & 3 != 0 {
+                        return Err(ModelError::Unsupported(
+                            "pooling on mvout (config_st with a pool stride)".into(),
+                        ));
+                    }
+                    Ok(Insn::ConfigSt {
+                        stride: rs2 as u32,
+                        activation: Activation::decode((rs1 >> 2) & 3, "config_st")?,
+                        acc_scale: f32::from_bits((rs2 >> 32) as u32),
+                    })
+                }
+                _ => Err(ModelError::Unsupported(
+                    "config_norm (normalisation activations)".into(),
+                )),
+            },
+            funct::MVIN | funct::MVIN2 | funct::MVIN3 => Ok(Insn::Mvin {
+                id: match funct {
+                    funct::MVIN => 0,
+                    funct::MVIN2 => 1,
+                    _ => 2,
+                },
+                dram_addr: rs1,
+                local: addr(rs2),
+                cols: cols(rs2),
+                rows: rows(rs2),
+            }),
+            funct::MVOUT => Ok(Insn::Mvout {
+                dram_addr: rs1,
+                local: addr(rs2),
+                cols: cols(rs2),
+                rows: rows(rs2),
+            }),
+            funct::PRELOAD => Ok(Insn::Preload {
+                bd: addr(rs1),
+                c: addr(rs2),
+                bd_cols: cols(rs1),
+                bd_rows: rows(rs1),
+                c_cols: cols(rs2),
+                c_rows: rows(rs2),
+            }),
+            funct::COMPUTE_PRELOADED | funct::COMPUTE_ACCUMULATED => Ok(Insn::Compute {
+                preloaded: funct == funct::COMPUTE_PRELOADED,
+                a: addr(rs1),
+                bd: addr(rs2),
+                a_cols: cols(rs1),
+                a_rows: rows(rs1),
+                bd_cols: cols(rs2),
+                bd_rows: rows(rs2),
+            }),
+            funct::FLUSH => Ok(Insn::Flush { skip: rs1 }),
+            funct::HOST_FENCE => Ok(Insn::Fence),
+            8..=13 | 15..=21 => Err(ModelError::Unsupported(format!(
+                "the hardware loop instructions (funct {funct}: gemmini_loop_ws / \
+                 gemmini_loop_conv_ws)"
+            ))),
+            126 => Err(ModelError::Unsupported("the performance counters".into())),
+            _ => Err(ModelError::Invalid(format!(
+                "unknown Gemmini instruction funct {funct}"
+            ))),
+        }
+    }
+}
+
+fn fmt_local(addr: u32) -> String {
+    if addr == GARBAGE_ADDR {
+        "GARBAGE_ADDR".to_string()
+    } else {
+        format!("{addr:#x}")
+    }
+}
+
+impl fmt::Display for Insn {
+    /// The instruction as the `gemmini.h` macro call that emits it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let act = |a: &Activation| match a {
+            Activation::None => "NO_ACTIVATION",
+            Activation::Relu => "RELU",
+        };
+        match self {
+            Insn::ConfigEx {
+                dataflow,
+                activation,
+                sys_shift,
+                sys_acc_scale,
+                c_stride,
+                a_stride,
+                a_transpose,
+                b_transpose,
+                set_only_strides,
+            } => write!(
+                f,
+                "gemmini_extended3_config_ex({}, {}, {sys_shift}, {sys_acc_scale:?}, {c_stride}, \
+                 {a_stride}, {}, {}, {})",
+                match dataflow {
+                    Dataflow::OutputStationary => "OUTPUT_STATIONARY",
+                    Dataflow::WeightStationary => "WEIGHT_STATIONARY",
+                },
+                act(activation),
+                *a_transpose as u8,
+                *b_transpose as u8,
+                *set_only_strides as u8
+            ),
+            Insn::ConfigLd {
+                stride,
+                scale,
+                shrunk,
+                block_stride,
+                pixel_repeats,
+                id,
+            } => write!(
+                f,
+                "gemmini_extended5_config_ld({stride}, {scale:?}, {}, {block_stride}, \
+                 {pixel_repeats}, {id})",
+                *shrunk as u8
+            ),
+            Insn::ConfigSt {
+                stride,
+                activation,
+                acc_scale,
+            } => write!(
+                f,
+                "gemmini_extended_config_st({stride}, {}, {acc_scale:?})",
+                act(activation)
+            ),
+            Insn::Mvin {
+                id,
+                dram_addr,
+                local,
+                cols,
+                rows,
+            } => {
+                let n = match id {
+                    0 => String::new(),
+                    i => (i + 1).to_string(),
+                };
+                write!(
+                    f,
+                    "gemmini_extended_mvin{n}({dram_addr:#x}, {}, {cols}, {rows})",
+                    fmt_local(*local)
+                )
+            }
+            Insn::Mvout {
+                dram_addr,
+                local,
+                cols,
+                rows,
+            } => write!(
+                f,
+                "gemmini_extended_mvout({dram_addr:#x}, {}, {cols}, {rows})",
+                fmt_local(*local)
+            ),
+            Insn::Preload {
+                bd,
+                c,
+                bd_cols,
+                bd_rows,
+                c_cols,
+                c_rows,
+            } => write!(
+                f,
+                "gemmini_extended_preload({}, {}, {bd_cols}, {bd_rows}, {c_cols}, {c_rows})",
+                fmt_local(*bd),
+                fmt_local(*c)
+            ),
+            Insn::Compute {
+                preloaded,
+                a,
+                bd,
+                a_cols,
+                a_rows,
+                bd_cols,
+                bd_rows,
+            } => write!(
+                f,
+                "gemmini_extended_compute_{}({}, {}, {a_cols}, {a_rows}, {bd_cols}, {bd_rows})",
+                if *preloaded {
+                    "preloaded"
+                } else {
+                    "accumulated"
+                },
+                fmt_local(*a),
+                fmt_local(*bd)
+            ),
+            Insn::Flush { skip } => write!(f, "gemmini_flush({skip})"),
+            Insn::Fence => write!(f, "gemmini_fence()"),
+        }
+    }
+}
+
+/// Why the model refused an instruction.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// A feature of Gemmini that this model does not cover.
+    #[error("not modelled: {0}")]
+    Unsupported(String),
+    /// An instruction that Gemmini's reference simulator rejects (out-of-range rows or
+    /// columns, bad configurations).
+    #[error("{0}")]
+    Invalid(String),
+    /// A DRAM access outside the memory given to the model.
+    #[error("DRAM access of {len} bytes at {addr:#x} is outside the model's memory")]
+    Dram {
+        /// The first byte.
+        addr: u64,
+        /// The number of bytes.
+        len: usize,
+    },
+    /// An instruction failed; `insn` is its text, `index` its position from 0.
+    #[error("instruction {index} `{insn}`: {source}")]
+    At {
+        /// How many instructions ran before it.
+        index: u64,
+        /// The instruction, as its `gemmini.h` macro call.
+        insn: String,
+        /// What went wrong.
+        #[source]
+        source: Box<ModelError>,
+    },
+}
+
+/// The DRAM the model reads and writes: byte addresses as `mvin`/`mvout` carry them.
+pub trait Dram {
+    /// Reads `buf.len()` bytes from `addr`.
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), ModelError>;
+    /// Writes `data` at `addr`.
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), ModelError>;
+}
+
+/// A flat DRAM: `bytes[i]` is at address `base + i`. Address 0 means "zeros" to `mvin`,
+/// so `base` should not be 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlatMemory {
+    /// The address of `bytes[0]`.
+    pub base: u64,
+    /// The contents.
+    pub bytes: Vec<u8>,
+}
+
+impl FlatMemory {
+    /// The default base address of [`FlatMemory::zeroed`].
+    pub const DEFAULT_BASE: u64 = 0x1000_0000;
+
+    /// `size` zero bytes at [`FlatMemory::DEFAULT_BASE`].
+    pub fn zeroed(size: usize) -> FlatMemory {
+        FlatMemory {
+            base: Self::DEFAULT_BASE,
+            bytes: vec![0; size],
+        }
+    }
+    /// The byte range of `[addr, addr + len)` in `bytes`, if inside.
+    fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, ModelError> {
+        let err = ModelError::Dram { addr, len };
+        let off = addr.checked_sub(self.base).ok_or(err.clone())?;
+        let off = usize::try_from(off).map_err(|_| err.clone())?;
+        let end = off.checked_add(len).ok_or(err.clone())?;
+        if end > self.bytes.len() {
+            return Err(err);
+        }
+        Ok(off..end)
+    }
+    /// The address of byte `offset`.
+    pub fn addr(&self, offset: usize) -> u64 {
+        self.base + offset as u64
+    }
+}
+
+impl Dram for FlatMemory {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), ModelError> {
+        let r = self.range(addr, buf.len())?;
+        buf.copy_from_slice(&self.bytes[r]);
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), ModelError> {
+        let r = self.range(addr, data.len())?;
+        self.bytes[r].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+/// The host's own memory: DRAM addresses are host pointers (the host-header path, where C
+/// passes its pointers to the model).
+#[derive(Debug)]
+pub struct HostMemory {
+    _private: (),
+}
+
+impl HostMemory {
+    /// A view of the whole address space.
+    ///
+    /// # Safety
+    /// Every DRAM address that the executed instructions carry, with the bytes they read or
+    /// write from there, must be valid host memory for that access while the model runs
+    /// (reads of memory that is being written elsewhere, or writes to memory Rust holds a
+    /// reference to, are undefined behaviour).
+    pub unsafe fn new() -> HostMemory {
+        HostMemory { _private: () }
+    }
+}
+
+impl Dram for HostMemory {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), ModelError> {
+        if addr == 0 {
+            return Err(ModelError::Dram {
+                addr,
+                len: buf.len(),
+            });
+        }
+        // SAFETY: the contract of `HostMemory::new`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len())
+        };
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), ModelError> {
+        if addr == 0 {
+            return Err(ModelError::Dram {
+                addr,
+                len: data.len(),
+            });
+        }
+        // SAFETY: the contract of `HostMemory::new`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
+        };
+        Ok(())
+    }
+}
+
+/// What the model counted.
+///
+/// Rows are local rows (a scratchpad row is DIM int8, an accumulator row DIM int32): an
+/// `mvin`/`mvout` row of `cols` elements touches `ceil(cols / DIM)` local rows. Bytes are
+/// DRAM bytes (an `mvin` from address 0 reads none).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// `config_ex` instructions.
+    pub config_ex: u64,
+    /// `config_ld` instructions.
+    pub config_ld: u64,
+    /// `config_st` instructions.
+    pub config_st: u64,
+    /// `mvin` instructions (all three load configurations).
+    pub mvin: u64,
+    /// `mvout` instructions.
+    pub mvout: u64,
+    /// `preload` instructions.
+    pub preload: u64,
+    /// `compute_preloaded` instructions.
+    pub compute_preloaded: u64,
+    /// `compute_accumulated` instructions.
+    pub compute_accumulated: u64,
+    /// `flush` instructions.
+    pub flush: u64,
+    /// `fence`s.
+    pub fence: u64,
+    /// Scratchpad rows written by `mvin`.
+    pub dram_to_spad_rows: u64,
+    /// DRAM bytes read by `mvin` into the scratchpad.
+    pub dram_to_spad_bytes: u64,
+    /// Accumulator rows written by `mvin`.
+    pub dram_to_acc_rows: u64,
+    /// DRAM bytes read by `mvin` into the accumulator.
+    pub dram_to_acc_bytes: u64,
+    /// Accumulator rows read by `mvout`.
+    pub acc_to_dram_rows: u64,
+    /// DRAM bytes written by `mvout` from the accumulator.
+    pub acc_to_dram_bytes: u64,
+    /// Scratchpad rows read by `mvout`.
+    pub spad_to_dram_rows: u64,
+    /// DRAM bytes written by `mvout` from the scratchpad.
+    pub spad_to_dram_bytes: u64,
+    /// Accumulator rows the array wrote (accumulating or overwriting).
+    pub array_to_acc_rows: u64,
+    /// Scratchpad rows the array wrote.
+    pub array_to_spad_rows: u64,
+    /// Useful MACs: per compute, A's rows × the shared dimension (A's columns, capped by
+    /// the rows of B or of the weights) × B's columns, each capped at DIM.
+    pub macs: u64,
+    /// MACs the array performs whatever the sizes: DIM³ per compute.
+    pub array_macs: u64,
+}
+
+impl Counters {
+    /// The count of one kind of instruction.
+    pub fn insns(&self, kind: InsnKind) -> u64 {
+        match kind {
+            InsnKind::ConfigEx => self.config_ex,
+            InsnKind::ConfigLd => self.config_ld,
+            InsnKind::ConfigSt => self.config_st,
+            InsnKind::Mvin => self.mvin,
+            InsnKind::Mvout => self.mvout,
+            InsnKind::Preload => self.preload,
+            InsnKind::ComputePreloaded => self.compute_preloaded,
+            InsnKind::ComputeAccumulated => self.compute_accumulated,
+            InsnKind::Flush => self.flush,
+            InsnKind::Fence => self.fence,
+        }
+    }
+    /// All instructions.
+    pub fn total_insns(&self) -> u64 {
+        self.config_ex
+            + self.config_ld
+            + self.config_st
+            + self.mvin
+            + self.mvout
+            + self.preload
+            + self.compute_preloaded
+            + self.compute_accumulated
+            + self.flush
+            + self.fence
+    }
+    fn bump(&mut self, kind: InsnKind) {
+        let c = match kind {
+            InsnKind::ConfigEx => &mut self.config_ex,
+            InsnKind::ConfigLd => &mut self.config_ld,
+            InsnKind::ConfigSt => &mut self.config_st,
+            InsnKind::Mvin => &mut self.mvin,
+            InsnKind::Mvout => &mut self.mvout,
+            InsnKind::Preload => &mut self.preload,
+            InsnKind::ComputePreloaded => &mut self.compute_preloaded,
+            InsnKind::ComputeAccumulated => &mut self.compute_accumulated,
+            InsnKind::Flush => &mut self.flush,
+            InsnKind::Fence => &mut self.fence,
+        };
+        *c += 1;
+    }
+}
+
+/// One load configuration (`config_ld` with its `id`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadConfig {
+    /// DRAM bytes between rows.
+    pub stride: u64,
+    /// The `mvin` scale.
+    pub scale: f32,
+    /// Accumulator `mvin`s read int8.
+    pub shrunk: bool,
+    /// Local rows between DIM-column blocks.
+    pub block_stride: u64,
+    /// Pixel repeats (at least 1).
+    pub pixel_repeats: u64,
+}
+
+/// The configuration registers.
+///
+/// At reset they hold what the shortest config macros would set (`config_ex(OS,
+/// NO_ACTIVATION, 0)`, `config_ld(DIM)`, `config_st(DIM)`); programs should configure
+/// before use, as on the chip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registers {
+    /// The dataflow.
+    pub dataflow: Dataflow,
+    /// The activation of array results written into the scratchpad.
+    pub sys_act: Activation,
+    /// The rounding right shift of OS results written into the scratchpad.
+    pub sys_shift: u32,
+    /// `config_ex`'s accumulator scale (stored, unused by the array).
+    pub sys_acc_scale: f32,
+    /// Row step of A reads.
+    pub a_stride: u64,
+    /// Row step of C writes.
+    pub c_stride: u64,
+    /// A is read transposed.
+    pub a_transpose: bool,
+    /// B is read transposed.
+    pub b_transpose: bool,
+    /// The three load configurations (`mvin`, `mvin2`, `mvin3`).
+    pub load: [LoadConfig; 3],
+    /// DRAM bytes between `mvout` rows.
+    pub store_stride: u64,
+    /// The activation on `mvout` from the accumulator.
+    pub acc_act: Activation,
+    /// The accumulator scale on `mvout`.
+    pub acc_scale: f32,
+}
+
+/// The operands named by the last `preload`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PreloadState {
+    /// B (WS) or D (OS).
+    pub bd: u32,
+    /// Columns of `bd`.
+    pub bd_cols: u16,
+    /// Rows of `bd`.
+    pub bd_rows: u16,
+    /// Where results go.
+    pub c: u32,
+    /// Columns written.
+    pub c_cols: u16,
+    /// Rows written.
+    pub c_rows: u16,
+}
+
+/// `MVIN_SCALE`: `x × scale` in f32, rounded to nearest even, saturated to int8.
+pub fn mvin_scale(x: i8, scale: f32) -> i8 {
+    saturate_i8((x as f32) * scale)
+}
+
+/// `ACC_SCALE`: `x × scale` in f32 (the int32 rounded to f32 first, as C converts it),
+/// rounded to nearest even, saturated to int8. NaN gives 0.
+pub fn acc_scale(x: i32, scale: f32) -> i8 {
+    saturate_i8((x as f32) * scale)
+}
+
+fn saturate_i8(y: f32) -> i8 {
+    let y = y.round_ties_even();
+    if y > 127.0 {
+        127
+    } else if y < -128.0 {
+        -128
+    } else {
+        y as i8
+    }
+}
+
+/// `ROUNDING_RIGHT_SHIFT(x, shift)` (round half to even), then saturation to int8.
+pub fn sys_shift(x: i32, shift: u32) -> i8 {
+    let v = rounding_right_shift(x, shift);
+    v.clamp(i8::MIN as i32, i8::MAX as i32) as i8
+}
+
+/// `ROUNDING_RIGHT_SHIFT(x, shift)` of `gemmini_params.h`: an arithmetic right shift by
+/// `shift` that rounds half to even (`shift < 32`).
+pub fn rounding_right_shift(x: i32, shift: u32) -> i32 {
+    if shift == 0 {
+        return x;
+    }
+    let q = x >> shift;
+    let half = (x >> (shift - 1)) & 1;
+    let rest = if shift <= 1 {
+        0
+    } else {
+        x & ((1i32 << (shift - 1)) - 1)
+    };
+    q + (half & (((rest != 0) as i32) | (q & 1)))
+}
+
+/// A Gemmini: state plus counters. See the module documentation for the semantics.
+#[derive(Clone, Debug)]
+pub struct Gemmini {
+    cfg: GemminiConfig,
+    spad: Vec<i8>,
+    acc: Vec<i32>,
+    /// WS: the weights; OS: the partial sums.
+    pe: Vec<i32>,
+    /// Rows and columns of the weights loaded into the PEs (WS), for counting MACs.
+    pe_extent: (usize, usize),
+    regs: Registers,
+    preload: PreloadState,
+    counters: Counters,
+    executed: u64,
+}
+
+impl Gemmini {
+    /// A Gemmini in reset state: memories zero, registers as documented on [`Registers`].
+    pub fn new(cfg: GemminiConfig) -> Gemmini {
+        let dim = cfg.dim;
+        let load = LoadConfig {
+            stride: dim as u64,
+            scale: 1.0,
+            shrunk: false,
+            block_stride: dim as u64,
+            pixel_repeats: 1,
+        };
+        Gemmini {
+            spad: vec![0; cfg.sp_rows() * dim],
+            acc: vec![0; cfg.acc_rows * dim],
+            pe: vec![0; dim * dim],
+            pe_extent: (0, 0),
+            regs: Registers {
+                dataflow: Dataflow::OutputStationary,
+                sys_act: Activation::None,
+                sys_shift: 0,
+                sys_acc_scale: 1.0,
+                a_stride: 1,
+                c_stride: 1,
+                a_transpose: false,
+                b_transpose: false,
+                load: [load.clone(), load.clone(), load],
+                store_stride: dim as u64,
+                acc_act: Activation::None,
+                acc_scale: 1.0,
+            },
+            preload: PreloadState {
+                bd: GARBAGE_ADDR,
+                bd_cols: 0,
+                bd_rows: 0,
+                c: GARBAGE_ADDR,
+                c_cols: 0,
+                c_rows: 0,
+            },
+            counters: Counters::default(),
+            executed: 0,
+            cfg,
+        }
+    }
+
+    /// The sizes.
+    pub fn config(&self) -> &GemminiConfig {
+        &self.cfg
+    }
+    /// The configuration registers.
+    pub fn registers(&self) -> &Registers {
+        &self.regs
+    }
+    /// The last `preload`'s operands.
+    pub fn preload_state(&self) -> &PreloadState {
+        &self.preload
+    }
+    /// What was counted so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+    /// Zeroes the counters.
+    pub fn reset_counters(&mut self) {
+        self.counters = Counters::default();
+    }
+    /// Scratchpad row `row` (panics when out of range).
+    pub fn spad_row(&self, row: usize) -> &[i8] {
+        let d = self.cfg.dim;
+        &self.spad[row * d..(row + 1) * d]
+    }
+    /// Accumulator row `row` (panics when out of range).
+    pub fn acc_row(&self, row: usize) -> &[i32] {
+        let d = self.cfg.dim;
+        &self.acc[row * d..(row + 1) * d]
+    }
+
+    /// Decodes and executes one RoCC instruction (see [`Insn::decode`]).
+    pub fn execute_raw(
+        &mut self,
+        funct: u32,
+        rs1: u64,
+        rs2: u64,
+        mem: &mut dyn Dram,
+    ) -> Result<(), ModelError> {
+        match Insn::decode(funct, rs1, rs2) {
+            Ok(insn) => self.execute(&insn, mem),
+            Err(e) => Err(ModelError::At {
+                index: self.executed,
+                insn: format!("funct {funct}, rs1 {rs1:#x}, rs2 {rs2:#x}"),
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    /// Executes one instruction. An error leaves the state as far as the instruction got
+    /// and names the instruction ([`ModelError::At`]).
+    pub fn execute(&mut self, insn: &Insn, mem: &mut dyn Dram) -> Result<(), ModelError> {
+        let r = self.step(insn, mem);
+        let index = self.executed;
+        self.executed += 1;
+        match r {
+            Ok(()) => {
+                self.counters.bump(insn.kind());
+                Ok(())
+            }
+            Err(e) => Err(ModelError::At {
+                index,
+                insn: insn.to_string(),
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    /// Executes instructions in order, stopping at the first error.
+    pub fn run(&mut self, insns: &[Insn], mem: &mut dyn Dram) -> Result<(), ModelError> {
+        insns.iter().try_for_each(|i| self.execute(i, mem))
+    }
+
+    fn step(&mut self, insn: &Insn, mem: &mut dyn Dram) -> Result<(), ModelError> {
+        match *insn {
+            Insn::ConfigEx {
+                dataflow,
+                activation,
+                sys_shift,
+                sys_acc_scale,
+                c_stride,
+                a_stride,
+                a_transpose,
+                b_transpose,
+                set_only_strides,
+            } => {
+                if sys_shift >= 32 {
+                    return Err(ModelError::Invalid(format!(
+                        "sys_shift {sys_shift} is not below 32"
+                    )));
+                }
+                if !set_only_strides {
+                    self.regs.dataflow = dataflow;
+                    self.regs.sys_act = activation;
+                    self.regs.sys_shift = sys_shift;
+                    self.regs.sys_acc_scale = sys_acc_scale;
+                    self.regs.a_transpose = a_transpose;
+                    self.regs.b_transpose = b_transpose;
+                }
+                self.regs.c_stride = c_stride as u64;
+                self.regs.a_stride = a_stride as u64;
+                Ok(())
+            }
+            Insn::ConfigLd {
+                stride,
+                scale,
+                shrunk,
+                block_stride,
+                pixel_repeats,
+                id,
+            } => {
+                let l = self.regs.load.get_mut(id as usize).ok_or_else(|| {
+                    ModelError::Invalid(format!("load configuration id {id} does not exist"))
+                })?;
+                *l = LoadConfig {
+                    stride,
+                    scale,
+                    shrunk,
+                    block_stride: block_stride as u64,
+                    pixel_repeats: (pixel_repeats as u64).max(1),
+                };
+                Ok(())
+            }
+            Insn::ConfigSt {
+                stride,
+                activation,
+                acc_scale,
+            } => {
+                self.regs.store_stride = stride as u64;
+                self.regs.acc_act = activation;
+                self.regs.acc_scale = acc_scale;
+                Ok(())
+            }
+            Insn::Mvin {
+                id,
+                dram_addr,
+                local,
+                cols,
+                rows,
+            } => self.mvin(id, dram_addr, local, cols as usize, rows as usize, mem),
+            Insn::Mvout {
+                dram_addr,
+                local,
+                cols,
+                rows,
+            } => self.mvout(dram_addr, local, cols as usize, rows as usize, mem),
+            Insn::Preload {
+                bd,
+                c,
+                bd_cols,
+                bd_rows,
+                c_cols,
+                c_rows,
+            } => {
+                self.preload = PreloadState {
+                    bd,
+                    bd_cols,
+                    bd_rows,
+                    c,
+                    c_cols,
+                    c_rows,
+                };
+                Ok(())
+            }
+            Insn::Compute {
+                preloaded,
+                a,
+                bd,
+                a_cols,
+                a_rows,
+                bd_cols,
+                bd_rows,
+            } => self.compute(
+                preloaded,
+                (a, a_cols as usize, a_rows as usize),
+                (bd, bd_cols as usize, bd_rows as usize),
+            ),
+            Insn::Flush { .. } | Insn::Fence => Ok(()),
+        }
+    }
+
+    fn spad_index(&self, row: u64, col: usize, what: &str) -> Result<usize, ModelError> {
+        if row >= self.cfg.sp_rows() as u64 {
+            return Err(ModelError::Invalid(format!(
+                "{what}: scratchpad row {row} is beyond the {} rows",
+                self.cfg.sp_rows()
+            )));
+        }
+        Ok(row as usize * self.cfg.dim + col)
+    }
+
+    fn acc_index(&self, row: u64, col: usize, what: &str) -> Result<usize, ModelError> {
+        if row >= self.cfg.acc_rows as u64 {
+            return Err(ModelError::Invalid(format!(
+                "{what}: accumulator row {row} is beyond the {} rows",
+                self.cfg.acc_rows
+            )));
+        }
+        Ok(row as usize * self.cfg.dim + col)
+    }
+
+    fn mvin(
+        &mut self,
+        id: u8,
+        dram_addr: u64,
+        local: u32,
+        cols: usize,
+        rows: usize,
+        mem: &mut dyn Dram,
+    ) -> Result<(), ModelError> {
+        let dim = self.cfg.dim;
+        let to_acc = local & ACC_BIT != 0;
+        let accumulate = local & ACCUMULATE_BIT != 0;
+        let base = (local & ROW_MASK) as u64;
+        let lc = self.regs.load[id as usize].clone();
+        let elem_bytes = if to_acc && !lc.shrunk { 4 } else { 1 };
+        let max_cols = if to_acc {
+            self.cfg.max_block_len_acc() * dim
+        } else {
+            self.cfg.max_block_len() * dim
+        };
+        if local == GARBAGE_ADDR {
+            return Err(ModelError::Invalid(
+                "mvin into GARBAGE_ADDR (no destination)".into(),
+            ));
+        }
+        if cols > max_cols {
+            return Err(ModelError::Invalid(format!(
+                "mvin of {cols} columns: at most {max_cols} fit one DMA row ({} bytes)",
+                self.cfg.max_bytes
+            )));
+        }
+        let zeros = dram_addr == 0;
+        let mut row_bytes = vec![0u8; cols * elem_bytes];
+        for r in 0..rows {
+            if !zeros {
+                let a = dram_addr.wrapping_add(r as u64 * lc.stride);
+                mem.read(a, &mut row_bytes)?;
+            }
+            for c in 0..cols {
+                let block = (c / dim) as u64;
+                let lcol = c % dim;
+                let lrow = base + r as u64 + block * lc.block_stride;
+                let mut pixel = 0u64;
+                while pixel < lc.pixel_repeats && pixel <= lrow {
+                    let trow = lrow - pixel;
+                    let tcol = lcol + pixel as usize * cols;
+                    if tcol >= dim {
+                        return Err(ModelError::Invalid(format!(
+                            "mvin with {} pixel repeats writes column {tcol} of a {dim}-wide row",
+                            lc.pixel_repeats
+                        )));
+                    }
+                    if to_acc {
+                        let v: i32 = if elem_bytes == 4 {
+                            let b = &row_bytes[c * 4..c * 4 + 4];
+                            i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                        } else {
+                            mvin_scale(row_bytes[c] as i8, lc.scale) as i32
+                        };
+                        let i = self.acc_index(trow, tcol, "mvin")?;
+                        if accumulate {
+                            self.acc[i] = self.acc[i].wrapping_add(v);
+                        } else {
+                            self.acc[i] = v;
+                        }
+                    } else {
+                        let v = mvin_scale(row_bytes[c] as i8, lc.scale);
+                        let i = self.spad_index(trow, tcol, "mvin")?;
+                        self.spad[i] = v;
+                    }
+                    pixel += 1;
+                }
+            }
+        }
+        let blocks = cols.div_ceil(dim) as u64;
+        let bytes = if zeros {
+            0
+        } else {
+            (rows * cols * elem_bytes) as u64
+        };
+        if to_acc {
+            self.counters.dram_to_acc_rows += rows as u64 * blocks;
+            self.counters.dram_to_acc_bytes += bytes;
+        } else {
+            self.counters.dram_to_spad_rows += rows as u64 * blocks;
+            self.counters.dram_to_spad_bytes += bytes;
+        }
+        Ok(())
+    }
+
+    fn mvout(
+        &mut self,
+        dram_addr: u64,
+        local: u32,
+        cols: usize,
+        rows: usize,
+        mem: &mut dyn Dram,
+    ) -> Result<(), ModelError> {
+        let dim = self.cfg.dim;
+        if local == GARBAGE_ADDR {
+            return Err(ModelError::Invalid(
+                "mvout from GARBAGE_ADDR (no source)".into(),
+            ));
+        }
+        let from_acc = local & ACC_BIT != 0;
+        let full = from_acc && local & FULL_ACC_BIT != 0;
+        if (local >> 26) & 7 != 0 && from_acc && !full {
+            return Err(ModelError::Unsupported(
+                "normalisation commands in mvout addresses (bits 28..26)".into(),
+            ));
+        }
+        let base = (local & MVOUT_ROW_MASK) as u64;
+        let max_cols = if full {
+            self.cfg.max_block_len_acc() * dim
+        } else {
+            self.cfg.max_block_len() * dim
+        };
+        if cols > max_cols {
+            return Err(ModelError::Invalid(format!(
+                "mvout of {cols} columns: at most {max_cols} fit one DMA row ({} bytes)",
+                self.cfg.max_bytes
+            )));
+        }
+        let elem_bytes = if full { 4 } else { 1 };
+        let mut out = vec![0u8; cols * elem_bytes];
+        for r in 0..rows {
+            for c in 0..cols {
+                let lrow = base + (c / dim * dim) as u64 + r as u64;
+                let lcol = c % dim;
+                if from_acc {
+                    let v = self.acc[self.acc_index(lrow, lcol, "mvout")?];
+                    if full {
+                        out[c * 4..c * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                    } else {
+                        let e = self.regs.acc_act.apply(acc_scale(v, self.regs.acc_scale));
+                        out[c] = e as u8;
+                    }
+                } else {
+                    out[c] = self.spad[self.spad_index(lrow, lcol, "mvout")?] as u8;
+                }
+            }
+            let a = dram_addr.wrapping_add(r as u64 * self.regs.store_stride);
+            mem.write(a, &out)?;
+        }
+        let blocks = cols.div_ceil(dim) as u64;
+        let bytes = (rows * cols * elem_bytes) as u64;
+        if from_acc {
+            self.counters.acc_to_dram_rows += rows as u64 * blocks;
+            self.counters.acc_to_dram_bytes += bytes;
+        } else {
+            self.counters.spad_to_dram_rows += rows as u64 * blocks;
+            self.counters.spad_to_dram_bytes += bytes;
+        }
+        Ok(())
+    }
+
+    /// Reads an operand element from the scratchpad: `addr` must be a scratchpad address.
+    fn operand(&self, addr: u32, row: u64, col: usize, what: &str) -> Result<i32, ModelError> {
+        if addr & (ACC_BIT | ACCUMULATE_BIT) != 0 {
+            return Err(ModelError::Unsupported(format!(
+                "{what} from the accumulator (address {addr:#x})"
+            )));
+        }
+        let i = self.spad_index(addr as u64 + row, col, what)?;
+        Ok(self.spad[i] as i32)
+    }
+
+    fn compute(
+        &mut self,
+        preloaded: bool,
+        (a, a_cols, a_rows): (u32, usize, usize),
+        (bd, bd_cols, bd_rows): (u32, usize, usize),
+    ) -> Result<(), ModelError> {
+        let dim = self.cfg.dim;
+        let ws = self.regs.dataflow == Dataflow::WeightStationary;
+        let p = self.preload;
+        for (what, v) in [
+            ("A columns", a_cols),
+            ("A rows", a_rows),
+            ("BD columns", bd_cols),
+            ("BD rows", bd_rows),
+            ("preloaded columns", p.bd_cols as usize),
+            ("preloaded rows", p.bd_rows as usize),
+            ("C columns", p.c_cols as usize),
+            ("C rows", p.c_rows as usize),
+        ] {
+            if v > dim {
+                return Err(ModelError::Invalid(format!(
+                    "{v} {what} exceed the {dim}×{dim} array"
+                )));
+            }
+        }
+        // Load the preloaded operand into the PEs.
+        if preloaded {
+            let transpose = ws && self.regs.b_transpose;
+            let (pr, pc) = (p.bd_rows as usize, p.bd_cols as usize);
+            for i in 0..dim {
+                for j in 0..dim {
+                    let (r, c) = if transpose { (j, i) } else { (i, j) };
+                    self.pe[i * dim + j] = if p.bd != GARBAGE_ADDR && i < pr && j < pc {
+                        self.operand(p.bd, r as u64, c, "preload")?
+                    } else {
+                        0
+                    };
+                }
+            }
+            self.pe_extent = if p.bd == GARBAGE_ADDR {
+                (0, 0)
+            } else {
+                (pr, pc)
+            };
+        }
+        // A, padded with zeros.
+        let mut am = vec![0i32; dim * dim];
+        if a != GARBAGE_ADDR {
+            for i in 0..a_rows {
+                for k in 0..a_cols {
+                    let (r, c) = if self.regs.a_transpose {
+                        (self.regs.a_stride * k as u64, i)
+                    } else {
+                        (self.regs.a_stride * i as u64, k)
+                    };
+                    am[i * dim + k] = self.operand(a, r, c, "A")?;
+                }
+            }
+        }
+        // BD, padded with zeros (WS: D as given; OS: B, transposed when configured).
+        let mut bdm = vec![0i32; dim * dim];
+        if bd != GARBAGE_ADDR {
+            let transpose = !ws && self.regs.b_transpose;
+            for i in 0..bd_rows {
+                for j in 0..bd_cols {
+                    let (r, c) = if transpose { (j, i) } else { (i, j) };
+                    bdm[i * dim + j] = self.operand(bd, r as u64, c, "BD")?;
+                }
+            }
+        }
+        let a_eff_rows = if a == GARBAGE_ADDR { 0 } else { a_rows };
+        let mut results = vec![0i32; dim * dim];
+        if ws {
+            // results = D + A · W
+            for i in 0..dim {
+                for j in 0..dim {
+                    let mut s = bdm[i * dim + j];
+                    for k in 0..dim {
+                        s = s.wrapping_add(am[i * dim + k].wrapping_mul(self.pe[k * dim + j]));
+                    }
+                    results[i * dim + j] = s;
+                }
+            }
+            let (wr, wc) = self.pe_extent;
+            self.counters.macs += (a_eff_rows * a_cols.min(wr) * wc) as u64;
+        } else {
+            // PEs += A · B
+            for i in 0..dim {
+                for j in 0..dim {
+                    let mut s = self.pe[i * dim + j];
+                    for k in 0..dim {
+                        s = s.wrapping_add(am[i * dim + k].wrapping_mul(bdm[k * dim + j]));
+                    }
+                    self.pe[i * dim + j] = s;
+                }
+            }
+            let (br, bc) = if bd == GARBAGE_ADDR {
+                (0, 0)
+            } else {
+                (bd_rows, bd_cols)
+            };
+            self.counters.macs += (a_eff_rows * a_cols.min(br) * bc) as u64;
+        }
+        self.counters.array_macs += (dim * dim * dim) as u64;
+        // Write the results to C.
+        if p.c != GARBAGE_ADDR {
+            let to_acc = p.c & ACC_BIT != 0;
+            let accumulate = p.c & ACCUMULATE_BIT != 0;
+            let base = (p.c & ROW_MASK) as u64;
+            for i in 0..p.c_rows as usize {
+                let row = base + self.regs.c_stride * i as u64;
+                for j in 0..p.c_cols as usize {
+                    let v = if ws {
+                        results[i * dim + j]
+                    } else {
+                        self.pe[i * dim + j]
+                    };
+                    if to_acc {
+                        let x = self.acc_index(row, j, "compute output")?;
+                        self.acc[x] = if accumulate {
+                            self.acc[x].wrapping_add(v)
+                        } else {
+                            v
+                        };
+                    } else {
+                        let shift = if ws { 0 } else { self.regs.sys_shift };
+                        let e = self.regs.sys_act.apply(sys_shift(v, shift));
+                        let x = self.spad_index(row, j, "compute output")?;
+                        self.spad[x] = e;
+                    }
+                }
+            }
+            if to_acc {
+                self.counters.array_to_acc_rows += p.c_rows as u64;
+            } else {
+                self.counters.array_to_spad_rows += p.c_rows as u64;
+            }
+        }
+        Ok(())
+    }
+}
