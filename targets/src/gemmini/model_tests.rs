@@ -587,7 +587,7 @@ fn encode_decode_round_trip() {
             id: 2,
         },
         Insn::config_st(999, Activation::Relu, 1.5),
-        Insn::mvin(0xdead_beef_00, ACC_BIT | ACCUMULATE_BIT | 5, 16, 9),
+        Insn::mvin(0x00de_adbe_ef00, ACC_BIT | ACCUMULATE_BIT | 5, 16, 9),
         Insn::Mvin {
             id: 1,
             dram_addr: 42,

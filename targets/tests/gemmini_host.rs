@@ -1,0 +1,215 @@
+//! The Gemmini host header: one C source written against `gemmini.h`'s API, (a) built with
+//! the host compiler against polyc's header and run on the functional model, compared
+//! exactly with a Rust reference; (b) compiled for RISC-V against the real `gemmini.h`.
+//!
+//! (b) needs `riscv64-unknown-elf-gcc` with picolibc (Debian: `gcc-riscv64-unknown-elf`,
+//! `picolibc-riscv64-unknown-elf`) and the real header in `$POLYC_GEMMINI_API` (default:
+//! `../shared/gemmini-api` next to the repository). Without them the test fails, unless
+//! `POLYC_SKIP_RISCV=1`.
+
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::process::Command;
+
+use targets::gemmini::host::{compile_host, HostCcOptions};
+use targets::gemmini::model::{Counters, Gemmini, GemminiConfig};
+
+const SRC: &str = include_str!("gemmini/tiled_matmul.c");
+
+fn data(n: usize, seed: u64) -> Vec<i8> {
+    let mut s = seed ^ 0x9e37_79b9_7f4a_7c15;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 24) as u8 as i8
+        })
+        .collect()
+}
+
+/// `x / 2^shift` rounded half to even, saturated to int8, in integer arithmetic.
+fn scale_pow2(x: i32, shift: u32) -> i8 {
+    let d = 1i64 << shift;
+    let (q, r) = ((x as i64).div_euclid(d), (x as i64).rem_euclid(d));
+    let q = if 2 * r > d || (2 * r == d && q & 1 == 1) {
+        q + 1
+    } else {
+        q
+    };
+    q.clamp(-128, 127) as i8
+}
+
+/// The Rust reference: `act(round(A·B / 2^shift))`.
+fn reference(a: &[i8], b: &[i8], m: usize, n: usize, k: usize, shift: u32, relu: bool) -> Vec<i8> {
+    let mut c = vec![0i8; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let s: i32 = (0..k)
+                .map(|p| a[i * k + p] as i32 * b[p * n + j] as i32)
+                .sum();
+            let v = scale_pow2(s, shift);
+            c[i * n + j] = if relu { v.max(0) } else { v };
+        }
+    }
+    c
+}
+
+#[test]
+fn host_header_runs_c_on_the_model_exactly() {
+    let opts = HostCcOptions {
+        extra_flags: vec!["-Wall".into(), "-Wextra".into(), "-Werror".into()],
+        ..HostCcOptions::default()
+    };
+    let mut kernel = compile_host(SRC, &opts).expect("the C builds against the host header");
+    // (M, N, K, relu, dataflow (1 = WS, 0 = OS), shift)
+    let cases = [
+        (37usize, 29usize, 23usize, false, 1i64, 8u32),
+        (37, 29, 23, true, 1, 7),
+        (20, 33, 40, true, 0, 6),
+        (16, 16, 16, false, 0, 9),
+        (1, 5, 3, false, 1, 0),
+    ];
+    for (m, n, k, relu, df, shift) in cases {
+        let mut a = data(m * k, (m * 31 + k) as u64);
+        let mut b = data(k * n, (n * 17 + k) as u64);
+        let mut c = vec![0x55u8 as i8; m * n];
+        let mut params: [i64; 5] = [m as i64, n as i64, k as i64, relu as i64, df];
+        let mut scale: f32 = 1.0 / (1u32 << shift) as f32;
+        let mut args: Vec<*mut c_void> = vec![
+            a.as_mut_ptr() as *mut c_void,
+            b.as_mut_ptr() as *mut c_void,
+            c.as_mut_ptr() as *mut c_void,
+            params.as_mut_ptr() as *mut c_void,
+            &mut scale as *mut f32 as *mut c_void,
+        ];
+        let mut model = Gemmini::new(GemminiConfig::default());
+        // SAFETY: the entry reads A and B and writes C within the sizes in `params`.
+        let run = unsafe { kernel.run("polyc_gemmini_test", &mut args, &mut model) }
+            .expect("the model runs the kernel");
+        assert_eq!(run.status, 0);
+        let want = reference(&a, &b, m, n, k, shift, relu);
+        assert_eq!(c, want, "M={m} N={n} K={k} relu={relu} dataflow={df}");
+        // Exact counts.
+        let (ti, tj, tk) = (m.div_ceil(16), n.div_ceil(16), k.div_ceil(16));
+        let tiles = (ti * tj * tk) as u64;
+        let ws = df == 1;
+        let want_counts = Counters {
+            config_ex: 1,
+            config_ld: 2,
+            config_st: 1,
+            mvin: 2 * tiles,
+            mvout: (ti * tj) as u64,
+            preload: tiles,
+            compute_preloaded: if ws { tiles } else { (ti * tj) as u64 },
+            compute_accumulated: if ws { 0 } else { tiles - (ti * tj) as u64 },
+            fence: 1,
+            dram_to_spad_rows: (m * tk * tj + k * tj * ti) as u64,
+            dram_to_spad_bytes: (m * k * tj + k * n * ti) as u64,
+            acc_to_dram_rows: (m * tj) as u64,
+            acc_to_dram_bytes: (m * n) as u64,
+            array_to_acc_rows: if ws {
+                (m * tj * tk) as u64
+            } else {
+                (m * tj) as u64
+            },
+            macs: (m * n * k) as u64,
+            array_macs: tiles * 4096,
+            ..Counters::default()
+        };
+        assert_eq!(run.counters, want_counts, "M={m} N={n} K={k} dataflow={df}");
+    }
+}
+
+#[test]
+fn host_run_reports_model_errors() {
+    // An mvin wider than one DMA row: the model refuses it and the run says which.
+    let src = "#include \"polyc_gemmini_host.h\"\n\
+               int bad(void **args) { gemmini_extended_mvin(args[0], 0, 65, 1); return 0; }\n";
+    let mut kernel = compile_host(src, &HostCcOptions::default()).expect("builds");
+    let mut buf = [0u8; 128];
+    let mut args: Vec<*mut c_void> = vec![buf.as_mut_ptr() as *mut c_void];
+    let mut model = Gemmini::new(GemminiConfig::default());
+    // SAFETY: the one mvin would read 65 bytes of `buf` (it is refused before).
+    let err = unsafe { kernel.run("bad", &mut args, &mut model) }.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "the Gemmini model stopped running `bad`: instruction 0 \
+                          `gemmini_extended_mvin(0x"
+        ) && text
+            .ends_with(", 0x0, 65, 1)`: mvin of 65 columns: at most 64 fit one DMA row (64 bytes)"),
+        "{text}"
+    );
+    // SAFETY: as above.
+    let err = unsafe { kernel.run("missing", &mut args, &mut model) }.unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the Gemmini host library has no entry `missing`"),
+        "{err}"
+    );
+}
+
+fn skip_riscv() -> bool {
+    std::env::var("POLYC_SKIP_RISCV").is_ok_and(|v| v == "1")
+}
+
+#[test]
+fn same_c_compiles_for_riscv_against_the_real_header() {
+    let api = std::env::var_os("POLYC_GEMMINI_API")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/gemmini-api")
+        });
+    if !api.join("include/gemmini.h").is_file() {
+        if skip_riscv() {
+            eprintln!("POLYC_SKIP_RISCV=1: skipping the RISC-V compile check");
+            return;
+        }
+        panic!(
+            "the real Gemmini header is not at {}: set POLYC_GEMMINI_API to the directory \
+             holding include/gemmini.h (ucb-bar/gemmini-rocc-tests), or POLYC_SKIP_RISCV=1 to \
+             skip this check",
+            api.join("include/gemmini.h").display()
+        );
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let c = dir.path().join("tiled_matmul.c");
+    std::fs::write(&c, SRC).expect("writing the C");
+    let obj = dir.path().join("tiled_matmul.o");
+    let cc = "riscv64-unknown-elf-gcc";
+    let out = Command::new(cc)
+        .args([
+            "--specs=picolibc.specs",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+            "-O2",
+            "-I",
+        ])
+        .arg(&api)
+        .arg("-c")
+        .arg(&c)
+        .arg("-o")
+        .arg(&obj)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            if skip_riscv() {
+                eprintln!("POLYC_SKIP_RISCV=1: skipping the RISC-V compile check ({e})");
+                return;
+            }
+            panic!(
+                "could not run `{cc}` ({e}): install Debian's gcc-riscv64-unknown-elf and \
+                 picolibc-riscv64-unknown-elf (scripts/install-deps), or set POLYC_SKIP_RISCV=1"
+            );
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{cc} failed on the C against the real gemmini.h:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let len = std::fs::metadata(&obj).map(|m| m.len()).unwrap_or(0);
+    assert!(len > 0, "{cc} wrote no object file");
+}
