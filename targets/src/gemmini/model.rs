@@ -81,8 +81,7 @@ pub mod funct {
     pub const HOST_FENCE: u32 = 128;
 }
 
-/// Gemmini's sizes. The element types are those of the default configuration: `elem_t` =
-/// int8, `acc_t` = int32, float scales.
+/// Gemmini's sizes. The element types are the model's type parameter ([`ElemTypes`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GemminiConfig {
     /// The array is DIM × DIM PEs; a scratchpad row holds DIM `elem_t`, an accumulator row
@@ -94,7 +93,7 @@ pub struct GemminiConfig {
     pub sp_bank_rows: usize,
     /// Accumulator rows (`ACC_ROWS`).
     pub acc_rows: usize,
-    /// Accumulator banks (2 in the default configuration; not visible in addresses).
+    /// Accumulator banks (not visible in addresses).
     pub acc_banks: usize,
     /// The widest DMA row in bytes (`MAX_BYTES`): an `mvin` row has at most
     /// `MAX_BYTES / (DIM × element size)` blocks of DIM columns.
@@ -102,8 +101,9 @@ pub struct GemminiConfig {
 }
 
 impl Default for GemminiConfig {
-    /// The default configuration of `gemmini_params.h`: DIM 16, 4 banks × 4096 rows of
-    /// scratchpad, 1024 accumulator rows in 2 banks, `MAX_BYTES` 64.
+    /// The default configuration of `gemmini_params.h` (int8 inputs, int32 accumulator):
+    /// DIM 16, 4 banks × 4096 rows of scratchpad (256 KiB), 1024 accumulator rows (64 KiB)
+    /// in 2 banks, `MAX_BYTES` 64. Use it with [`Int8`].
     fn default() -> Self {
         GemminiConfig {
             dim: 16,
@@ -117,17 +117,171 @@ impl Default for GemminiConfig {
 }
 
 impl GemminiConfig {
+    /// Gemmini's float configuration (`FP32DefaultConfig`: f32 inputs, weights and
+    /// accumulator): a 4 × 4 array, 256 KiB of scratchpad in 4 banks (4096 rows of 4 f32
+    /// each), 64 KiB of accumulator in 1 bank (4096 rows), `MAX_BYTES` 64. Use it with
+    /// [`Fp32`].
+    pub fn fp32() -> Self {
+        GemminiConfig {
+            dim: 4,
+            sp_banks: 4,
+            sp_bank_rows: 4096,
+            acc_rows: 4096,
+            acc_banks: 1,
+            max_bytes: 64,
+        }
+    }
     /// Scratchpad rows in all banks.
     pub fn sp_rows(&self) -> usize {
         self.sp_banks * self.sp_bank_rows
     }
-    /// `MAX_BLOCK_LEN`: blocks of DIM int8 columns in one scratchpad `mvin` row.
-    pub fn max_block_len(&self) -> usize {
-        (self.max_bytes / self.dim).max(1)
+    /// `MAX_BLOCK_LEN` (`elem_bytes` = 1) or `MAX_BLOCK_LEN_ACC` (`elem_bytes` = 4): how
+    /// many blocks of DIM columns one DMA row holds (at least 1).
+    pub fn max_block_len(&self, elem_bytes: usize) -> usize {
+        (self.max_bytes / (self.dim * elem_bytes)).max(1)
     }
-    /// `MAX_BLOCK_LEN_ACC`: blocks of DIM int32 columns in one accumulator `mvin` row.
-    pub fn max_block_len_acc(&self) -> usize {
-        (self.max_bytes / (self.dim * 4)).max(1)
+}
+
+/// The element types of a Gemmini configuration and their arithmetic, as Gemmini's
+/// reference simulator computes them.
+pub trait ElemTypes: Clone + fmt::Debug + Default + 'static {
+    /// `elem_t` (scratchpad, inputs, weights).
+    type Elem: Copy + Default + PartialEq + fmt::Debug;
+    /// `acc_t` (accumulator, PE sums).
+    type Acc: Copy + Default + PartialEq + fmt::Debug;
+    /// `sizeof(elem_t)`.
+    const ELEM_BYTES: usize;
+    /// `sizeof(acc_t)`.
+    const ACC_BYTES: usize;
+    /// Decodes a little-endian `elem_t`.
+    fn elem_from_le(b: &[u8]) -> Self::Elem;
+    /// Encodes a little-endian `elem_t`.
+    fn elem_to_le(e: Self::Elem, out: &mut [u8]);
+    /// Decodes a little-endian `acc_t`.
+    fn acc_from_le(b: &[u8]) -> Self::Acc;
+    /// Encodes a little-endian `acc_t`.
+    fn acc_to_le(a: Self::Acc, out: &mut [u8]);
+    /// `elem_t` → `acc_t` (exact).
+    fn widen(e: Self::Elem) -> Self::Acc;
+    /// `MVIN_SCALE` (into the scratchpad, or into the accumulator from `elem_t`).
+    fn mvin_scale(e: Self::Elem, scale: f32) -> Self::Elem;
+    /// `MVIN_SCALE_ACC` (into the accumulator from `acc_t`).
+    fn mvin_scale_acc(a: Self::Acc, scale: f32) -> Self::Acc;
+    /// `ACC_SCALE` with saturation to `elem_t` (`mvout` from the accumulator).
+    fn acc_scale(a: Self::Acc, scale: f32) -> Self::Elem;
+    /// `ROUNDING_RIGHT_SHIFT` with saturation to `elem_t` (array results into the
+    /// scratchpad).
+    fn sys_shift(a: Self::Acc, shift: u32) -> Self::Elem;
+    /// ReLU.
+    fn relu(e: Self::Elem) -> Self::Elem;
+    /// Accumulating addition.
+    fn add(x: Self::Acc, y: Self::Acc) -> Self::Acc;
+    /// `acc + a × b` (a multiply, then an add).
+    fn mac(acc: Self::Acc, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+/// The default configuration's types: `elem_t` = int8, `acc_t` = int32, float scales.
+/// Integer arithmetic wraps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Int8;
+
+impl ElemTypes for Int8 {
+    type Elem = i8;
+    type Acc = i32;
+    const ELEM_BYTES: usize = 1;
+    const ACC_BYTES: usize = 4;
+    fn elem_from_le(b: &[u8]) -> i8 {
+        b[0] as i8
+    }
+    fn elem_to_le(e: i8, out: &mut [u8]) {
+        out[0] = e as u8;
+    }
+    fn acc_from_le(b: &[u8]) -> i32 {
+        i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+    fn acc_to_le(a: i32, out: &mut [u8]) {
+        out.copy_from_slice(&a.to_le_bytes());
+    }
+    fn widen(e: i8) -> i32 {
+        e as i32
+    }
+    fn mvin_scale(e: i8, scale: f32) -> i8 {
+        mvin_scale(e, scale)
+    }
+    /// The default configuration has no `HAS_MVIN_ACC_SCALE`: int32 loads are not scaled.
+    fn mvin_scale_acc(a: i32, _scale: f32) -> i32 {
+        a
+    }
+    fn acc_scale(a: i32, scale: f32) -> i8 {
+        acc_scale(a, scale)
+    }
+    fn sys_shift(a: i32, shift: u32) -> i8 {
+        sys_shift(a, shift)
+    }
+    fn relu(e: i8) -> i8 {
+        e.max(0)
+    }
+    fn add(x: i32, y: i32) -> i32 {
+        x.wrapping_add(y)
+    }
+    fn mac(acc: i32, a: i32, b: i32) -> i32 {
+        acc.wrapping_add(a.wrapping_mul(b))
+    }
+}
+
+/// The float configuration's types: `elem_t` = `acc_t` = f32, float scales. Scaling is a
+/// plain f32 multiply (no rounding to integers, no saturation), the shift of array
+/// results divides by `2^shift`, and a MAC is an f32 multiply followed by an f32 add (no
+/// fused multiply-add).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fp32;
+
+impl ElemTypes for Fp32 {
+    type Elem = f32;
+    type Acc = f32;
+    const ELEM_BYTES: usize = 4;
+    const ACC_BYTES: usize = 4;
+    fn elem_from_le(b: &[u8]) -> f32 {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+    fn elem_to_le(e: f32, out: &mut [u8]) {
+        out.copy_from_slice(&e.to_le_bytes());
+    }
+    fn acc_from_le(b: &[u8]) -> f32 {
+        Self::elem_from_le(b)
+    }
+    fn acc_to_le(a: f32, out: &mut [u8]) {
+        Self::elem_to_le(a, out)
+    }
+    fn widen(e: f32) -> f32 {
+        e
+    }
+    fn mvin_scale(e: f32, scale: f32) -> f32 {
+        e * scale
+    }
+    fn mvin_scale_acc(a: f32, scale: f32) -> f32 {
+        a * scale
+    }
+    fn acc_scale(a: f32, scale: f32) -> f32 {
+        a * scale
+    }
+    fn sys_shift(a: f32, shift: u32) -> f32 {
+        a / (1u64 << shift) as f32
+    }
+    /// `value > 0 ? value : 0` (NaN and −0 give +0).
+    fn relu(e: f32) -> f32 {
+        if e > 0.0 {
+            e
+        } else {
+            0.0
+        }
+    }
+    fn add(x: f32, y: f32) -> f32 {
+        x + y
+    }
+    fn mac(acc: f32, a: f32, b: f32) -> f32 {
+        let p = a * b;
+        acc + p
     }
 }
 
@@ -1163,14 +1317,15 @@ pub fn rounding_right_shift(x: i32, shift: u32) -> i32 {
     q + (half & (((rest != 0) as i32) | (q & 1)))
 }
 
-/// A Gemmini: state plus counters. See the module documentation for the semantics.
+/// A Gemmini: state plus counters. See the module documentation for the semantics. `T`
+/// gives the element types: [`Int8`] (the default configuration) or [`Fp32`].
 #[derive(Clone, Debug)]
-pub struct Gemmini {
+pub struct Gemmini<T: ElemTypes = Int8> {
     cfg: GemminiConfig,
-    spad: Vec<i8>,
-    acc: Vec<i32>,
+    spad: Vec<T::Elem>,
+    acc: Vec<T::Acc>,
     /// WS: the weights; OS: the partial sums.
-    pe: Vec<i32>,
+    pe: Vec<T::Acc>,
     /// Rows and columns of the weights loaded into the PEs (WS), for counting MACs.
     pe_extent: (usize, usize),
     regs: Registers,
@@ -1179,9 +1334,16 @@ pub struct Gemmini {
     executed: u64,
 }
 
-impl Gemmini {
+impl Gemmini<Int8> {
+    /// An int8 Gemmini in reset state (see [`Gemmini::with_types`]).
+    pub fn new(cfg: GemminiConfig) -> Gemmini<Int8> {
+        Self::with_types(cfg)
+    }
+}
+
+impl<T: ElemTypes> Gemmini<T> {
     /// A Gemmini in reset state: memories zero, registers as documented on [`Registers`].
-    pub fn new(cfg: GemminiConfig) -> Gemmini {
+    pub fn with_types(cfg: GemminiConfig) -> Gemmini<T> {
         let dim = cfg.dim;
         let load = LoadConfig {
             stride: dim as u64,
@@ -1191,9 +1353,9 @@ impl Gemmini {
             pixel_repeats: 1,
         };
         Gemmini {
-            spad: vec![0; cfg.sp_rows() * dim],
-            acc: vec![0; cfg.acc_rows * dim],
-            pe: vec![0; dim * dim],
+            spad: vec![T::Elem::default(); cfg.sp_rows() * dim],
+            acc: vec![T::Acc::default(); cfg.acc_rows * dim],
+            pe: vec![T::Acc::default(); dim * dim],
             pe_extent: (0, 0),
             regs: Registers {
                 dataflow: Dataflow::OutputStationary,
@@ -1244,12 +1406,12 @@ impl Gemmini {
         self.counters = Counters::default();
     }
     /// Scratchpad row `row` (panics when out of range).
-    pub fn spad_row(&self, row: usize) -> &[i8] {
+    pub fn spad_row(&self, row: usize) -> &[T::Elem] {
         let d = self.cfg.dim;
         &self.spad[row * d..(row + 1) * d]
     }
     /// Accumulator row `row` (panics when out of range).
-    pub fn acc_row(&self, row: usize) -> &[i32] {
+    pub fn acc_row(&self, row: usize) -> &[T::Acc] {
         let d = self.cfg.dim;
         &self.acc[row * d..(row + 1) * d]
     }
@@ -1438,11 +1600,15 @@ impl Gemmini {
         let accumulate = local & ACCUMULATE_BIT != 0;
         let base = (local & ROW_MASK) as u64;
         let lc = self.regs.load[id as usize].clone();
-        let elem_bytes = if to_acc && !lc.shrunk { 4 } else { 1 };
-        let max_cols = if to_acc {
-            self.cfg.max_block_len_acc() * dim
+        let elem_bytes = if to_acc && !lc.shrunk {
+            T::ACC_BYTES
         } else {
-            self.cfg.max_block_len() * dim
+            T::ELEM_BYTES
+        };
+        let max_cols = if to_acc {
+            self.cfg.max_block_len(T::ACC_BYTES) * dim
+        } else {
+            self.cfg.max_block_len(T::ELEM_BYTES) * dim
         };
         if local == GARBAGE_ADDR {
             return Err(ModelError::Invalid(
@@ -1476,21 +1642,27 @@ impl Gemmini {
                             lc.pixel_repeats
                         )));
                     }
+                    let bytes = &row_bytes[c * elem_bytes..(c + 1) * elem_bytes];
                     if to_acc {
-                        let v: i32 = if elem_bytes == 4 {
-                            let b = &row_bytes[c * 4..c * 4 + 4];
-                            i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                        let v = if zeros {
+                            T::Acc::default()
+                        } else if lc.shrunk {
+                            T::widen(T::mvin_scale(T::elem_from_le(bytes), lc.scale))
                         } else {
-                            mvin_scale(row_bytes[c] as i8, lc.scale) as i32
+                            T::mvin_scale_acc(T::acc_from_le(bytes), lc.scale)
                         };
                         let i = self.acc_index(trow, tcol, "mvin")?;
                         if accumulate {
-                            self.acc[i] = self.acc[i].wrapping_add(v);
+                            self.acc[i] = T::add(self.acc[i], v);
                         } else {
                             self.acc[i] = v;
                         }
                     } else {
-                        let v = mvin_scale(row_bytes[c] as i8, lc.scale);
+                        let v = if zeros {
+                            T::Elem::default()
+                        } else {
+                            T::mvin_scale(T::elem_from_le(bytes), lc.scale)
+                        };
                         let i = self.spad_index(trow, tcol, "mvin")?;
                         self.spad[i] = v;
                     }
@@ -1536,33 +1708,31 @@ impl Gemmini {
             ));
         }
         let base = (local & MVOUT_ROW_MASK) as u64;
-        let max_cols = if full {
-            self.cfg.max_block_len_acc() * dim
-        } else {
-            self.cfg.max_block_len() * dim
-        };
+        let elem_bytes = if full { T::ACC_BYTES } else { T::ELEM_BYTES };
+        let max_cols = self.cfg.max_block_len(elem_bytes) * dim;
         if cols > max_cols {
             return Err(ModelError::Invalid(format!(
                 "mvout of {cols} columns: at most {max_cols} fit one DMA row ({} bytes)",
                 self.cfg.max_bytes
             )));
         }
-        let elem_bytes = if full { 4 } else { 1 };
         let mut out = vec![0u8; cols * elem_bytes];
         for r in 0..rows {
             for c in 0..cols {
                 let lrow = base + (c / dim * dim) as u64 + r as u64;
                 let lcol = c % dim;
+                let slot = &mut out[c * elem_bytes..(c + 1) * elem_bytes];
                 if from_acc {
                     let v = self.acc[self.acc_index(lrow, lcol, "mvout")?];
                     if full {
-                        out[c * 4..c * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                        T::acc_to_le(v, slot);
                     } else {
-                        let e = self.regs.acc_act.apply(acc_scale(v, self.regs.acc_scale));
-                        out[c] = e as u8;
+                        let e =
+                            activate::<T>(self.regs.acc_act, T::acc_scale(v, self.regs.acc_scale));
+                        T::elem_to_le(e, slot);
                     }
                 } else {
-                    out[c] = self.spad[self.spad_index(lrow, lcol, "mvout")?] as u8;
+                    T::elem_to_le(self.spad[self.spad_index(lrow, lcol, "mvout")?], slot);
                 }
             }
             let a = dram_addr.wrapping_add(r as u64 * self.regs.store_stride);
@@ -1581,14 +1751,14 @@ impl Gemmini {
     }
 
     /// Reads an operand element from the scratchpad: `addr` must be a scratchpad address.
-    fn operand(&self, addr: u32, row: u64, col: usize, what: &str) -> Result<i32, ModelError> {
+    fn operand(&self, addr: u32, row: u64, col: usize, what: &str) -> Result<T::Acc, ModelError> {
         if addr & (ACC_BIT | ACCUMULATE_BIT) != 0 {
             return Err(ModelError::Unsupported(format!(
                 "{what} from the accumulator (address {addr:#x})"
             )));
         }
         let i = self.spad_index(addr as u64 + row, col, what)?;
-        Ok(self.spad[i] as i32)
+        Ok(T::widen(self.spad[i]))
     }
 
     fn compute(
@@ -1626,7 +1796,7 @@ impl Gemmini {
                     self.pe[i * dim + j] = if p.bd != GARBAGE_ADDR && i < pr && j < pc {
                         self.operand(p.bd, r as u64, c, "preload")?
                     } else {
-                        0
+                        T::Acc::default()
                     };
                 }
             }
@@ -1637,7 +1807,7 @@ impl Gemmini {
             };
         }
         // A, padded with zeros.
-        let mut am = vec![0i32; dim * dim];
+        let mut am = vec![T::Acc::default(); dim * dim];
         if a != GARBAGE_ADDR {
             for i in 0..a_rows {
                 for k in 0..a_cols {
@@ -1651,7 +1821,7 @@ impl Gemmini {
             }
         }
         // BD, padded with zeros (WS: D as given; OS: B, transposed when configured).
-        let mut bdm = vec![0i32; dim * dim];
+        let mut bdm = vec![T::Acc::default(); dim * dim];
         if bd != GARBAGE_ADDR {
             let transpose = !ws && self.regs.b_transpose;
             for i in 0..bd_rows {
@@ -1662,14 +1832,14 @@ impl Gemmini {
             }
         }
         let a_eff_rows = if a == GARBAGE_ADDR { 0 } else { a_rows };
-        let mut results = vec![0i32; dim * dim];
+        let mut results = vec![T::Acc::default(); dim * dim];
         if ws {
             // results = D + A · W
             for i in 0..dim {
                 for j in 0..dim {
                     let mut s = bdm[i * dim + j];
                     for k in 0..dim {
-                        s = s.wrapping_add(am[i * dim + k].wrapping_mul(self.pe[k * dim + j]));
+                        s = T::mac(s, am[i * dim + k], self.pe[k * dim + j]);
                     }
                     results[i * dim + j] = s;
                 }
@@ -1682,7 +1852,7 @@ impl Gemmini {
                 for j in 0..dim {
                     let mut s = self.pe[i * dim + j];
                     for k in 0..dim {
-                        s = s.wrapping_add(am[i * dim + k].wrapping_mul(bdm[k * dim + j]));
+                        s = T::mac(s, am[i * dim + k], bdm[k * dim + j]);
                     }
                     self.pe[i * dim + j] = s;
                 }
@@ -1711,13 +1881,13 @@ impl Gemmini {
                     if to_acc {
                         let x = self.acc_index(row, j, "compute output")?;
                         self.acc[x] = if accumulate {
-                            self.acc[x].wrapping_add(v)
+                            T::add(self.acc[x], v)
                         } else {
                             v
                         };
                     } else {
                         let shift = if ws { 0 } else { self.regs.sys_shift };
-                        let e = self.regs.sys_act.apply(sys_shift(v, shift));
+                        let e = activate::<T>(self.regs.sys_act, T::sys_shift(v, shift));
                         let x = self.spad_index(row, j, "compute output")?;
                         self.spad[x] = e;
                     }
@@ -1730,5 +1900,13 @@ impl Gemmini {
             }
         }
         Ok(())
+    }
+}
+
+/// Applies an activation to an `elem_t`.
+fn activate<T: ElemTypes>(act: Activation, e: T::Elem) -> T::Elem {
+    match act {
+        Activation::None => e,
+        Activation::Relu => T::relu(e),
     }
 }
