@@ -672,3 +672,169 @@ fn refusals_name_the_problem() {
     // Nothing was counted for refused instructions.
     assert_eq!(g.counters().total_insns(), 0);
 }
+
+// ---- The float configuration ---------------------------------------------------------
+
+fn put_f32(mem: &mut FlatMemory, off: usize, v: &[f32]) {
+    for (i, x) in v.iter().enumerate() {
+        mem.bytes[off + 4 * i..off + 4 * i + 4].copy_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn get_f32(mem: &FlatMemory, off: usize, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            let b = &mem.bytes[off + 4 * i..off + 4 * i + 4];
+            f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        })
+        .collect()
+}
+
+/// Quarter steps in [−4, 4): sums of products are exact in f32 whatever the order.
+fn fdata(n: usize, seed: u64) -> Vec<f32> {
+    data(n, seed)
+        .iter()
+        .map(|&x| (x / 8) as f32 / 4.0)
+        .collect()
+}
+
+#[test]
+fn fp32_tiled_matmul_ws_and_os() {
+    let (m, k, n) = (10usize, 7usize, 9usize);
+    let cfg = GemminiConfig::fp32();
+    let d = cfg.dim;
+    assert_eq!(d, 4);
+    let a = fdata(m * k, 41);
+    let b = fdata(k * n, 42);
+    let mut want = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..k)
+                .map(|p| a[i * k + p] as f64 * b[p * n + j] as f64)
+                .sum();
+            want[i * n + j] = ((s * 0.5) as f32).max(0.0);
+        }
+    }
+    for df in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
+        let mut mem = FlatMemory::zeroed(0x10000);
+        put_f32(&mut mem, A_OFF, &a);
+        put_f32(&mut mem, B_OFF, &b);
+        let mut prog = vec![
+            Insn::config_ex(df, Activation::None, 0),
+            Insn::config_ld((k * 4) as u64, 1.0, d),
+            Insn::ConfigLd {
+                stride: (n * 4) as u64,
+                scale: 1.0,
+                shrunk: false,
+                block_stride: d as u16,
+                pixel_repeats: 1,
+                id: 1,
+            },
+            Insn::config_st((n * 4) as u32, Activation::Relu, 0.5),
+        ];
+        let kt = k.div_ceil(d);
+        for i0 in (0..m).step_by(d) {
+            for j0 in (0..n).step_by(d) {
+                let rows = (m - i0).min(d) as u16;
+                let cols = (n - j0).min(d) as u16;
+                for (t, k0) in (0..k).step_by(d).enumerate() {
+                    let kk = (k - k0).min(d) as u16;
+                    let a_sp = (2 * t * d) as u32;
+                    let b_sp = a_sp + d as u32;
+                    prog.push(Insn::mvin(
+                        mem.addr(A_OFF + 4 * (i0 * k + k0)),
+                        a_sp,
+                        kk,
+                        rows,
+                    ));
+                    prog.push(Insn::Mvin {
+                        id: 1,
+                        dram_addr: mem.addr(B_OFF + 4 * (k0 * n + j0)),
+                        local: b_sp,
+                        cols,
+                        rows: kk,
+                    });
+                    let dd = d as u16;
+                    if df == Dataflow::WeightStationary {
+                        let c = if t == 0 {
+                            ACC_BIT
+                        } else {
+                            ACC_BIT | ACCUMULATE_BIT
+                        };
+                        prog.push(Insn::preload(b_sp, c, cols, kk, cols, rows));
+                        prog.push(Insn::compute_preloaded(
+                            a_sp,
+                            GARBAGE_ADDR,
+                            kk,
+                            rows,
+                            dd,
+                            dd,
+                        ));
+                    } else {
+                        let c = if t + 1 == kt { ACC_BIT } else { GARBAGE_ADDR };
+                        prog.push(Insn::preload(GARBAGE_ADDR, c, dd, dd, cols, rows));
+                        prog.push(Insn::Compute {
+                            preloaded: t == 0,
+                            a: a_sp,
+                            bd: b_sp,
+                            a_cols: kk,
+                            a_rows: rows,
+                            bd_cols: cols,
+                            bd_rows: kk,
+                        });
+                    }
+                }
+                prog.push(Insn::mvout(
+                    mem.addr(C_OFF + 4 * (i0 * n + j0)),
+                    ACC_BIT,
+                    cols,
+                    rows,
+                ));
+            }
+        }
+        let mut g: Gemmini<Fp32> = Gemmini::with_types(cfg.clone());
+        g.run(&prog, &mut mem).expect("runs");
+        assert_eq!(get_f32(&mem, C_OFF, m * n), want, "{df:?}");
+        assert_eq!(g.counters().macs, (m * n * k) as u64);
+        assert_eq!(g.counters().acc_to_dram_bytes, (4 * m * n) as u64);
+        assert_eq!(g.counters().array_macs, 64 * 3 * 3 * 2);
+    }
+}
+
+#[test]
+fn fp32_scaling_does_not_round_or_saturate() {
+    let cfg = GemminiConfig::fp32();
+    let mut mem = FlatMemory::zeroed(0x1000);
+    let v = [1000.0f32, -3.3, 0.1, -0.0];
+    put_f32(&mut mem, 0, &v);
+    let mut g: Gemmini<Fp32> = Gemmini::with_types(cfg);
+    let prog = vec![
+        Insn::config_ld(16, 3.0, 4),
+        Insn::mvin(mem.addr(0), 5, 4, 1),
+        Insn::mvout(mem.addr(0x100), 5, 4, 1),
+        Insn::mvin(mem.addr(0), ACC_BIT | 9, 4, 1),
+        Insn::config_st(16, Activation::Relu, 0.25),
+        Insn::mvout(mem.addr(0x200), ACC_BIT | 9, 4, 1),
+        Insn::mvout(mem.addr(0x300), ACC_BIT | FULL_ACC_BIT | 9, 4, 1),
+    ];
+    g.run(&prog, &mut mem).expect("runs");
+    let scaled: Vec<f32> = v.iter().map(|x| x * 3.0).collect();
+    assert_eq!(get_f32(&mem, 0x100, 4), scaled);
+    // HAS_MVIN_ACC_SCALE: float loads into the accumulator are scaled too.
+    assert_eq!(get_f32(&mem, 0x300, 4), scaled);
+    let out: Vec<f32> = scaled
+        .iter()
+        .map(|x| if x * 0.25 > 0.0 { x * 0.25 } else { 0.0 })
+        .collect();
+    assert_eq!(get_f32(&mem, 0x200, 4), out);
+    assert_eq!(get_f32(&mem, 0x200, 1)[0], 750.0);
+    // A DMA row holds 64 bytes: 16 f32.
+    let e = g
+        .execute(&Insn::mvin(mem.addr(0), 0, 17, 1), &mut mem)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("mvin of 17 columns: at most 16 fit one DMA row (64 bytes)"),
+        "{e}"
+    );
+}
