@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use targets::gemmini::host::{compile_host, HostCcOptions};
-use targets::gemmini::model::{Counters, Gemmini, GemminiConfig};
+use targets::gemmini::model::{Counters, Fp32, Gemmini, GemminiConfig};
 
 const SRC: &str = include_str!("gemmini/tiled_matmul.c");
 
@@ -147,6 +147,73 @@ fn host_run_reports_model_errors() {
         err.to_string()
             .starts_with("the Gemmini host library has no entry `missing`"),
         "{err}"
+    );
+}
+
+#[test]
+fn same_c_runs_on_the_float_configuration() {
+    // The C is written with elem_t and sizeof(elem_t): with -DPOLYC_GEMMINI_FP32 it is a
+    // float matmul on a 4×4 array.
+    let opts = HostCcOptions {
+        extra_flags: vec![
+            "-DPOLYC_GEMMINI_FP32".into(),
+            "-Wall".into(),
+            "-Werror".into(),
+        ],
+        ..HostCcOptions::default()
+    };
+    let mut kernel = compile_host(SRC, &opts).expect("the C builds against the fp32 header");
+    for (m, n, k, relu, df) in [(10usize, 9usize, 7usize, true, 1i64), (5, 6, 11, false, 0)] {
+        // Quarter steps: every sum is exact in f32, whatever the order.
+        let mut a: Vec<f32> = data(m * k, 71)
+            .iter()
+            .map(|&x| (x / 8) as f32 / 4.0)
+            .collect();
+        let mut b: Vec<f32> = data(k * n, 72)
+            .iter()
+            .map(|&x| (x / 8) as f32 / 4.0)
+            .collect();
+        let mut c = vec![f32::NAN; m * n];
+        let mut params: [i64; 5] = [m as i64, n as i64, k as i64, relu as i64, df];
+        let mut scale: f32 = 0.5;
+        let mut args: Vec<*mut c_void> = vec![
+            a.as_mut_ptr() as *mut c_void,
+            b.as_mut_ptr() as *mut c_void,
+            c.as_mut_ptr() as *mut c_void,
+            params.as_mut_ptr() as *mut c_void,
+            &mut scale as *mut f32 as *mut c_void,
+        ];
+        let mut model: Gemmini<Fp32> = Gemmini::with_types(GemminiConfig::fp32());
+        // SAFETY: the entry reads A and B and writes C within the sizes in `params`.
+        let run = unsafe { kernel.run("polyc_gemmini_test", &mut args, &mut model) }
+            .expect("the model runs the kernel");
+        assert_eq!(run.status, 0);
+        let want: Vec<f32> = (0..m * n)
+            .map(|x| {
+                let (i, j) = (x / n, x % n);
+                let s: f64 = (0..k)
+                    .map(|p| a[i * k + p] as f64 * b[p * n + j] as f64)
+                    .sum();
+                let v = (s * 0.5) as f32;
+                if relu && v <= 0.0 {
+                    0.0
+                } else {
+                    v
+                }
+            })
+            .collect();
+        assert_eq!(c, want, "M={m} N={n} K={k}");
+        assert_eq!(run.counters.macs, (m * n * k) as u64);
+        assert_eq!(run.counters.acc_to_dram_bytes, (4 * m * n) as u64);
+    }
+    // An fp32 library on an int8 model is refused.
+    let mut model = Gemmini::new(GemminiConfig::default());
+    // SAFETY: the call is refused before the entry runs.
+    let err = unsafe { kernel.run("polyc_gemmini_test", &mut [], &mut model) }.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the host header was built for DIM = 4 and 4-byte elements but the model has DIM = 16 \
+         and 1-byte elements"
     );
 }
 

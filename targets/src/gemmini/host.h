@@ -17,7 +17,8 @@
  * them on its functional model of Gemmini. DRAM addresses are host pointers.
  * `gemmini_fence()` is reported with funct 128 (on the chip it is the core's `fence`).
  *
- * Provided: the types and constants of the default configuration, the mvin/mvout,
+ * Provided: the types and constants of the default configuration (or, with
+ * -DPOLYC_GEMMINI_FP32, of Gemmini's float configuration), the mvin/mvout,
  * preload, compute, config_ex/config_ld/config_st families, gemmini_flush and
  * gemmini_fence. Not provided (using them does not compile): the hardware loops
  * (gemmini_loop_ws, gemmini_loop_conv_ws), tiled_matmul_* / tiled_conv_*, config_norm
@@ -33,7 +34,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- The default configuration ---------------------------------------------------- */
+/* ---- The configuration ---------------------------------------------------------------
+ * Default: gemmini_params.h's (int8 inputs, int32 accumulator, DIM 16).
+ * With -DPOLYC_GEMMINI_FP32: Gemmini's float configuration (f32 everywhere, DIM 4). */
+
+#ifdef POLYC_GEMMINI_FP32
+
+#define DIM 4
+#define ADDR_LEN 32
+#define BANK_NUM 4
+#define BANK_ROWS 4096
+#define ACC_ROWS 4096
+#define MAX_BYTES 64
+#define MAX_BLOCK_LEN (MAX_BYTES / (DIM * 4))
+#define MAX_BLOCK_LEN_ACC (MAX_BYTES / (DIM * 4))
+
+typedef float elem_t;
+typedef float acc_t;
+typedef double full_t;
+typedef uint32_t elem_t_bits;
+typedef uint32_t acc_t_bits;
+typedef float scale_t;
+typedef uint32_t scale_t_bits;
+typedef float scale_acc_t;
+typedef uint32_t scale_acc_t_bits;
+typedef float acc_scale_t;
+typedef uint32_t acc_scale_t_bits;
+
+__attribute__((unused)) static const elem_t elem_t_max = 3.4028235E38f;
+__attribute__((unused)) static const elem_t elem_t_min = -3.4028235E38f;
+
+#define ELEM_T_IS_FLOAT
+#define HAS_MVIN_SCALE
+#define HAS_MVIN_ACC_SCALE
+#define ACC_SCALE_T_IS_FLOAT
+#define MVIN_SCALE_IDENTITY 1.0
+#define ACC_SCALE_IDENTITY 1.0
+
+#else
 
 #define DIM 16
 #define ADDR_LEN 32
@@ -61,6 +99,8 @@ __attribute__((unused)) static const elem_t elem_t_min = -128;
 #define ACC_SCALE_T_IS_FLOAT
 #define MVIN_SCALE_IDENTITY 1.0
 #define ACC_SCALE_IDENTITY 1.0
+
+#endif
 
 #define row_align(blocks) __attribute__((aligned((blocks) * DIM * sizeof(elem_t))))
 #define row_align_acc(blocks) __attribute__((aligned((blocks) * DIM * sizeof(acc_t))))
@@ -94,8 +134,11 @@ typedef void (*polyc_gemmini_dispatch_fn)(void *ctx, uint32_t funct, uint64_t rs
  * including this header share one definition). */
 __attribute__((weak, visibility("default"))) polyc_gemmini_dispatch_fn polyc_gemmini_dispatch = 0;
 __attribute__((weak, visibility("default"))) void *polyc_gemmini_ctx = 0;
-/* The DIM this header was written for; the runner checks it against its model. */
+/* The DIM and element size this header was built for; the runner checks them against its
+ * model. */
 __attribute__((weak, visibility("default"))) const uint32_t polyc_gemmini_host_dim = DIM;
+__attribute__((weak, visibility("default"))) const uint32_t polyc_gemmini_host_elem_bytes =
+    sizeof(elem_t);
 
 static inline void polyc_gemmini_insn(uint32_t funct, uint64_t rs1, uint64_t rs2) {
     if (polyc_gemmini_dispatch == 0) {

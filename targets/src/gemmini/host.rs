@@ -18,7 +18,7 @@ use std::process::Command;
 
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
-use super::model::{Counters, Gemmini, HostMemory, ModelError};
+use super::model::{Counters, ElemTypes, Gemmini, HostMemory, ModelError};
 
 /// The host header's text.
 pub const HOST_H: &str = include_str!("host.h");
@@ -26,6 +26,10 @@ pub const HOST_H: &str = include_str!("host.h");
 pub const HOST_H_NAME: &str = "polyc_gemmini_host.h";
 /// The macro that selects the host header in C meant for both paths.
 pub const HOST_DEFINE: &str = "POLYC_GEMMINI_HOST";
+/// The macro that switches the host header to Gemmini's float configuration (pass
+/// `-DPOLYC_GEMMINI_FP32` in [`HostCcOptions::extra_flags`], and run on a
+/// `Gemmini<Fp32>` with [`GemminiConfig::fp32`](super::model::GemminiConfig::fp32)).
+pub const FP32_DEFINE: &str = "POLYC_GEMMINI_FP32";
 
 /// How the C compiler runs.
 #[derive(Clone, Debug, Default)]
@@ -129,8 +133,8 @@ pub fn compile_host(c_src: &str, opts: &HostCcOptions) -> Result<HostKernel> {
 }
 
 /// The model and memory one run dispatches to.
-struct Ctx<'a> {
-    model: &'a mut Gemmini,
+struct Ctx<'a, T: ElemTypes> {
+    model: &'a mut Gemmini<T>,
     mem: HostMemory,
     error: Option<ModelError>,
 }
@@ -140,9 +144,9 @@ type DispatchFn = unsafe extern "C" fn(*mut c_void, u32, u64, u64);
 /// Called by the host header's macros: executes one instruction on the model. After an
 /// error, the following instructions are ignored (the error is reported when the call
 /// returns).
-unsafe extern "C" fn dispatch(ctx: *mut c_void, funct: u32, rs1: u64, rs2: u64) {
-    // SAFETY: `ctx` is the `Ctx` that `HostKernel::run` installed for this call.
-    let ctx = unsafe { &mut *(ctx as *mut Ctx<'_>) };
+unsafe extern "C" fn dispatch<T: ElemTypes>(ctx: *mut c_void, funct: u32, rs1: u64, rs2: u64) {
+    // SAFETY: `ctx` is the `Ctx<T>` that `HostKernel::run` installed for this call.
+    let ctx = unsafe { &mut *(ctx as *mut Ctx<'_, T>) };
     if ctx.error.is_some() {
         return;
     }
@@ -180,11 +184,11 @@ impl HostKernel {
     /// `args` must be what the entry expects, and every DRAM address the kernel's
     /// instructions carry must be valid host memory for the bytes they move (see
     /// [`HostMemory::new`]).
-    pub unsafe fn run(
+    pub unsafe fn run<T: ElemTypes>(
         &mut self,
         entry: &str,
         args: &mut [*mut c_void],
-        model: &mut Gemmini,
+        model: &mut Gemmini<T>,
     ) -> Result<HostRun> {
         let missing = |what: &str, e: libloading::Error| {
             miette!(
@@ -193,7 +197,7 @@ impl HostKernel {
             )
         };
         // SAFETY: the symbols are the header's globals, with the header's types.
-        let (disp, ctxp, dim) = unsafe {
+        let (disp, ctxp, dim, elem_bytes) = unsafe {
             let disp: libloading::Symbol<*mut Option<DispatchFn>> = self
                 .lib
                 .get(b"polyc_gemmini_dispatch")
@@ -206,12 +210,19 @@ impl HostKernel {
                 .lib
                 .get(b"polyc_gemmini_host_dim")
                 .map_err(|e| missing("polyc_gemmini_host_dim", e))?;
-            (*disp, *ctxp, **dim)
+            let elem_bytes: libloading::Symbol<*const u32> = self
+                .lib
+                .get(b"polyc_gemmini_host_elem_bytes")
+                .map_err(|e| missing("polyc_gemmini_host_elem_bytes", e))?;
+            (*disp, *ctxp, **dim, **elem_bytes)
         };
-        if dim as usize != model.config().dim {
+        if dim as usize != model.config().dim || elem_bytes as usize != T::ELEM_BYTES {
             return Err(miette!(
-                "the host header is written for DIM = {dim} but the model has DIM = {}",
-                model.config().dim
+                help = format!("build with -D{FP32_DEFINE} for a float model, without for int8"),
+                "the host header was built for DIM = {dim} and {elem_bytes}-byte elements but \
+                 the model has DIM = {} and {}-byte elements",
+                model.config().dim,
+                T::ELEM_BYTES
             ));
         }
         // SAFETY: the signature is the one `run` documents.
@@ -229,8 +240,8 @@ impl HostKernel {
         // SAFETY: the globals are only used during the call below, from this thread; they
         // are reset before `ctx` goes out of scope.
         let status = unsafe {
-            *disp = Some(dispatch);
-            *ctxp = &mut ctx as *mut Ctx<'_> as *mut c_void;
+            *disp = Some(dispatch::<T>);
+            *ctxp = &mut ctx as *mut Ctx<'_, T> as *mut c_void;
             let status = f(args.as_mut_ptr());
             *disp = None;
             *ctxp = std::ptr::null_mut();
