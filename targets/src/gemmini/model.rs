@@ -30,11 +30,28 @@
 //!   Operand rows and columns beyond the instruction's `rows`/`cols` read as zeros.
 //! - Integer arithmetic wraps (two's complement), like the int32 datapath.
 //!
+//! The model is generic over the element types ([`ElemTypes`]): [`Int8`] is the default
+//! configuration described above ([`GemminiConfig::default`]); [`Fp32`] is Gemmini's float
+//! configuration ([`GemminiConfig::fp32`]: f32 everywhere, scales are plain multiplies,
+//! no rounding or saturation, accumulator loads scaled too since it has
+//! `HAS_MVIN_ACC_SCALE`, the array's shift divides by `2^shift`).
+//!
 //! What is not modelled, and is refused with [`ModelError::Unsupported`]: the hardware loop
 //! FSMs (`gemmini_loop_ws`, `gemmini_loop_conv_ws`), pooling on `mvout`, the LayerNorm,
 //! IGELU and Softmax activations (`config_norm`), preloads from the accumulator, and the
 //! performance counters. Timing is not modelled: instructions complete in order, so
 //! `fence` only counts.
+//!
+//! Where the reference simulator crashes or is silent, the model chooses and documents:
+//! operands read by the array (A, B, D, the preloaded operand) must be scratchpad
+//! addresses ([`ModelError::Unsupported`] otherwise); row and column counts above DIM on
+//! `preload`/`compute`, and `mvin`/`mvout` rows wider than `MAX_BYTES`, are
+//! [`ModelError::Invalid`]; a local row outside the scratchpad or accumulator is
+//! [`ModelError::Invalid`]. The C address of a `preload` stays in force until the next
+//! `preload`, so a compute with no `preload` before it writes to the same C again (as the
+//! simulator does). A `config_ld` scale of 0.0 is 0.0 (some simulator versions read the
+//! all-zero bits as 1.0; the macros always pass a scale, 1.0 by default). The
+//! registers' reset values are documented on [`Registers`].
 //!
 //! The model counts what it executes in [`Counters`]: instructions by kind, rows and bytes
 //! moved between DRAM and the scratchpad or accumulator, rows written by the array, and
