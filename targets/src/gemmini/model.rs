@@ -728,8 +728,8 @@ impl Insn {
     }
 
     /// Decodes a RoCC instruction as Gemmini's reference simulator does. Instructions this
-    /// model does not cover are [`ModelError::Unsupported`]; encodings the simulator
-    /// rejects (by assertion) are [`ModelError::Invalid`].
+    /// model does not cover are [`ModelError::Unsupported`]; unknown instructions are
+    /// [`ModelError::Invalid`]. Operand values are checked when the instruction executes.
     pub fn decode(funct: u32, rs1: u64, rs2: u64) -> Result<Insn, ModelError> {
         let addr = |r: u64| r as u32;
         let cols = |r: u64| (r >> 32) as u16;
@@ -744,30 +744,9 @@ impl Insn {
                     };
                     let activation = Activation::decode((rs1 >> 3) & 3, "config_ex")?;
                     let sys_shift = rs2 as u32;
-                    if sys_shift >= 32 {
-                        return Err(ModelError::Invalid(format!(
-                            "config_ex: sys_shift {sys_shift} is not below 32"
-                        )));
-                    }
                     let a_transpose = (rs1 >> 8) & 1 == 1;
                     let b_transpose = (rs1 >> 9) & 1 == 1;
                     let set_only_strides = (rs1 >> 7) & 1 == 1;
-                    if !set_only_strides {
-                        match dataflow {
-                            Dataflow::OutputStationary if !a_transpose && b_transpose => {
-                                return Err(ModelError::Invalid(
-                                    "config_ex: OS does not support transposing B alone".into(),
-                                ))
-                            }
-                            Dataflow::WeightStationary if a_transpose && b_transpose => {
-                                return Err(ModelError::Invalid(
-                                    "config_ex: WS does not support transposing both A and B"
-                                        .into(),
-                                ))
-                            }
-                            _ => {}
-                        }
-                    }
                     Ok(Insn::ConfigEx {
                         dataflow,
                         activation,
@@ -1349,6 +1328,7 @@ pub struct Gemmini<T: ElemTypes = Int8> {
     preload: PreloadState,
     counters: Counters,
     executed: u64,
+    trace: Option<Vec<Insn>>,
 }
 
 impl Gemmini<Int8> {
@@ -1398,6 +1378,7 @@ impl<T: ElemTypes> Gemmini<T> {
             },
             counters: Counters::default(),
             executed: 0,
+            trace: None,
             cfg,
         }
     }
@@ -1421,6 +1402,15 @@ impl<T: ElemTypes> Gemmini<T> {
     /// Zeroes the counters.
     pub fn reset_counters(&mut self) {
         self.counters = Counters::default();
+    }
+    /// Starts (`true`, with an empty trace) or stops (`false`, dropping it) recording the
+    /// instructions that execute successfully.
+    pub fn record_trace(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+    /// The recorded instructions (empty when not recording).
+    pub fn trace(&self) -> &[Insn] {
+        self.trace.as_deref().unwrap_or(&[])
     }
     /// Scratchpad row `row` (panics when out of range).
     pub fn spad_row(&self, row: usize) -> &[T::Elem] {
@@ -1460,6 +1450,9 @@ impl<T: ElemTypes> Gemmini<T> {
         match r {
             Ok(()) => {
                 self.counters.bump(insn.kind());
+                if let Some(t) = &mut self.trace {
+                    t.push(insn.clone());
+                }
                 Ok(())
             }
             Err(e) => Err(ModelError::At {
@@ -1490,10 +1483,23 @@ impl<T: ElemTypes> Gemmini<T> {
             } => {
                 if sys_shift >= 32 {
                     return Err(ModelError::Invalid(format!(
-                        "sys_shift {sys_shift} is not below 32"
+                        "config_ex: sys_shift {sys_shift} is not below 32"
                     )));
                 }
                 if !set_only_strides {
+                    match dataflow {
+                        Dataflow::OutputStationary if !a_transpose && b_transpose => {
+                            return Err(ModelError::Invalid(
+                                "config_ex: OS does not support transposing B alone".into(),
+                            ))
+                        }
+                        Dataflow::WeightStationary if a_transpose && b_transpose => {
+                            return Err(ModelError::Invalid(
+                                "config_ex: WS does not support transposing both A and B".into(),
+                            ))
+                        }
+                        _ => {}
+                    }
                     self.regs.dataflow = dataflow;
                     self.regs.sys_act = activation;
                     self.regs.sys_shift = sys_shift;

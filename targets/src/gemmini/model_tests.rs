@@ -112,7 +112,9 @@ fn single_block(dataflow: Dataflow) -> (Gemmini, FlatMemory, Vec<i32>) {
         Insn::Fence,
     ];
     let mut g = model();
+    g.record_trace(true);
     g.run(&prog, &mut mem).expect("runs");
+    assert_eq!(g.trace(), &prog[..]);
     (g, mem, matmul(&a, &b, 16, 16, 16))
 }
 
@@ -835,6 +837,58 @@ fn fp32_scaling_does_not_round_or_saturate() {
     assert!(
         e.to_string()
             .ends_with("mvin of 17 columns: at most 16 fit one DMA row (64 bytes)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn transposed_b_in_ws_and_both_in_os() {
+    let a = data(256, 23);
+    let b = data(256, 24);
+    let t = |m: &[i8]| -> Vec<i8> { (0..256).map(|x| m[(x % 16) * 16 + x / 16]).collect() };
+    let ab = matmul(&a, &b, 16, 16, 16);
+    let mut mem = FlatMemory::zeroed(0x4000);
+    put_i8(&mut mem, A_OFF, &a);
+    put_i8(&mut mem, A_OFF + 0x100, &t(&a));
+    put_i8(&mut mem, B_OFF, &t(&b));
+    let cfg = |df, a_transpose, b_transpose| Insn::ConfigEx {
+        dataflow: df,
+        activation: Activation::None,
+        sys_shift: 0,
+        sys_acc_scale: 1.0,
+        c_stride: 1,
+        a_stride: 1,
+        a_transpose,
+        b_transpose,
+        set_only_strides: false,
+    };
+    let mut g = model();
+    let prog = vec![
+        Insn::config_ld(16, 1.0, 16),
+        Insn::mvin(mem.addr(A_OFF), 0, 16, 16),
+        Insn::mvin(mem.addr(A_OFF + 0x100), 32, 16, 16),
+        Insn::mvin(mem.addr(B_OFF), 16, 16, 16),
+        // WS, B stored transposed.
+        cfg(Dataflow::WeightStationary, false, true),
+        Insn::preload(16, ACC_BIT, 16, 16, 16, 16),
+        Insn::compute_preloaded(0, GARBAGE_ADDR, 16, 16, 16, 16),
+        // OS, A and B stored transposed.
+        cfg(Dataflow::OutputStationary, true, true),
+        Insn::preload(GARBAGE_ADDR, ACC_BIT | 16, 16, 16, 16, 16),
+        Insn::compute_preloaded(32, 16, 16, 16, 16, 16),
+    ];
+    g.run(&prog, &mut mem).expect("runs");
+    for r in 0..16 {
+        assert_eq!(g.acc_row(r), &ab[r * 16..r * 16 + 16], "WS row {r}");
+        assert_eq!(g.acc_row(16 + r), &ab[r * 16..r * 16 + 16], "OS row {r}");
+    }
+    // The combinations the simulator rejects.
+    let e = g
+        .execute(&cfg(Dataflow::OutputStationary, false, true), &mut mem)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("OS does not support transposing B alone"),
         "{e}"
     );
 }
