@@ -1628,11 +1628,8 @@ impl<T: ElemTypes> Gemmini<T> {
         } else {
             T::ELEM_BYTES
         };
-        let max_cols = if to_acc {
-            self.cfg.max_block_len(T::ACC_BYTES) * dim
-        } else {
-            self.cfg.max_block_len(T::ELEM_BYTES) * dim
-        };
+        // The DMA moves at most MAX_BYTES of DRAM elements per row.
+        let max_cols = self.cfg.max_block_len(elem_bytes) * dim;
         if local == GARBAGE_ADDR {
             return Err(ModelError::Invalid(
                 "mvin into GARBAGE_ADDR (no destination)".into(),

@@ -892,3 +892,34 @@ fn transposed_b_in_ws_and_both_in_os() {
         "{e}"
     );
 }
+
+#[test]
+fn shrunk_mvin_into_the_accumulator() {
+    // config_ld's `shrunk`: int8 DRAM elements, scaled, widened into the accumulator; a
+    // DMA row then holds 64 of them (4 blocks, one accumulator row each).
+    let v = data(64, 51);
+    let mut mem = FlatMemory::zeroed(0x100);
+    put_i8(&mut mem, 0, &v);
+    let mut g = model();
+    let prog = vec![
+        Insn::ConfigLd {
+            stride: 64,
+            scale: 2.0,
+            shrunk: true,
+            block_stride: 16,
+            pixel_repeats: 1,
+            id: 0,
+        },
+        Insn::mvin(mem.addr(0), ACC_BIT | 100, 64, 1),
+    ];
+    g.run(&prog, &mut mem).expect("runs");
+    for blk in 0..4 {
+        let want: Vec<i32> = v[blk * 16..blk * 16 + 16]
+            .iter()
+            .map(|&x| (2 * x as i32).clamp(-128, 127))
+            .collect();
+        assert_eq!(g.acc_row(100 + 16 * blk), &want[..], "block {blk}");
+    }
+    let c = g.counters();
+    assert_eq!((c.dram_to_acc_rows, c.dram_to_acc_bytes), (4, 64));
+}
