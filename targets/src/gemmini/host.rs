@@ -4,7 +4,7 @@
 //! (macros, types, constants of the default configuration). Its instruction macros pass
 //! the RoCC operands (the same bits the real macros give the instruction) to a function
 //! pointer, `polyc_gemmini_dispatch`, which [`HostKernel::run`] points at a
-//! [`Gemmini`](super::model::Gemmini) model for the duration of a call.
+//! [`Gemmini`] model for the duration of a call.
 //!
 //! The C source picks the header with `#ifdef POLYC_GEMMINI_HOST` (see
 //! [`HOST_H_NAME`]); [`compile_host`] defines that macro and puts the header on the include
@@ -36,8 +36,8 @@ pub const FP32_DEFINE: &str = "POLYC_GEMMINI_FP32";
 pub struct HostCcOptions {
     /// The compiler; `None` means `$CC`, or `cc` when `CC` is unset.
     pub compiler: Option<String>,
-    /// Flags after the default ones (`-O2 -shared -fPIC -fwrapv -D POLYC_GEMMINI_HOST -I
-    /// <dir of the header>`).
+    /// Flags after the default ones: `-O2 -shared -fPIC -fwrapv -DPOLYC_GEMMINI_HOST` and
+    /// `-I` with the directory of the header.
     pub extra_flags: Vec<String>,
 }
 
