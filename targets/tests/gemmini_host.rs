@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use targets::gemmini::host::{compile_host, HostCcOptions};
-use targets::gemmini::model::{Counters, Fp32, Gemmini, GemminiConfig};
+use targets::gemmini::model::{
+    Activation, Counters, Dataflow, Fp32, Gemmini, GemminiConfig, Insn, ACCUMULATE_BIT, ACC_BIT,
+    FULL_ACC_BIT, GARBAGE_ADDR,
+};
 
 const SRC: &str = include_str!("gemmini/tiled_matmul.c");
 
@@ -215,6 +218,110 @@ fn same_c_runs_on_the_float_configuration() {
         "the host header was built for DIM = 4 and 4-byte elements but the model has DIM = 16 \
          and 1-byte elements"
     );
+}
+
+#[test]
+fn every_macro_form_decodes_to_its_instruction() {
+    // Each macro of the host header, with the instruction the model decodes from its bits.
+    let src = r#"#include "polyc_gemmini_host.h"
+int all(void **args) {
+    elem_t *p = (elem_t *)args[0];
+    gemmini_config_ex(WEIGHT_STATIONARY, RELU, 3);
+    gemmini_extended_config_ex(OUTPUT_STATIONARY, NO_ACTIVATION, 2, 5, true, true);
+    gemmini_extended3_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 0.5, 7, 9, true, false, false);
+    gemmini_config_ld(48);
+    gemmini_extended_config_ld(32, 0.25);
+    gemmini_extended3_config_ld(20, 2.0, true, 2);
+    gemmini_extended5_config_ld(21, 1.5, false, 33, 2, 1);
+    gemmini_config_st(64);
+    gemmini_extended_config_st(17, RELU, 0.125);
+    gemmini_mvin(p, 3);
+    gemmini_block_mvin(p + 1, 40, 2);
+    gemmini_extended_mvin2(p + 2, 64, 5, 6);
+    gemmini_extended_mvin3(p + 3, (1u << 31) | (1u << 30) | 8, 16, 2);
+    gemmini_mvout(p + 4, 3);
+    gemmini_extended_mvout(p + 5, (1u << 31) | (1u << 29) | 8, 4, 2);
+    gemmini_preload(16, 1u << 31);
+    gemmini_preload_zeros(32);
+    gemmini_extended_preload(GARBAGE_ADDR, (3u << 30) | 4, 16, 16, 7, 9);
+    gemmini_compute_preloaded(0, GARBAGE_ADDR);
+    gemmini_compute_accumulated(0, 16);
+    gemmini_extended_compute_preloaded(48, 64, 3, 4, 5, 6);
+    gemmini_extended_compute_accumulated(48, GARBAGE_ADDR, 16, 1, 16, 16);
+    gemmini_flush(0);
+    gemmini_fence();
+    return 0;
+}
+"#;
+    let mut kernel = compile_host(src, &HostCcOptions::default()).expect("builds");
+    let mut buf = vec![0u8; 4096];
+    let base = buf.as_mut_ptr() as u64;
+    let mut args: Vec<*mut c_void> = vec![buf.as_mut_ptr() as *mut c_void];
+    let mut model = Gemmini::new(GemminiConfig::default());
+    model.record_trace(true);
+    // SAFETY: every mvin/mvout stays inside `buf` (at most 16 rows, strides ≤ 64 bytes).
+    unsafe { kernel.run("all", &mut args, &mut model) }.expect("runs");
+    let cex = |dataflow, activation, sys_shift, sys_acc_scale, c_stride, a_stride, at, bt| {
+        Insn::ConfigEx {
+            dataflow,
+            activation,
+            sys_shift,
+            sys_acc_scale,
+            c_stride,
+            a_stride,
+            a_transpose: at,
+            b_transpose: bt,
+            set_only_strides: false,
+        }
+    };
+    let cld = |stride, scale, shrunk, block_stride, pixel_repeats, id| Insn::ConfigLd {
+        stride,
+        scale,
+        shrunk,
+        block_stride,
+        pixel_repeats,
+        id,
+    };
+    let (ws, os) = (Dataflow::WeightStationary, Dataflow::OutputStationary);
+    let want = vec![
+        cex(ws, Activation::Relu, 3, 1.0, 1, 1, false, false),
+        cex(os, Activation::None, 2, 1.0, 1, 5, true, true),
+        cex(ws, Activation::None, 0, 0.5, 7, 9, true, false),
+        cld(48, 1.0, false, 16, 1, 0),
+        cld(32, 0.25, false, 16, 1, 0),
+        cld(20, 2.0, true, 16, 1, 2),
+        cld(21, 1.5, false, 33, 2, 1),
+        Insn::config_st(64, Activation::None, 1.0),
+        Insn::config_st(17, Activation::Relu, 0.125),
+        Insn::mvin(base, 3, 16, 16),
+        Insn::mvin(base + 1, 40, 32, 16),
+        Insn::Mvin {
+            id: 1,
+            dram_addr: base + 2,
+            local: 64,
+            cols: 5,
+            rows: 6,
+        },
+        Insn::Mvin {
+            id: 2,
+            dram_addr: base + 3,
+            local: ACC_BIT | ACCUMULATE_BIT | 8,
+            cols: 16,
+            rows: 2,
+        },
+        Insn::mvout(base + 4, 3, 16, 16),
+        Insn::mvout(base + 5, ACC_BIT | FULL_ACC_BIT | 8, 4, 2),
+        Insn::preload(16, ACC_BIT, 16, 16, 16, 16),
+        Insn::preload(GARBAGE_ADDR, 32, 16, 16, 16, 16),
+        Insn::preload(GARBAGE_ADDR, ACC_BIT | ACCUMULATE_BIT | 4, 16, 16, 7, 9),
+        Insn::compute_preloaded(0, GARBAGE_ADDR, 16, 16, 16, 16),
+        Insn::compute_accumulated(0, 16, 16, 16, 16, 16),
+        Insn::compute_preloaded(48, 64, 3, 4, 5, 6),
+        Insn::compute_accumulated(48, GARBAGE_ADDR, 16, 1, 16, 16),
+        Insn::Flush { skip: 0 },
+        Insn::Fence,
+    ];
+    assert_eq!(model.trace(), &want[..]);
 }
 
 fn skip_riscv() -> bool {
