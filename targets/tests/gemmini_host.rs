@@ -18,6 +18,7 @@ use targets::gemmini::model::{
 };
 
 const SRC: &str = include_str!("gemmini/tiled_matmul.c");
+const ALL_MACROS: &str = include_str!("gemmini/all_macros.c");
 
 fn data(n: usize, seed: u64) -> Vec<i8> {
     let mut s = seed ^ 0x9e37_79b9_7f4a_7c15;
@@ -125,6 +126,20 @@ fn host_header_runs_c_on_the_model_exactly() {
 }
 
 #[test]
+fn host_build_refuses_api_names_it_lacks() {
+    // The hardware loops are not in the host header: using one fails to build.
+    let src = "#include \"polyc_gemmini_host.h\"\n\
+               int f(void **a) { gemmini_loop_ws(1, 1, 1, 0, 0, 0, a[0], a[0], 0, a[0], 16, 16, 16, 16, \
+               0, 0, 0, 0, 1, 0, 0, 0, 0); return 0; }\n";
+    let err = compile_host(src, &HostCcOptions::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("implicit declaration of function") && text.contains("gemmini_loop_ws"),
+        "{text}"
+    );
+}
+
+#[test]
 fn host_run_reports_model_errors() {
     // An mvin wider than one DMA row: the model refuses it and the run says which.
     let src = "#include \"polyc_gemmini_host.h\"\n\
@@ -223,37 +238,7 @@ fn same_c_runs_on_the_float_configuration() {
 #[test]
 fn every_macro_form_decodes_to_its_instruction() {
     // Each macro of the host header, with the instruction the model decodes from its bits.
-    let src = r#"#include "polyc_gemmini_host.h"
-int all(void **args) {
-    elem_t *p = (elem_t *)args[0];
-    gemmini_config_ex(WEIGHT_STATIONARY, RELU, 3);
-    gemmini_extended_config_ex(OUTPUT_STATIONARY, NO_ACTIVATION, 2, 5, true, true);
-    gemmini_extended3_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 0.5, 7, 9, true, false, false);
-    gemmini_config_ld(48);
-    gemmini_extended_config_ld(32, 0.25);
-    gemmini_extended3_config_ld(20, 2.0, true, 2);
-    gemmini_extended5_config_ld(21, 1.5, false, 33, 2, 1);
-    gemmini_config_st(64);
-    gemmini_extended_config_st(17, RELU, 0.125);
-    gemmini_mvin(p, 3);
-    gemmini_block_mvin(p + 1, 40, 2);
-    gemmini_extended_mvin2(p + 2, 64, 5, 6);
-    gemmini_extended_mvin3(p + 3, (1u << 31) | (1u << 30) | 8, 16, 2);
-    gemmini_mvout(p + 4, 3);
-    gemmini_extended_mvout(p + 5, (1u << 31) | (1u << 29) | 8, 4, 2);
-    gemmini_preload(16, 1u << 31);
-    gemmini_preload_zeros(32);
-    gemmini_extended_preload(GARBAGE_ADDR, (3u << 30) | 4, 16, 16, 7, 9);
-    gemmini_compute_preloaded(0, GARBAGE_ADDR);
-    gemmini_compute_accumulated(0, 16);
-    gemmini_extended_compute_preloaded(48, 64, 3, 4, 5, 6);
-    gemmini_extended_compute_accumulated(48, GARBAGE_ADDR, 16, 1, 16, 16);
-    gemmini_flush(0);
-    gemmini_fence();
-    return 0;
-}
-"#;
-    let mut kernel = compile_host(src, &HostCcOptions::default()).expect("builds");
+    let mut kernel = compile_host(ALL_MACROS, &HostCcOptions::default()).expect("builds");
     let mut buf = vec![0u8; 4096];
     let base = buf.as_mut_ptr() as u64;
     let mut args: Vec<*mut c_void> = vec![buf.as_mut_ptr() as *mut c_void];
@@ -348,9 +333,18 @@ fn same_c_compiles_for_riscv_against_the_real_header() {
         );
     }
     let dir = tempfile::tempdir().expect("temporary directory");
-    let c = dir.path().join("tiled_matmul.c");
-    std::fs::write(&c, SRC).expect("writing the C");
-    let obj = dir.path().join("tiled_matmul.o");
+    for (name, src) in [("tiled_matmul", SRC), ("all_macros", ALL_MACROS)] {
+        if !riscv_compile(&api, dir.path(), name, src) {
+            return;
+        }
+    }
+}
+
+/// Compiles `src` for RISC-V against the real header; `false` when skipped.
+fn riscv_compile(api: &std::path::Path, dir: &std::path::Path, name: &str, src: &str) -> bool {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).expect("writing the C");
+    let obj = dir.join(format!("{name}.o"));
     let cc = "riscv64-unknown-elf-gcc";
     let out = Command::new(cc)
         .args([
@@ -358,9 +352,11 @@ fn same_c_compiles_for_riscv_against_the_real_header() {
             "-march=rv64gc",
             "-mabi=lp64d",
             "-O2",
+            // An API name the real header lacks must fail, not become an implicit call.
+            "-Werror=implicit-function-declaration",
             "-I",
         ])
-        .arg(&api)
+        .arg(api)
         .arg("-c")
         .arg(&c)
         .arg("-o")
@@ -371,7 +367,7 @@ fn same_c_compiles_for_riscv_against_the_real_header() {
         Err(e) => {
             if skip_riscv() {
                 eprintln!("POLYC_SKIP_RISCV=1: skipping the RISC-V compile check ({e})");
-                return;
+                return false;
             }
             panic!(
                 "could not run `{cc}` ({e}): install Debian's gcc-riscv64-unknown-elf and \
@@ -381,9 +377,10 @@ fn same_c_compiles_for_riscv_against_the_real_header() {
     };
     assert!(
         out.status.success(),
-        "{cc} failed on the C against the real gemmini.h:\n{}",
+        "{cc} failed on {name}.c against the real gemmini.h:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let len = std::fs::metadata(&obj).map(|m| m.len()).unwrap_or(0);
-    assert!(len > 0, "{cc} wrote no object file");
+    assert!(len > 0, "{cc} wrote no object file for {name}.c");
+    true
 }

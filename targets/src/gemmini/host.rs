@@ -36,8 +36,9 @@ pub const FP32_DEFINE: &str = "POLYC_GEMMINI_FP32";
 pub struct HostCcOptions {
     /// The compiler; `None` means `$CC`, or `cc` when `CC` is unset.
     pub compiler: Option<String>,
-    /// Flags after the default ones: `-O2 -shared -fPIC -fwrapv -DPOLYC_GEMMINI_HOST` and
-    /// `-I` with the directory of the header.
+    /// Flags after the default ones: `-O2 -shared -fPIC -fwrapv
+    /// -Werror=implicit-function-declaration -DPOLYC_GEMMINI_HOST` and `-I` with the
+    /// directory of the header.
     pub extra_flags: Vec<String>,
 }
 
@@ -99,6 +100,8 @@ pub fn compile_host(c_src: &str, opts: &HostCcOptions) -> Result<HostKernel> {
     let cc = opts.compiler();
     let output = Command::new(&cc)
         .args(["-O2", "-shared", "-fPIC", "-fwrapv"])
+        // A Gemmini API name the host header lacks must be an error, not an implicit call.
+        .arg("-Werror=implicit-function-declaration")
         .arg(format!("-D{HOST_DEFINE}"))
         .arg("-I")
         .arg(dir.path())
