@@ -9,6 +9,7 @@
 //! - [`gpu_launch`]: GPU launch plans (kernel, grid, block, arguments) shared by the runners.
 //! - [`opencl_runner`]: run OpenCL C on any OpenCL device (PoCL without a GPU).
 //! - [`cuda_tools`]: find nvcc, compile CUDA (ptxas resource report, PTX), run PTX via cudarc.
+//! - [`gemmini`]: the Gemmini NPU's functional model and host header (verification substrate).
 //! - [`gpu`]: the GPU target (mapping, shared memory and registers, CUDA and OpenCL).
 //! - [`target`]: targets are data plus the [`Target`] trait: passes and drivers hold a
 //!   `&dyn Target` and never branch on a target's kind or a buffer's name.
@@ -19,6 +20,7 @@ pub mod c;
 pub mod cpu_runner;
 pub mod cuda_tools;
 pub mod desc;
+pub mod gemmini;
 pub mod gpu;
 pub mod gpu_launch;
 pub mod hoist;
