@@ -348,6 +348,30 @@ fn errors_are_exact() {
     );
 }
 
+/// A spec whose thread-mapped level has more points than a block has threads is refused.
+#[test]
+fn too_many_threads_per_block_is_an_error() {
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "t.tiles",
+        "S_1: 64@shared, 64@shared, 16@shared\n",
+    );
+    let e = polyc_err(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=128,N=128,K=64",
+        "--target",
+        "gpu",
+        "--tile-spec",
+        &spec,
+    ]);
+    assert!(
+        e.contains("× kernel 0 maps 64 x 64 x 1 = 4096 threads to a block, more than the 1024 threads per block the"),
+        "{e}"
+    );
+}
+
 /// An Ascend-like chip is data alone: its buffers parse in tile specs and `explain`
 /// prints footprints per buffer.
 #[test]

@@ -303,6 +303,16 @@ fn device_kernel(
         }
         .clamp(1, 1024);
     }
+    let threads: i64 = block.iter().product();
+    if threads > max_threads.max(1) && with_tiles.iter().chain(&with_stmts).any(Option::is_some) {
+        return Err(miette!(
+            help = "give the thread-mapped level smaller tiles, or add a register level so that each thread computes several points (e.g. `64@shared 4@register` gives 16 threads along that dimension)",
+            "kernel {id} maps {} x {} x {} = {threads} threads to a block, more than the {max_threads} threads per block the target allows",
+            block[0],
+            block[1],
+            block[2]
+        ));
+    }
     while block.iter().product::<i64>() > max_threads.max(1) {
         let (d, _) = block
             .iter()
