@@ -651,7 +651,7 @@ fn run_jobs(exe: &Path, jobs: Vec<Job>, n: usize, target: &str) -> Result<Vec<Su
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
                 bar.set_message(format!("{} {}", job.program, job.shape));
-                let row = run_job(exe, job, &target);
+                let row = run_job(exe, job, target);
                 if let Ok(mut r) = rows.lock() {
                     r.push((i, row));
                 }

@@ -144,8 +144,18 @@ impl CpuTarget {
     }
 }
 
-/// Promotion levels by role: register files take register tiles, per-core caches pack,
-/// shared caches and everything else take nothing.
+/// Promotion by role: register files take register tiles, per-core caches pack, shared
+/// caches and everything else take nothing.
+fn cache_promote_options(desc: &TargetDesc, s: &PromoteSettings) -> PromoteOptions {
+    PromoteOptions {
+        levels: cache_promote_levels(desc),
+        pack: s.pack,
+        registers: s.registers,
+        hoist: s.hoist,
+        locals: Vec::new(),
+    }
+}
+
 fn cache_promote_levels(desc: &TargetDesc) -> Vec<LevelInfo> {
     desc.buffers
         .iter()
@@ -183,13 +193,7 @@ impl Target for CpuTarget {
         tiling::default_spec(tree, cx, given)
     }
     fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
-        PromoteOptions {
-            levels: cache_promote_levels(&self.desc),
-            pack: s.pack,
-            registers: s.registers,
-            hoist: s.hoist,
-            locals: Vec::new(),
-        }
+        cache_promote_options(&self.desc, s)
     }
     fn emit_formats(&self) -> &'static [&'static str] {
         &["c"]
@@ -244,13 +248,7 @@ impl Target for AnalysisTarget {
         tiling::default_spec(tree, cx, given)
     }
     fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
-        PromoteOptions {
-            levels: cache_promote_levels(&self.desc),
-            pack: s.pack,
-            registers: s.registers,
-            hoist: s.hoist,
-            locals: Vec::new(),
-        }
+        cache_promote_options(&self.desc, s)
     }
     fn emit_formats(&self) -> &'static [&'static str] {
         &[]

@@ -132,6 +132,85 @@ pub struct GpuModule {
     pub kernels: Vec<DeviceKernel>,
 }
 
+/// The values of sizes and host loop iterators at a launch.
+pub type HostEnv = HashMap<String, i64>;
+
+/// Runs the host part of `module` with every size bound (`sizes[p]` for `Program::params`),
+/// calling `f(kernel, env)` at every launch, in order.
+pub fn each_launch(
+    prog: &Program,
+    module: &GpuModule,
+    sizes: &[i64],
+    f: &mut dyn FnMut(&DeviceKernel, &HostEnv) -> Result<()>,
+) -> Result<()> {
+    let mut env: HostEnv = prog
+        .params
+        .iter()
+        .zip(sizes)
+        .map(|(p, v)| (p.name.clone(), *v))
+        .collect();
+    host_walk(module, &module.host, &mut env, f)
+}
+
+fn host_walk(
+    module: &GpuModule,
+    n: &KNode,
+    env: &mut HostEnv,
+    f: &mut dyn FnMut(&DeviceKernel, &HostEnv) -> Result<()>,
+) -> Result<()> {
+    let eval = |e: &KExpr, env: &HostEnv| {
+        e.eval(&|v| env.get(v).copied()).ok_or_else(|| {
+            miette!("internal error: a host expression reads a value the host does not have")
+        })
+    };
+    match n {
+        KNode::Block(v) => {
+            for c in v {
+                host_walk(module, c, env, f)?;
+            }
+        }
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            ..
+        } => {
+            let mut i = eval(init, env)?;
+            loop {
+                env.insert(iter.clone(), i);
+                if eval(cond, env)? == 0 {
+                    break;
+                }
+                host_walk(module, body, env, f)?;
+                i += step;
+            }
+            env.remove(iter);
+        }
+        KNode::If { cond, then, els } => {
+            if eval(cond, env)? != 0 {
+                host_walk(module, then, env, f)?;
+            } else if let Some(e) = els {
+                host_walk(module, e, env, f)?;
+            }
+        }
+        KNode::Let { name, value, body } => {
+            let v = eval(value, env)?;
+            env.insert(name.clone(), v);
+            host_walk(module, body, env, f)?;
+            env.remove(name);
+        }
+        KNode::Device { id, .. } => f(&module.kernels[*id], env)?,
+        _ => {
+            return Err(miette!(
+                "internal error: a statement instance is outside every GPU kernel"
+            ))
+        }
+    }
+    Ok(())
+}
+
 /// Splits a lowered kernel into host code and device kernels (see the module docs).
 pub fn prepare(prog: &Program, kernel: &Kernel, max_threads: i64) -> Result<GpuModule> {
     let mut kernels = Vec::new();

@@ -14,7 +14,7 @@ use std::fmt::Write;
 use miette::{miette, Result};
 use polyhedral::ir::{flops_per_instance, Program};
 
-use crate::gpu::device::{DeviceKernel, GpuModule};
+use crate::gpu::device::{each_launch, DeviceKernel, GpuModule};
 use crate::kir::{KExpr, KNode, LocalRef, MemSpace};
 
 /// Exact counts of one kernel over one launch sequence.
@@ -33,7 +33,6 @@ pub struct KernelCounts {
 /// Counting state: values of the iterators in scope.
 struct Counter<'a> {
     prog: &'a Program,
-    spaces: HashMap<usize, MemSpace>,
     env: HashMap<String, i64>,
 }
 
@@ -145,7 +144,6 @@ impl Counter<'_> {
                         c.write_bytes += b;
                     }
                 }
-                let _ = self.spaces.get(promo);
             }
             KNode::Barrier => {}
         }
@@ -202,73 +200,17 @@ pub fn count_kernels(
     sizes: &[i64],
 ) -> Result<Vec<KernelCounts>> {
     let mut out = vec![KernelCounts::default(); module.kernels.len()];
-    let mut c = Counter {
-        prog,
-        spaces: HashMap::new(),
-        env: prog
-            .params
-            .iter()
-            .zip(sizes)
-            .map(|(p, v)| (p.name.clone(), *v))
-            .collect(),
-    };
-    walk_host(&mut c, module, &module.host, &mut out)?;
+    each_launch(prog, module, sizes, &mut |k, env| {
+        let mut c = Counter {
+            prog,
+            env: env.clone(),
+        };
+        let mut counts = c.count(&k.body)?;
+        counts.launches = 1;
+        add(&mut out[k.id], &counts);
+        Ok(())
+    })?;
     Ok(out)
-}
-
-fn walk_host(
-    c: &mut Counter,
-    module: &GpuModule,
-    n: &KNode,
-    out: &mut [KernelCounts],
-) -> Result<()> {
-    match n {
-        KNode::Block(v) => {
-            for x in v {
-                walk_host(c, module, x, out)?;
-            }
-        }
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            ..
-        } => {
-            let mut i = c.eval(init)?;
-            loop {
-                c.env.insert(iter.clone(), i);
-                if c.eval(cond)? == 0 {
-                    break;
-                }
-                walk_host(c, module, body, out)?;
-                i += step;
-            }
-            c.env.remove(iter);
-        }
-        KNode::If { cond, then, els } => {
-            if c.eval(cond)? != 0 {
-                walk_host(c, module, then, out)?;
-            } else if let Some(e) = els {
-                walk_host(c, module, e, out)?;
-            }
-        }
-        KNode::Let { name, value, body } => {
-            let v = c.eval(value)?;
-            c.env.insert(name.clone(), v);
-            walk_host(c, module, body, out)?;
-            c.env.remove(name);
-        }
-        KNode::Device { id, .. } => {
-            let k = &module.kernels[*id];
-            let mut counts = c.count(&k.body)?;
-            counts.launches = 1;
-            add(&mut out[*id], &counts);
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 /// Bytes of shared memory a kernel declares (rows padded as printed).

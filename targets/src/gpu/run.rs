@@ -11,11 +11,10 @@ use polyhedral::data::{Buffer as Data, TensorData};
 use polyhedral::ir::{DType, Program, TensorRole};
 
 use crate::cpu_runner::RunStats;
-use crate::gpu::device::GpuModule;
+use crate::gpu::device::{each_launch, GpuModule};
 use crate::gpu::emit::{emit_cuda, emit_opencl, kernel_params, KernelParam};
 use crate::gpu::{Device, GpuTarget};
 use crate::gpu_launch::{Launch, LaunchArg};
-use crate::kir::KNode;
 use crate::target::BuildInput;
 use crate::Executable;
 
@@ -72,133 +71,30 @@ pub fn launch_plan(
     scalars: &[TensorData],
     buffer_of: &impl Fn(usize) -> usize,
 ) -> Result<Vec<Launch>> {
-    let mut env: HashMap<String, i64> = prog
-        .params
-        .iter()
-        .zip(sizes)
-        .map(|(p, v)| (p.name.clone(), *v))
-        .collect();
     let mut out = Vec::new();
-    walk(
-        prog,
-        param_texts,
-        module,
-        &module.host,
-        &mut env,
-        scalars,
-        buffer_of,
-        &mut out,
-    )?;
-    Ok(out)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn walk(
-    prog: &Program,
-    param_texts: &[String],
-    module: &GpuModule,
-    n: &KNode,
-    env: &mut HashMap<String, i64>,
-    scalars: &[TensorData],
-    buffer_of: &impl Fn(usize) -> usize,
-    out: &mut Vec<Launch>,
-) -> Result<()> {
-    let unknown =
-        || miette!("internal error: a host expression reads a value the host does not have");
-    match n {
-        KNode::Block(v) => {
-            for c in v {
-                walk(prog, param_texts, module, c, env, scalars, buffer_of, out)?;
-            }
-        }
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            ..
-        } => {
-            let mut i = init.eval(&|v| env.get(v).copied()).ok_or_else(unknown)?;
-            loop {
-                env.insert(iter.clone(), i);
-                if cond.eval(&|v| env.get(v).copied()).ok_or_else(unknown)? == 0 {
-                    break;
+    each_launch(prog, module, sizes, &mut |k, env| {
+        let grid = k.grid_for(&|v| env.get(v).copied())?;
+        let unknown = || miette!("internal error: a kernel argument has no value on the host");
+        let mut args = Vec::new();
+        for p in kernel_params(prog, param_texts, k) {
+            args.push(match p {
+                KernelParam::Size(i) => {
+                    LaunchArg::I64(*env.get(&prog.params[i].name).ok_or_else(unknown)?)
                 }
-                walk(
-                    prog,
-                    param_texts,
-                    module,
-                    body,
-                    env,
-                    scalars,
-                    buffer_of,
-                    out,
-                )?;
-                i += step;
-            }
-            env.remove(iter);
-        }
-        KNode::If { cond, then, els } => {
-            if cond.eval(&|v| env.get(v).copied()).ok_or_else(unknown)? != 0 {
-                walk(
-                    prog,
-                    param_texts,
-                    module,
-                    then,
-                    env,
-                    scalars,
-                    buffer_of,
-                    out,
-                )?;
-            } else if let Some(e) = els {
-                walk(prog, param_texts, module, e, env, scalars, buffer_of, out)?;
-            }
-        }
-        KNode::Let { name, value, body } => {
-            let v = value.eval(&|v| env.get(v).copied()).ok_or_else(unknown)?;
-            env.insert(name.clone(), v);
-            walk(
-                prog,
-                param_texts,
-                module,
-                body,
-                env,
-                scalars,
-                buffer_of,
-                out,
-            )?;
-            env.remove(name);
-        }
-        KNode::Device { id, .. } => {
-            let k = &module.kernels[*id];
-            let grid = k.grid_for(&|v| env.get(v).copied())?;
-            let mut args = Vec::new();
-            for p in kernel_params(prog, param_texts, k) {
-                args.push(match p {
-                    KernelParam::Size(i) => {
-                        LaunchArg::I64(*env.get(&prog.params[i].name).ok_or_else(unknown)?)
-                    }
-                    KernelParam::Tensor(t) => LaunchArg::Buffer(buffer_of(t)),
-                    KernelParam::Scalar(s) => scalar_arg(&scalars[s])?,
-                    KernelParam::Host(h) => LaunchArg::I64(*env.get(&h).ok_or_else(unknown)?),
-                });
-            }
-            out.push(Launch {
-                kernel: k.name.clone(),
-                grid: grid.map(|g| g as usize),
-                block: k.block.map(|b| b as usize),
-                args,
+                KernelParam::Tensor(t) => LaunchArg::Buffer(buffer_of(t)),
+                KernelParam::Scalar(s) => scalar_arg(&scalars[s])?,
+                KernelParam::Host(h) => LaunchArg::I64(*env.get(&h).ok_or_else(unknown)?),
             });
         }
-        other => {
-            return Err(miette!(
-                "internal error: unexpected host node {:?}",
-                std::mem::discriminant(other)
-            ))
-        }
-    }
-    Ok(())
+        out.push(Launch {
+            kernel: k.name.clone(),
+            grid: grid.map(|g| g as usize),
+            block: k.block.map(|b| b as usize),
+            args,
+        });
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 fn scalar_arg(d: &TensorData) -> Result<LaunchArg> {
