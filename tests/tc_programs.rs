@@ -72,10 +72,19 @@ const PROGRAMS: &[(&str, [&str; 2], &[&str])] = &[
     ),
 ];
 
-/// Runs one program at one shape; `None` when every output checks, else a description.
-fn run(file: &str, shape: &str, outputs: &[&str]) -> Option<String> {
+/// Runs one program at one shape on `target`; `None` when every output checks, else a
+/// description.
+fn run(file: &str, shape: &str, outputs: &[&str], target: &str) -> Option<String> {
     let path = format!("examples/tc/{file}");
-    let args = ["run", path.as_str(), "--param", shape, "--check"];
+    let args = [
+        "run",
+        path.as_str(),
+        "--param",
+        shape,
+        "--check",
+        "--target",
+        target,
+    ];
     let o = polyc(&args);
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
@@ -96,10 +105,40 @@ fn run(file: &str, shape: &str, outputs: &[&str]) -> Option<String> {
     })
 }
 
+/// Programs the GPU back end refuses (f16: OpenCL on PoCL has no `cl_khr_fp16`).
+const NOT_ON_GPU: &[&str] = &["half_axpy.tc"];
+
 #[test]
 fn every_tc_program_checks_at_two_shapes() {
+    checks_on("cpu");
+}
+
+/// The same programs on the GPU target (OpenCL on PoCL here), every target that exists
+/// with a back end.
+#[test]
+fn every_tc_program_checks_at_two_shapes_on_the_gpu() {
+    checks_on("gpu");
+    for f in NOT_ON_GPU {
+        let e = polyc_err(&[
+            "run",
+            &format!("examples/tc/{f}"),
+            "--param",
+            "N=8",
+            "--target",
+            "gpu",
+            "--check",
+        ]);
+        assert!(
+            e.contains("× `X` is f16, which polyc's GPU back end does not support yet"),
+            "{e}"
+        );
+    }
+}
+
+fn checks_on(target: &str) {
     let jobs: Vec<(&str, &str, &[&str])> = PROGRAMS
         .iter()
+        .filter(|(f, ..)| target != "gpu" || !NOT_ON_GPU.contains(f))
         .flat_map(|(f, shapes, outs)| shapes.iter().map(move |s| (*f, *s, *outs)))
         .collect();
     let next = AtomicUsize::new(0);
@@ -112,7 +151,7 @@ fn every_tc_program_checks_at_two_shapes() {
                 let Some((f, shape, outs)) = jobs.get(i) else {
                     break;
                 };
-                if let Some(e) = run(f, shape, outs) {
+                if let Some(e) = run(f, shape, outs, target) {
                     failures.lock().unwrap().push(e);
                 }
             });
