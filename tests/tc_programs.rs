@@ -105,40 +105,21 @@ fn run(file: &str, shape: &str, outputs: &[&str], target: &str) -> Option<String
     })
 }
 
-/// Programs the GPU back end refuses (f16: OpenCL on PoCL has no `cl_khr_fp16`).
-const NOT_ON_GPU: &[&str] = &["half_axpy.tc"];
-
 #[test]
 fn every_tc_program_checks_at_two_shapes() {
     checks_on("cpu");
 }
 
-/// The same programs on the GPU target (OpenCL on PoCL here), every target that exists
+/// The same programs on the GPU target (OpenCL on PoCL here): every target that exists
 /// with a back end.
 #[test]
 fn every_tc_program_checks_at_two_shapes_on_the_gpu() {
     checks_on("gpu");
-    for f in NOT_ON_GPU {
-        let e = polyc_err(&[
-            "run",
-            &format!("examples/tc/{f}"),
-            "--param",
-            "N=8",
-            "--target",
-            "gpu",
-            "--check",
-        ]);
-        assert!(
-            e.contains("× `X` is f16, which polyc's GPU back end does not support yet"),
-            "{e}"
-        );
-    }
 }
 
 fn checks_on(target: &str) {
     let jobs: Vec<(&str, &str, &[&str])> = PROGRAMS
         .iter()
-        .filter(|(f, ..)| target != "gpu" || !NOT_ON_GPU.contains(f))
         .flat_map(|(f, shapes, outs)| shapes.iter().map(move |s| (*f, *s, *outs)))
         .collect();
     let next = AtomicUsize::new(0);

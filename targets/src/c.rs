@@ -339,7 +339,7 @@ pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
         );
         let _ = writeln!(
             s,
-            "static inline {c} polyc_relu_{x}({c} x) {{ return x > 0 ? x : ({c})0; }}"
+            "static inline {c} polyc_relu_{x}({c} x) {{ return x > ({c})0 ? x : ({c})0; }}"
         );
         let abs = match t {
             DType::F16 => "(_Float16)fabsf((float)x)",

@@ -88,7 +88,14 @@ fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelPara
         }
         KernelParam::Scalar(s) => {
             let sc = &prog.scalars[*s];
-            format!("{} {}", sc.dtype.c_type(), c_ident(&sc.name))
+            // f16 scalars are passed as float (exact): OpenCL devices without
+            // cl_khr_fp16 take no half arguments.
+            let t = if sc.dtype == DType::F16 {
+                "float"
+            } else {
+                sc.dtype.c_type()
+            };
+            format!("{t} {}", c_ident(&sc.name))
         }
         KernelParam::Host(h) => format!("int64_t {h}"),
     }
@@ -146,6 +153,12 @@ typedef char int8_t;
 #define polyc_ntid1 ((int64_t)get_local_size(1))
 #define polyc_ntid2 ((int64_t)get_local_size(2))
 ";
+
+fn uses_f16(prog: &Program) -> bool {
+    prog.tensors.iter().any(|t| t.dtype == DType::F16)
+        || prog.scalars.iter().any(|t| t.dtype == DType::F16)
+        || prog.stmts.iter().any(|s| s.dtype == DType::F16)
+}
 
 fn uses_f64(prog: &Program) -> bool {
     prog.tensors.iter().any(|t| t.dtype == DType::F64)
@@ -258,6 +271,11 @@ pub fn emit_cuda(prog: &Program, param_texts: &[String], module: &GpuModule) -> 
         prog.name
     );
     out.push_str("#include <cuda_runtime.h>\n#include <stdint.h>\n#include <math.h>\n\n");
+    if uses_f16(prog) {
+        // nvcc has no native _Float16 in device code: f16 values are __half, computed
+        // in float and rounded after every operation as in the C.
+        out.push_str("#include <cuda_fp16.h>\n#define _Float16 __half\n\n");
+    }
     out.push_str(CUDA_INDEX);
     out.push_str(&helpers(prog, Dialect::Cuda));
     out.push('\n');

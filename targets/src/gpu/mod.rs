@@ -16,8 +16,8 @@ pub mod policy;
 pub mod report;
 pub mod run;
 
-use miette::{miette, Result};
-use polyhedral::ir::{DType, Program};
+use miette::Result;
+use polyhedral::ir::Program;
 use schedule_tree::{BufferRole, Pass, ScheduleTree};
 
 use crate::desc::TargetDesc;
@@ -58,17 +58,6 @@ impl GpuTarget {
     }
     /// The kernels of a lowered program.
     pub fn module(&self, prog: &Program, kernel: &Kernel) -> Result<GpuModule> {
-        if let Some(t) = prog
-            .tensors
-            .iter()
-            .find(|t| t.dtype == DType::F16)
-            .map(|t| t.name.clone())
-        {
-            return Err(miette!(
-                help = "compute in f32 on the GPU, or compile f16 programs for --target cpu",
-                "`{t}` is f16, which polyc's GPU back end does not support yet"
-            ));
-        }
         prepare(prog, kernel, self.max_threads())
     }
 }

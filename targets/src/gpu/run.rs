@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use miette::{miette, Result};
 use polyhedral::data::{Buffer as Data, TensorData};
-use polyhedral::ir::{DType, Program, TensorRole};
+use polyhedral::ir::{Program, TensorRole};
 
 use crate::cpu_runner::RunStats;
 use crate::gpu::device::{each_launch, GpuModule};
@@ -104,7 +104,8 @@ fn scalar_arg(d: &TensorData) -> Result<LaunchArg> {
         Data::I8(v) => LaunchArg::I8(v[0]),
         Data::I32(v) => LaunchArg::I32(v[0]),
         Data::I64(v) => LaunchArg::I64(v[0]),
-        Data::F16(v) => LaunchArg::F16(v[0]),
+        // f16 scalars travel as float (exact), as the kernels declare them.
+        Data::F16(v) => LaunchArg::F32(v[0].to_f32()),
     })
 }
 
@@ -143,9 +144,6 @@ impl Executable for GpuExecutable {
             scalars,
             &buffer_of,
         )?;
-        if prog.tensors.iter().any(|t| t.dtype == DType::F16) {
-            return Err(miette!("f16 tensors do not run on the GPU back end yet"));
-        }
         if std::env::var_os("POLYC_DEBUG_LAUNCH").is_some() {
             for l in &launches {
                 eprintln!(
