@@ -581,16 +581,19 @@ pub fn trip_bound(init: &KExpr, cond: &KExpr, step: i64) -> Option<i64> {
         .map(|t| t.max(1))
 }
 
+/// Whether the variable `name` occurs in `e`.
+pub(crate) fn expr_mentions(e: &KExpr, name: &str) -> bool {
+    let mut hit = false;
+    collect_vars(e, &mut |v| hit |= v == name);
+    hit
+}
+
 /// Whether `name` occurs anywhere in `n`: loop bounds, guards, constants, statement and
 /// copy arguments, and the offsets of the tiles they see.
 fn mentions_anywhere(n: &KNode, name: &str) -> bool {
     let hit = std::cell::Cell::new(false);
     let _ = n.clone().map_exprs(&|e: &KExpr| {
-        collect_vars(e, &mut |v| {
-            if v == name {
-                hit.set(true);
-            }
-        });
+        hit.set(hit.get() || expr_mentions(e, name));
         e.clone()
     });
     hit.get()
@@ -675,21 +678,11 @@ fn only_copies(n: &KNode, promos: &[usize], copy_in: bool) -> bool {
 /// the module docs).
 pub fn hoist_register_tiles(prog: &Program, n: KNode, block: &[i64; 3]) -> KNode {
     match n {
-        KNode::For {
-            kind: LoopKind::Thread(d),
-            iter,
-            init,
-            cond,
-            step,
-            body,
-        } => KNode::For {
-            kind: LoopKind::Thread(d),
-            iter,
-            init,
-            cond,
-            step,
-            body,
-        },
+        // Below thread loops everything runs in one thread.
+        n @ KNode::For {
+            kind: LoopKind::Thread(_),
+            ..
+        } => n,
         KNode::For {
             iter,
             init,
@@ -795,14 +788,7 @@ fn try_hoist(prog: &Program, l: &KNode, block: &[i64; 3]) -> Option<KNode> {
         let LoopKind::Thread(d) = h.kind else {
             return None;
         };
-        if mentions_anywhere(
-            &KNode::If {
-                cond: KExpr::And(Box::new(h.init.clone()), Box::new(h.cond.clone())),
-                then: Box::new(KNode::Block(Vec::new())),
-                els: None,
-            },
-            iter,
-        ) {
+        if expr_mentions(&h.init, iter) || expr_mentions(&h.cond, iter) {
             return None;
         }
         let trips = trip_bound(&h.init, &h.cond, h.step)?;

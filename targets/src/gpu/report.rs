@@ -172,14 +172,7 @@ fn scale(a: &KernelCounts, k: u64) -> KernelCounts {
 fn mentions(n: &KNode, iter: &str) -> bool {
     let mut found = false;
     let check = |e: &KExpr, found: &mut bool| {
-        let hit = std::cell::Cell::new(false);
-        let _ = e.substitute(&|v| {
-            if v == iter {
-                hit.set(true);
-            }
-            None
-        });
-        *found |= hit.get();
+        *found |= crate::gpu::device::expr_mentions(e, iter);
     };
     n.walk(&mut |x| match x {
         KNode::For { init, cond, .. } => {
