@@ -92,7 +92,10 @@ pub fn concrete_sizes(compiled: &Compiled) -> Result<Vec<i64>> {
     if !unbound.is_empty() {
         let example: Vec<String> = unbound.iter().map(|n| format!("{n}=64")).collect();
         return Err(miette!(
-            help = format!("bind every size, e.g. --param {}", example.join(",")),
+            help = format!(
+                "bind every size, e.g. --param {0}, or give the symbolic sizes at run time, e.g. --run-param {0}",
+                example.join(",")
+            ),
             "polyc run needs concrete sizes, but {} {} symbolic",
             unbound.join(", "),
             if unbound.len() == 1 { "is" } else { "are" }

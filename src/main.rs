@@ -543,9 +543,10 @@ fn dispatch(command: Command) -> Result<u8> {
                 }
                 if !run.result_json {
                     eprintln!(
-                        "polyc: compiled once in {compile_ms:.1} ms, cc {:.0} ms, ran at {} sizes",
+                        "polyc: compiled once in {compile_ms:.1} ms, cc {:.0} ms, ran at {} size{}",
                         reports.first().map_or(0.0, |(_, r)| r.cc_ms),
-                        reports.len()
+                        reports.len(),
+                        if reports.len() == 1 { "" } else { "s" }
                     );
                 }
                 return Ok(if all_ok { 0 } else { EXIT_MISMATCH });

@@ -487,7 +487,12 @@ pub fn isl_schedule(
                 return Ok(s);
             }
         }
-        compute(ctx, scop, &validity, scop.context.copy().isl("copying the context")?)
+        compute(
+            ctx,
+            scop,
+            &validity,
+            scop.context.copy().isl("copying the context")?,
+        )
     });
     for ((name, _, _, set), old) in settings.iter().zip(saved) {
         set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
@@ -552,7 +557,11 @@ fn flags_hold(ctx: &Ctx, scop: &Scop, deps: &Deps, s: &Schedule) -> miette::Resu
         let n = coincident.len();
         let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
         let set = |cons: &str| -> miette::Result<UnionSet> {
-            let text = format!("{}{{ [{}] : {cons} }}", scop.param_prefix(), dims.join(", "));
+            let text = format!(
+                "{}{{ [{}] : {cons} }}",
+                scop.param_prefix(),
+                dims.join(", ")
+            );
             UnionSet::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))
         };
         if permutable && n > 0 {
@@ -592,7 +601,10 @@ fn collect_band_flags(node: ScheduleNode, out: &mut Vec<BandFlags>) -> miette::R
     if node.get_type().isl("reading a node type")? == ScheduleNodeType::Band {
         let n = node.band_n_member().isl("reading a band")?;
         let coincident = (0..n)
-            .map(|k| node.band_member_get_coincident(k).isl("reading a coincident flag"))
+            .map(|k| {
+                node.band_member_get_coincident(k)
+                    .isl("reading a coincident flag")
+            })
             .collect::<miette::Result<Vec<bool>>>()?;
         out.push((
             node.get_prefix_schedule_union_map()
@@ -600,11 +612,16 @@ fn collect_band_flags(node: ScheduleNode, out: &mut Vec<BandFlags>) -> miette::R
             node.band_get_partial_schedule_union_map()
                 .isl("reading a band schedule")?,
             coincident,
-            node.band_get_permutable().isl("reading a permutable flag")?,
+            node.band_get_permutable()
+                .isl("reading a permutable flag")?,
         ));
     }
     for i in 0..node.n_children().isl("reading a node")? {
-        let child = node.copy().isl("copying a node")?.child(i).isl("reading a child")?;
+        let child = node
+            .copy()
+            .isl("copying a node")?
+            .child(i)
+            .isl("reading a child")?;
         collect_band_flags(child, out)?;
     }
     Ok(())

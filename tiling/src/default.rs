@@ -109,7 +109,10 @@ pub fn default_spec(
         }
         // Symbolic extents: sizes are chosen as if they were ASSUMED_EXTENT, but no tile
         // covers them.
-        let sym: Vec<bool> = band.extents[..tilable].iter().map(|e| e.is_none()).collect();
+        let sym: Vec<bool> = band.extents[..tilable]
+            .iter()
+            .map(|e| e.is_none())
+            .collect();
         let ext_all: Vec<i64> = band.extents[..tilable]
             .iter()
             .map(|e| e.unwrap_or(ASSUMED_EXTENT))

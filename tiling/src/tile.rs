@@ -660,8 +660,9 @@ fn unbounded(
         ),
         format!("{level} footprint not bounded by the tile sizes"),
         format!(
-            "give a {level} size to every member whose extent is symbolic and that the {} spans (or bind the sizes with --param)",
-            if grows.len() == 1 { "tensor" } else { "tensors" }
+            "give every band member with a symbolic extent that {} span{} a size at {level} (or bind the sizes with --param)",
+            grows.join(", "),
+            if grows.len() == 1 { "s" } else { "" }
         ),
     ))
 }
