@@ -92,7 +92,10 @@ pub fn concrete_sizes(compiled: &Compiled) -> Result<Vec<i64>> {
     if !unbound.is_empty() {
         let example: Vec<String> = unbound.iter().map(|n| format!("{n}=64")).collect();
         return Err(miette!(
-            help = format!("bind every size, e.g. --param {}", example.join(",")),
+            help = format!(
+                "bind every size, e.g. --param {0}, or give the symbolic sizes at run time, e.g. --run-param {0}",
+                example.join(",")
+            ),
             "polyc run needs concrete sizes, but {} {} symbolic",
             unbound.join(", "),
             if unbound.len() == 1 { "is" } else { "are" }
@@ -103,6 +106,64 @@ pub fn concrete_sizes(compiled: &Compiled) -> Result<Vec<i64>> {
         .iter()
         .map(|v| v.unwrap_or(0))
         .collect())
+}
+
+/// Every size's value for one run: the bound sizes as compiled, the symbolic ones from
+/// `run_params` (`--run-param`). Errors: a name that is not a size of the program, a value
+/// for a size bound at compile time, and a symbolic size left without a value.
+pub fn run_sizes(compiled: &Compiled, run_params: &[(String, i64)]) -> Result<Vec<i64>> {
+    let program = &compiled.program;
+    let mut sizes: Vec<Option<i64>> = compiled.param_values.clone();
+    for (name, value) in run_params {
+        let Some(p) = program.params.iter().position(|p| &p.name == name) else {
+            let all: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(miette!(
+                help = format!("the sizes of `{}` are {}", program.name, all.join(", ")),
+                "--run-param: `{name}` is not a size of `{}`",
+                program.name
+            ));
+        };
+        if let Some(bound) = compiled.param_values[p] {
+            return Err(miette!(
+                help = format!(
+                    "--run-param gives values to the sizes left symbolic at compile time; drop `{name}` from --param to choose it at run time"
+                ),
+                "--run-param: `{name}` is bound at compile time to {bound} (--param), so the kernel cannot run with {name}={value}"
+            ));
+        }
+        sizes[p] = Some(*value);
+    }
+    let missing: Vec<String> = program
+        .params
+        .iter()
+        .zip(&sizes)
+        .filter(|(_, v)| v.is_none())
+        .map(|(p, _)| p.name.clone())
+        .collect();
+    if !missing.is_empty() {
+        let example: Vec<String> = missing.iter().map(|n| format!("{n}=64")).collect();
+        return Err(miette!(
+            help = format!(
+                "give every symbolic size a value at run time, e.g. --run-param {} (or bind it at compile time with --param)",
+                example.join(",")
+            ),
+            "polyc run needs concrete sizes, but {} {} symbolic",
+            missing.join(", "),
+            if missing.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    Ok(sizes.into_iter().map(|v| v.unwrap_or(0)).collect())
+}
+
+/// `M=7, K=7, N=7`: the sizes of one run.
+pub fn sizes_text(program: &Program, sizes: &[i64]) -> String {
+    program
+        .params
+        .iter()
+        .zip(sizes)
+        .map(|(p, v)| format!("{}={v}", p.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub use polyhedral::data::inout_outputs;
@@ -193,8 +254,52 @@ fn load_inputs(
 
 /// Runs the compiled program and, with `check`, compares it with the oracle.
 pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> Result<RunReport> {
-    let program = &compiled.program;
     let sizes = concrete_sizes(compiled)?;
+    let cc_start = std::time::Instant::now();
+    let kernel = build(compiled, copts)?;
+    let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
+    let mut report = run_built(compiled, copts, ropts, kernel.as_ref(), &sizes)?;
+    report.cc_ms = cc_ms;
+    Ok(report)
+}
+
+/// Builds the compiled program once and runs it (and, with `check`, compares it with the
+/// oracle) at every set of run-time sizes in `size_sets` (one `--run-param` flag each; see
+/// [`run_sizes`]). The reports come in the order of `size_sets`, each with its sizes; the
+/// C compile time is in the first.
+pub fn run_many(
+    compiled: &Compiled,
+    copts: &CompileOptions,
+    ropts: &RunOptions,
+    size_sets: &[Vec<(String, i64)>],
+) -> Result<Vec<(Vec<i64>, RunReport)>> {
+    let sizes: Vec<Vec<i64>> = size_sets
+        .iter()
+        .map(|set| run_sizes(compiled, set))
+        .collect::<Result<_>>()?;
+    let cc_start = std::time::Instant::now();
+    let kernel = build(compiled, copts)?;
+    let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
+    let mut out = Vec::with_capacity(sizes.len());
+    for (i, s) in sizes.into_iter().enumerate() {
+        let mut report = run_built(compiled, copts, ropts, kernel.as_ref(), &s)?;
+        report.cc_ms = if i == 0 { cc_ms } else { 0.0 };
+        out.push((s, report));
+    }
+    Ok(out)
+}
+
+/// Runs an already built kernel of `compiled` at `sizes` (every size's value) and, with
+/// `check`, compares it with the oracle. `cc_ms` of the report is 0.
+fn run_built(
+    compiled: &Compiled,
+    copts: &CompileOptions,
+    ropts: &RunOptions,
+    kernel: &dyn targets::Executable,
+    sizes: &[i64],
+) -> Result<RunReport> {
+    let program = &compiled.program;
+    let sizes = sizes.to_vec();
     let (mut tensors, mut scalars) = seeded_data(program, &sizes, ropts.seed);
     if let Some(dir) = &ropts.inputs_dir {
         load_inputs(program, &sizes, dir, &mut tensors, &mut scalars)?;
@@ -216,9 +321,6 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
     }
     let inputs_snapshot = tensors.to_vec();
 
-    let cc_start = std::time::Instant::now();
-    let kernel = build(compiled, copts)?;
-    let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
     let stats = kernel.run(program, &sizes, &mut tensors, &scalars)?;
 
     if let Some(dir) = &ropts.save_io {
@@ -236,7 +338,7 @@ pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> R
     let mut report = RunReport {
         oracle: None,
         checks: Vec::new(),
-        cc_ms,
+        cc_ms: 0.0,
         run_ms: stats.run_ms,
         device: stats.device.clone(),
     };

@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use miette::{miette, IntoDiagnostic, Result};
 use polyc::check::{format_checks, OracleChoice, RunOptions};
 use polyc::driver::compile;
-use polyc::options::{parse_load_tree, parse_params, CompileOptions};
+use polyc::options::{parse_load_tree, parse_params, parse_sizes, CompileOptions};
 use polyc::pipeline::{Compiled, Mode};
 use polyhedral::isl::Ctx;
 use std::io::IsTerminal;
@@ -305,6 +305,11 @@ struct RunArgs {
     /// above it the untransformed program is the oracle.
     #[arg(long, default_value_t = 200_000_000)]
     max_interp_instances: u64,
+    /// Sizes chosen at run time: NAME=VALUE[,NAME=VALUE...] for the sizes left symbolic
+    /// at compile time (no --param). Repeat the flag to run the one compiled kernel at
+    /// several sizes, each checked on its own with --check.
+    #[arg(long = "run-param", value_name = "NAME=VALUE,...")]
+    run_params: Vec<String>,
     /// Print one JSON line with the results (used by `polyc suite`).
     #[arg(long, hide = true)]
     result_json: bool,
@@ -509,8 +514,44 @@ fn dispatch(command: Command) -> Result<u8> {
                 },
                 max_interp_instances: run.max_interp_instances,
             };
-            let report = polyc::check::run(&compiled, &opts, &ropts)?;
             let compile_ms: f64 = compiled.timings.iter().map(|t| t.ms).sum();
+            if !run.run_params.is_empty() {
+                let sets = run
+                    .run_params
+                    .iter()
+                    .map(|f| parse_sizes(std::slice::from_ref(f), "--run-param"))
+                    .collect::<miette::Result<Vec<_>>>()?;
+                let reports = polyc::check::run_many(&compiled, &opts, &ropts, &sets)?;
+                let mut all_ok = true;
+                for (sizes, report) in &reports {
+                    all_ok &= report.all_ok();
+                    if run.result_json {
+                        println!("{}", polyc::suite::result_json(report, compile_ms));
+                        continue;
+                    }
+                    println!(
+                        "sizes {}: kernel ran in {:.3} ms",
+                        polyc::check::sizes_text(&compiled.program, sizes),
+                        report.run_ms
+                    );
+                    if let Some(o) = &report.oracle {
+                        println!("  oracle: {o}");
+                    }
+                    for line in format_checks(report).lines() {
+                        println!("  {line}");
+                    }
+                }
+                if !run.result_json {
+                    eprintln!(
+                        "polyc: compiled once in {compile_ms:.1} ms, cc {:.0} ms, ran at {} size{}",
+                        reports.first().map_or(0.0, |(_, r)| r.cc_ms),
+                        reports.len(),
+                        if reports.len() == 1 { "" } else { "s" }
+                    );
+                }
+                return Ok(if all_ok { 0 } else { EXIT_MISMATCH });
+            }
+            let report = polyc::check::run(&compiled, &opts, &ropts)?;
             if run.result_json {
                 println!("{}", polyc::suite::result_json(&report, compile_ms));
             } else {

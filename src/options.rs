@@ -75,33 +75,39 @@ pub struct CompileOptions {
 ///
 /// Errors name the offending text and show the expected form.
 pub fn parse_params(flags: &[String]) -> Result<Vec<(String, i64)>> {
+    parse_sizes(flags, "--param")
+}
+
+/// Parses `H=64,W=64` (one or more flags named `flag`, e.g. `--param` or `--run-param`)
+/// into name/value pairs; errors name the flag, the offending text and the expected form.
+pub fn parse_sizes(flags: &[String], flag: &str) -> Result<Vec<(String, i64)>> {
     let mut out: Vec<(String, i64)> = Vec::new();
-    for flag in flags {
-        for item in flag.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for text in flags {
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let Some((name, value)) = item.split_once('=') else {
                 return Err(miette!(
-                    help = "write sizes as NAME=VALUE pairs separated by commas, e.g. --param H=64,W=64",
-                    "--param: `{item}` is not of the form NAME=VALUE"
+                    help = format!("write sizes as NAME=VALUE pairs separated by commas, e.g. {flag} H=64,W=64"),
+                    "{flag}: `{item}` is not of the form NAME=VALUE"
                 ));
             };
             let name = name.trim();
             let value: i64 = value.trim().parse().map_err(|_| {
                 miette!(
-                    help = "size values are integers, e.g. --param H=64",
-                    "--param: the value of `{name}` is `{}`, which is not an integer",
+                    help = format!("size values are integers, e.g. {flag} H=64"),
+                    "{flag}: the value of `{name}` is `{}`, which is not an integer",
                     value.trim()
                 )
             })?;
             if value < 1 {
                 return Err(miette!(
                     help = "sizes are extents and must be at least 1",
-                    "--param: `{name}={value}` is not a positive size"
+                    "{flag}: `{name}={value}` is not a positive size"
                 ));
             }
             if out.iter().any(|(n, _)| n == name) {
                 return Err(miette!(
                     help = "give each size once",
-                    "--param: `{name}` is given twice"
+                    "{flag}: `{name}` is given twice"
                 ));
             }
             out.push((name.to_string(), value));

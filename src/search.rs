@@ -194,6 +194,9 @@ pub fn resolve_tile_spec(opts: &CompileOptions, front: &Front) -> Result<SpecCho
             explain: None,
         });
     }
+    if opts.search.mode == SearchMode::Measure {
+        require_bound_sizes(front)?;
+    }
     let levels = front.target.desc().levels();
     let cx = tiling::TileCx {
         ctx: &front.ctx,
@@ -272,6 +275,13 @@ fn measure(
     file: &SourceFile,
     result: &tiling::SearchResult,
 ) -> Result<(Vec<i64>, usize, f64)> {
+    require_bound_sizes(front)?;
+    let sizes: Vec<i64> = front.param_values.iter().map(|v| v.unwrap_or(0)).collect();
+    measure_at(opts, front, spec, file, result, sizes)
+}
+
+/// `--search measure` runs the program: every size must be bound.
+fn require_bound_sizes(front: &Front) -> Result<()> {
     let unbound: Vec<String> = front
         .program
         .params
@@ -292,7 +302,18 @@ fn measure(
             if unbound.len() == 1 { "is" } else { "are" }
         ));
     }
-    let sizes: Vec<i64> = front.param_values.iter().map(|v| v.unwrap_or(0)).collect();
+    Ok(())
+}
+
+/// [`measure`] at the bound `sizes`.
+fn measure_at(
+    opts: &CompileOptions,
+    front: &Front,
+    spec: &TileSpec,
+    file: &SourceFile,
+    result: &tiling::SearchResult,
+    sizes: Vec<i64>,
+) -> Result<(Vec<i64>, usize, f64)> {
     let all: Vec<&tiling::search::Point> =
         result.ranked.iter().take(opts.search.top.max(1)).collect();
     let shard = opts.search.shard.unwrap_or(Shard::WHOLE);

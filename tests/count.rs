@@ -242,9 +242,11 @@ fn missing_library_error_says_how_to_install() {
 #[test]
 fn explain_shows_symbolic_footprints_per_tile() {
     let dir = tempdir();
-    let spec = write(dir.path(), "mm.tiles", "S_1: 32@L1, 32@L1, 32@L1\n");
+    // `k` untiled: a register tile holds whole rows of A and columns of B, K elements per
+    // row/column. (At a checked level such a tile is refused, since no capacity holds for
+    // every K; the register file is not checked.)
+    let spec = write(dir.path(), "mm.tiles", "S_1: 32@reg, 32@reg\n");
     let out = polyc_ok(&["explain", "examples/matmul.tc", "--tile-spec", &spec]);
-    // Band #0 (i, j) holds whole rows of A and columns of B: K elements per row/column.
     // M ≤ 32: one tile of M rows; otherwise at most 32 rows (the last tile may be
     // smaller). B's bound is not known to be tight (`≤`): its last column tile has N - 32
     // columns when 33 ≤ N ≤ 63.
@@ -252,12 +254,12 @@ fn explain_shows_symbolic_footprints_per_tile() {
         .lines()
         .find(|l| {
             l.trim_start()
-                .starts_with("L1           32 x 32          A")
+                .starts_with("reg          32 x 32 x -      A")
         })
         .unwrap_or_else(|| panic!("no A row in\n{out}"));
     assert_eq!(
         a_row,
-        "  L1           32 x 32          A        ?              32·K if M ≥ 33 and (M ≥ 65 or M ≤ 64); M·K if M ≤ 32 (else 0) 128·K if M ≥ 33 and (M ≥ 65 or M ≤ 64); 4·M·K if M ≤ 32 (else 0)"
+        "  reg          32 x 32 x -      A        ?              32·K if M ≥ 33 and (M ≥ 65 or M ≤ 64); M·K if M ≤ 32 (else 0) 128·K if M ≥ 33 and (M ≥ 65 or M ≤ 64); 4·M·K if M ≤ 32 (else 0)"
     );
     assert!(
         out.contains(

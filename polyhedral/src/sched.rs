@@ -5,12 +5,12 @@
 //! with an identity band over its own iterators whose coincident and permutable flags are
 //! computed exactly from the dependences.
 
-use crate::deps::Deps;
+use crate::deps::{check_schedule, Deps};
 use crate::isl::{Ctx, IslResultExt};
 use crate::scop::Scop;
 use isl_rs::{
     Context, LibISLError, Map, MultiUnionPwAff, Options, Schedule, ScheduleConstraints,
-    ScheduleNode, Set, Stat, UnionMap, UnionSet, UnionSetList,
+    ScheduleNode, ScheduleNodeType, Set, Stat, UnionMap, UnionSet, UnionSetList,
 };
 use std::fmt;
 use std::str::FromStr;
@@ -476,9 +476,163 @@ pub fn isl_schedule(
         }
     }
     let schedule = result.and_then(|()| {
+        // With symbolic sizes, isl's proximity cost counts a dependence distance bounded by
+        // a size (GEMM's `k < K` between the initialisation and the update) as a cost in
+        // that size, and it then splits bands that it fuses at any bound size. Schedule
+        // for large sizes first; keep that schedule when it is valid for every size.
+        if !scop.symbolic.is_empty() {
+            let large = large_context(ctx, scop)?;
+            let s = compute(ctx, scop, &validity, large)?;
+            if check_schedule(deps, &s)?.is_ok() && flags_hold(ctx, scop, deps, &s)? {
+                return Ok(s);
+            }
+        }
+        compute(
+            ctx,
+            scop,
+            &validity,
+            scop.context.copy().isl("copying the context")?,
+        )
+    });
+    for ((name, _, _, set), old) in settings.iter().zip(saved) {
+        set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
+    }
+    schedule
+}
+
+/// The size at least which [`isl_schedule`] first schedules every symbolic size.
+pub const LARGE_SIZE: i64 = 1024;
+
+/// The context with every symbolic size at least [`LARGE_SIZE`].
+fn large_context(ctx: &Ctx, scop: &Scop) -> miette::Result<Set> {
+    let text = format!(
+        "{}{{ : {} }}",
+        scop.param_prefix(),
+        scop.symbolic
+            .iter()
+            .map(|s| format!("{s} = {LARGE_SIZE}"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    );
+    Set::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))
+}
+
+/// Whether every band member of `s` that is marked coincident carries no dependence, and
+/// every band marked permutable has non-negative distances, for every size of the real
+/// context (the flags of a schedule computed in a smaller context).
+fn flags_hold(ctx: &Ctx, scop: &Scop, deps: &Deps, s: &Schedule) -> miette::Result<bool> {
+    let mut bands = Vec::new();
+    collect_band_flags(s.get_root().isl("reading the schedule root")?, &mut bands)?;
+    let validity = deps
+        .validity()?
+        .intersect_params(scop.context.copy().isl("copying the context")?)
+        .isl("restricting dependences")?;
+    for (prefix, partial, coincident, permutable) in bands {
+        // Dependences between instances that the outer bands and sequences do not
+        // separate, mapped to their distances in this band.
+        let same_prefix = prefix
+            .copy()
+            .isl("copying a prefix schedule")?
+            .apply_range(prefix.reverse().isl("reversing a prefix schedule")?)
+            .isl("pairing instances of a prefix")?;
+        let inner = validity
+            .copy()
+            .isl("copying dependences")?
+            .intersect(same_prefix)
+            .isl("restricting dependences to a band")?;
+        let dist = partial
+            .copy()
+            .isl("copying a band schedule")?
+            .reverse()
+            .isl("reversing a band schedule")?
+            .apply_range(inner)
+            .isl("mapping dependences to a band")?
+            .apply_range(partial)
+            .isl("mapping dependences to a band")?
+            .deltas()
+            .isl("computing band distances")?;
+        if dist.is_empty().isl("testing band distances")? {
+            continue;
+        }
+        let n = coincident.len();
+        let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
+        let set = |cons: &str| -> miette::Result<UnionSet> {
+            let text = format!(
+                "{}{{ [{}] : {cons} }}",
+                scop.param_prefix(),
+                dims.join(", ")
+            );
+            UnionSet::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))
+        };
+        if permutable && n > 0 {
+            let nonneg: Vec<String> = dims.iter().map(|d| format!("{d} >= 0")).collect();
+            let ok = dist
+                .is_subset(&set(&nonneg.join(" and "))?)
+                .isl("testing permutability")?;
+            if !ok {
+                return Ok(false);
+            }
+        }
+        for (k, &c) in coincident.iter().enumerate() {
+            if !c {
+                continue;
+            }
+            let mut cons: Vec<String> = dims[..k].iter().map(|d| format!("{d} = 0")).collect();
+            cons.push(format!("({0} < 0 or {0} > 0)", dims[k]));
+            let carried = dist
+                .copy()
+                .isl("copying distances")?
+                .intersect(set(&cons.join(" and "))?)
+                .isl("testing a coincident member")?;
+            if !carried.is_empty().isl("testing a coincident member")? {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// A band of a schedule: its prefix schedule, its partial schedule, its coincident flags
+/// and its permutable flag.
+type BandFlags = (UnionMap, UnionMap, Vec<bool>, bool);
+
+/// The bands below `node`, outermost first.
+fn collect_band_flags(node: ScheduleNode, out: &mut Vec<BandFlags>) -> miette::Result<()> {
+    if node.get_type().isl("reading a node type")? == ScheduleNodeType::Band {
+        let n = node.band_n_member().isl("reading a band")?;
+        let coincident = (0..n)
+            .map(|k| {
+                node.band_member_get_coincident(k)
+                    .isl("reading a coincident flag")
+            })
+            .collect::<miette::Result<Vec<bool>>>()?;
+        out.push((
+            node.get_prefix_schedule_union_map()
+                .isl("reading a prefix schedule")?,
+            node.band_get_partial_schedule_union_map()
+                .isl("reading a band schedule")?,
+            coincident,
+            node.band_get_permutable()
+                .isl("reading a permutable flag")?,
+        ));
+    }
+    for i in 0..node.n_children().isl("reading a node")? {
+        let child = node
+            .copy()
+            .isl("copying a node")?
+            .child(i)
+            .isl("reading a child")?;
+        collect_band_flags(child, out)?;
+    }
+    Ok(())
+}
+
+/// One isl schedule computation with the given context.
+fn compute(ctx: &Ctx, scop: &Scop, validity: &UnionMap, context: Set) -> miette::Result<Schedule> {
+    {
         let sc = ScheduleConstraints::on_domain(scop.domain.copy().isl("copying the domain")?)
             .isl("creating schedule constraints")?
-            .set_context(scop.context.copy().isl("copying the context")?)
+            .set_context(context)
             .isl("setting the context")?
             .set_validity(validity.copy().isl("copying dependences")?)
             .isl("setting validity constraints")?
@@ -495,11 +649,7 @@ pub fn isl_schedule(
             ));
         }
         Ok(s)
-    });
-    for ((name, _, _, set), old) in settings.iter().zip(saved) {
-        set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
     }
-    schedule
 }
 
 #[cfg(test)]

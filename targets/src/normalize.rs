@@ -343,7 +343,18 @@ pub fn version_tiles(n: KNode) -> KNode {
                     body: Box::new(body),
                 };
             }
-            let full = replace_edges(body.clone(), &conds);
+            let mut full = replace_edges(body.clone(), &conds);
+            // Bounds `min(e, K)` whose `e` moves with the tile's own loops (the last
+            // inner tile of a partial outer one: `min(N - 256 c1 - 64 c3 - 1, 63)`) are `K`
+            // for every value of those loops when `e` at its smallest over their (now
+            // constant) ranges is at least `K`: one more conjunct each, until none is left.
+            loop {
+                let before = conds.len();
+                full = full_inner_bounds(full, &inner, &mut Vec::new(), &mut conds);
+                if conds.len() == before {
+                    break;
+                }
+            }
             let cond = conds
                 .iter()
                 .map(|(e, k)| KExpr::Cmp(KCmp::Ge, Box::new(e.clone()), Box::new(KExpr::Int(*k))))
@@ -360,6 +371,90 @@ pub fn version_tiles(n: KNode) -> KNode {
         }
         other => other.map_children(&mut version_tiles),
     }
+}
+
+/// `n` (the full-tile version of a tile's body) with every loop bound `min(e, K)` whose
+/// linear `e` mentions loops of `inner` that all run over constant ranges around it
+/// replaced by `K`; each such bound adds `(min of e over those ranges, K)` to `conds`.
+/// `env` holds the constant ranges `(iterator, first, last)` of the enclosing loops.
+fn full_inner_bounds(
+    n: KNode,
+    inner: &[String],
+    env: &mut Vec<(String, i64, i64)>,
+    conds: &mut Vec<(KExpr, i64)>,
+) -> KNode {
+    match n {
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind,
+        } => {
+            let cond = match cond {
+                KExpr::Cmp(KCmp::Le, c, u) => {
+                    let u = match *u {
+                        KExpr::Min(v) => match v.as_slice() {
+                            [e, KExpr::Int(k)] => match smallest_over(e, inner, env) {
+                                Some(low) => {
+                                    if !conds.iter().any(|(f, j)| *f == low && j == k) {
+                                        conds.push((low, *k));
+                                    }
+                                    KExpr::Int(*k)
+                                }
+                                None => KExpr::Min(v),
+                            },
+                            _ => KExpr::Min(v),
+                        },
+                        other => other,
+                    };
+                    KExpr::Cmp(KCmp::Le, c, Box::new(u))
+                }
+                other => other,
+            };
+            let range = match (&init, &cond) {
+                (KExpr::Int(a), KExpr::Cmp(KCmp::Le, c, u)) if step == 1 => match &**u {
+                    KExpr::Int(b) if **c == KExpr::Var(iter.clone()) => Some((*a, *b)),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let pushed = range.map(|(a, b)| env.push((iter.clone(), a, b))).is_some();
+            let body = full_inner_bounds(*body, inner, env, conds);
+            if pushed {
+                env.pop();
+            }
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body: Box::new(body),
+                kind,
+            }
+        }
+        other => other.map_children(&mut |c| full_inner_bounds(c, inner, env, conds)),
+    }
+}
+
+/// The smallest value of the linear `e` over the ranges of `env`, as an expression in the
+/// other names, when `e` mentions some loop of `inner` and every such loop is in `env`.
+fn smallest_over(e: &KExpr, inner: &[String], env: &[(String, i64, i64)]) -> Option<KExpr> {
+    let (terms, c) = linear(e)?;
+    let mut rest = BTreeMap::new();
+    let mut constant = c;
+    let mut moved = false;
+    for (name, coef) in terms {
+        if !inner.contains(&name) {
+            rest.insert(name, coef);
+            continue;
+        }
+        let &(_, a, b) = env.iter().rev().find(|(i, _, _)| *i == name)?;
+        constant += coef * if coef > 0 { a } else { b };
+        moved = true;
+    }
+    moved.then(|| simplify(&from_linear(&(rest, constant))))
 }
 
 /// The `(e, K)` of every loop bound `min(e, K)` below `n` whose `e` mentions none of

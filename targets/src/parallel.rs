@@ -2,7 +2,9 @@
 
 use std::ffi::CString;
 
-use isl_rs::{Id, Schedule, ScheduleNode, ScheduleNodeType, UnionMap};
+use isl_rs::{
+    DimType, Id, Schedule, ScheduleNode, ScheduleNodeType, Set, Space, UnionMap, UnionSet,
+};
 use miette::{miette, Result};
 use polyhedral::isl::ffi::ast_build as ffi;
 use polyhedral::isl::IslResultExt;
@@ -116,6 +118,10 @@ fn only_copies(node: &ScheduleNode) -> Result<bool> {
 /// loops around it (a tile loop whose tile covers the whole extent): such a loop has
 /// nothing to run in parallel, and the search goes on below it. Bands below an extension
 /// node are not checked (isl's prefix schedule refuses them) and count as loops.
+/// Symbolic sizes count as [`tiling::ASSUMED_EXTENT`], the size the default
+/// policy chose its tiles for: a tile loop over a symbolic extent whose one tile covers
+/// that size is passed over for a loop with more iterations (any coincident loop is
+/// correct at every size; this only picks the one that has work to share).
 fn single_iteration(node: &ScheduleNode, k: i32) -> Result<bool> {
     let mut up = node.copy().isl("copying a schedule node")?;
     while up.has_parent().isl("reading a schedule node's parent")? {
@@ -134,7 +140,9 @@ fn single_iteration(node: &ScheduleNode, k: i32) -> Result<bool> {
             .isl("reading a band member")?,
     )
     .isl("reading a band member")?
-    .intersect_domain(node.get_domain().isl("reading a band's instances")?)
+    .intersect_domain(at_assumed_sizes(
+        node.get_domain().isl("reading a band's instances")?,
+    )?)
     .isl("restricting a band member to its instances")?;
     prefix
         .reverse()
@@ -143,6 +151,46 @@ fn single_iteration(node: &ScheduleNode, k: i32) -> Result<bool> {
         .isl("relating a member to its outer loops")?
         .is_single_valued()
         .isl("counting a member's iterations")
+}
+
+/// `instances` with every size parameter fixed at [`tiling::ASSUMED_EXTENT`].
+fn at_assumed_sizes(instances: UnionSet) -> Result<UnionSet> {
+    match assumed_sizes(instances.get_space().isl("reading a set's space")?)? {
+        Some(params) => instances
+            .intersect_params(params)
+            .isl("fixing the sizes of a set"),
+        None => Ok(instances),
+    }
+}
+
+/// The parameter set of `space` with every size parameter at [`tiling::ASSUMED_EXTENT`]
+/// (the extent the default policy assumes for a symbolic size); `None` without
+/// parameters.
+pub(crate) fn assumed_sizes(space: Space) -> Result<Option<Set>> {
+    let n = space.dim(DimType::Param).isl("counting parameters")?;
+    if n <= 0 {
+        return Ok(None);
+    }
+    let names = (0..n as u32)
+        .map(|i| {
+            space
+                .get_dim_name(DimType::Param, i)
+                .map(str::to_string)
+                .isl("reading a parameter's name")
+        })
+        .collect::<Result<Vec<String>>>()?;
+    let text = format!(
+        "[{}] -> {{ : {} }}",
+        names.join(", "),
+        names
+            .iter()
+            .map(|p| format!("{p} = {}", tiling::ASSUMED_EXTENT))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    );
+    Set::read_from_str(&space.get_ctx(), &text)
+        .isl(&format!("reading `{text}`"))
+        .map(Some)
 }
 
 /// A fresh isl id named like [`Mark::Parallel`].

@@ -523,9 +523,18 @@ pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> 
     let mut inst_count: BTreeMap<String, i64> = BTreeMap::new();
     for (s, m) in per_stmt {
         let r = m.reverse().isl("reversing a map")?;
+        // With symbolic sizes, a statement whose instances per tile grow with a size (a
+        // tile loop over it lies below the mark) is counted at the extent the default
+        // policy assumes (this only ranks tiles by reuse; their boxes are exact).
         let c = match box_sizes(&r)? {
             Some((_, sizes)) => sizes.iter().product(),
-            None => 0,
+            None => match crate::parallel::assumed_sizes(r.get_space().isl("reading a space")?)? {
+                Some(params) => {
+                    let fixed = r.intersect_params(params).isl("fixing the sizes")?;
+                    box_sizes(&fixed)?.map_or(0, |(_, sizes)| sizes.iter().product())
+                }
+                None => 0,
+            },
         };
         inst_count.insert(s, c);
     }

@@ -17,8 +17,13 @@ while the footprint of one L1 tile exceeds half of L1, the largest size is halve
 outermost one on ties), giving square-ish power-of-two tiles clamped to the extents. L2 \
 sizes are the L1 sizes times the largest power of two f such that the L2 tile \
 (min(f * L1 size, extent) per member) fits half of L2; the L2 level is dropped when it \
-equals the L1 tile or covers the whole band. Bands with symbolic extents, no tilable \
-member, or no tile that fits are left untiled. The spec names a live-out statement of \
+equals the L1 tile or covers the whole band. A member whose extent is symbolic (unknown \
+until run time) is sized as if its extent were 1024 (`ASSUMED_EXTENT`), and a tile never \
+counts as covering it: it always gets a tile loop, its last tile partial. Capacities do \
+not depend on the extent: every footprint at a checked level must be a box bounded by the \
+tile sizes, so a band whose tile spans a symbolic extent that no level tiles (an inner band, \
+a member outside the permutable prefix) is left untiled, as are bands with no tilable \
+member or no tile that fits. The spec names a live-out statement of \
 the band (one whose results no other statement of the band reads or overwrites). \
 Register tiles: when the target has a register file and the band's tilable prefix has a \
 reduction member (not coincident) besides at least two coincident ones, the band gets a \
@@ -42,6 +47,11 @@ const REG_ROWS: i64 = 8;
 
 /// Inner band members with fewer iterations than this are not tiled by the default policy.
 const MIN_TILED_EXTENT: i64 = 8;
+
+/// The extent the default policy assumes, for choosing tile sizes, for a member whose extent
+/// is symbolic: dynamic shapes are assumed large. Tile sizes are fixed numbers whatever the
+/// run-time extent; the capacity checks use the tile sizes only (see [`DEFAULT_POLICY`]).
+pub const ASSUMED_EXTENT: i64 = 1024;
 
 /// Builds a spec for the bands that `given` does not touch, following [`DEFAULT_POLICY`]
 /// with the `L1` and (if present) `L2` capacities of `cx`. Without an `L1` capacity the
@@ -94,13 +104,21 @@ pub fn default_spec(
             }
         }
         let (tilable, _) = permutable_prefix(cx.ctx, cx.deps, band, band.n_members())?;
-        if tilable == 0 || band.extents[..tilable].iter().any(|e| e.is_none()) {
+        if tilable == 0 {
             continue;
         }
+        // Symbolic extents: sizes are chosen as if they were ASSUMED_EXTENT, but no tile
+        // covers them.
+        let sym: Vec<bool> = band.extents[..tilable]
+            .iter()
+            .map(|e| e.is_none())
+            .collect();
         let ext_all: Vec<i64> = band.extents[..tilable]
             .iter()
-            .map(|e| e.unwrap_or(1))
+            .map(|e| e.unwrap_or(ASSUMED_EXTENT))
             .collect();
+        // Whether a tile of `size` covers member `m` whole.
+        let covers = |m: usize, size: i64| !sym[m] && size >= ext_all[m];
         let windows = |s: &[i64]| -> Vec<Option<i64>> {
             (0..band.n_members()).map(|m| s.get(m).copied()).collect()
         };
@@ -147,6 +165,7 @@ pub fn default_spec(
             if let Some(dims) = register_tiles(
                 &band.coincident[..tilable],
                 &ext_all,
+                &sym,
                 reg_bytes,
                 ebytes,
                 l1,
@@ -187,7 +206,7 @@ pub fn default_spec(
         }
         let ext = &ext_all[..k];
         // A band whose whole data already fits in half of L1 gains nothing from tiles.
-        if matches!(bytes(ext)?, Some(b) if b <= l1 / 2) {
+        if !sym.iter().any(|&x| x) && matches!(bytes(ext)?, Some(b) if b <= l1 / 2) {
             continue;
         }
         let mut s1: Vec<i64> = ext.iter().map(|&e| pow2_floor(e.min(256))).collect();
@@ -227,14 +246,14 @@ pub fn default_spec(
                 f *= 2;
             }
             if let Some(v) = &s2 {
-                if *v == s1 || *v == ext {
+                if *v == s1 || (0..k).all(|m| covers(m, v[m])) {
                     s2 = None;
                 }
             }
         }
         // Trailing members whose tiles cover their whole extent at every level would only
         // add a one-iteration tile loop: leave them out of the spec (untiled).
-        let whole = |m: usize| s1[m] >= ext[m] && s2.as_ref().is_none_or(|v| v[m] >= ext[m]);
+        let whole = |m: usize| covers(m, s1[m]) && s2.as_ref().is_none_or(|v| covers(m, v[m]));
         while k > 0 && whole(k - 1) {
             k -= 1;
         }
@@ -291,11 +310,13 @@ type SharedRows<'a> = dyn Fn(usize, usize) -> miette::Result<bool> + 'a;
 
 /// The register-tile sizes of [`DEFAULT_POLICY`]: per member, its `L2` size and its `reg`
 /// size. `None` when the band has no reduction member or fewer than two coincident
-/// members, or nothing fits.
+/// members, or nothing fits. `ext` has [`ASSUMED_EXTENT`] for the members that `symbolic`
+/// marks.
 #[allow(clippy::too_many_arguments)]
 fn register_tiles(
     coincident: &[bool],
     ext: &[i64],
+    symbolic: &[bool],
     reg_bytes: u64,
     elem_bytes: i64,
     l1: u64,
@@ -326,8 +347,11 @@ fn register_tiles(
         .collect();
     // ... and v whole: when one row panel's sweep fits half of L2, the data already streams
     // through the caches with its reuse, and an L2 tile would only add packing.
+    // Only with bound extents: a symbolic one may be larger than assumed, and the panel
+    // would have no level bounding it.
     s[v] = ext[v];
-    if matches!(bytes(&s)?, Some(b) if b <= l2 / 2) {
+    let bounded = !symbolic[v] && red.iter().all(|&r| !symbolic[r]);
+    if bounded && matches!(bytes(&s)?, Some(b) if b <= l2 / 2) {
         return Ok(Some(trim_whole(
             (0..ext.len())
                 .map(|m| match regs[m] {
@@ -337,6 +361,7 @@ fn register_tiles(
                 })
                 .collect(),
             ext,
+            symbolic,
         )));
     }
     s[v] = regs[v].unwrap_or(1);
@@ -386,15 +411,18 @@ fn register_tiles(
             .map(|m| (Some(s[m].min(ext[m]).max(1)), regs[m]))
             .collect(),
         ext,
+        symbolic,
     )))
 }
 
 /// Drops trailing members that no level tiles (no `reg` size and no `L2` size below the
 /// extent): they stay untiled. A member left without any level before a tiled one gets its
-/// whole extent at `reg` (one tile: every entry of a spec names a level).
-fn trim_whole(mut sizes: RegisterSizes, ext: &[i64]) -> RegisterSizes {
+/// whole extent at `reg` (one tile: every entry of a spec names a level). A symbolic
+/// member with an `L2` size is always tiled.
+fn trim_whole(mut sizes: RegisterSizes, ext: &[i64], symbolic: &[bool]) -> RegisterSizes {
     while let Some(&(l2, None)) = sizes.last() {
-        if l2.is_some_and(|s| s < ext[sizes.len() - 1]) {
+        let m = sizes.len() - 1;
+        if l2.is_some_and(|s| symbolic[m] || s < ext[m]) {
             break;
         }
         sizes.pop();

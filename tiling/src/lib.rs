@@ -29,7 +29,7 @@ pub mod spec;
 mod tile;
 
 pub use analysis::TensorFootprint;
-pub use default::{default_spec, level, live_out, DEFAULT_POLICY};
+pub use default::{default_spec, level, live_out, ASSUMED_EXTENT, DEFAULT_POLICY};
 pub use fuse::{fuse, Fallback, FuseOptions, FuseReport, FusedProducer, LocalBuffer};
 pub use report::{BandReport, ExplainReport, LevelReport, TileReport};
 pub use search::{search, SearchOptions, SearchResult};

@@ -320,6 +320,11 @@ pub(crate) fn plan(
                 }
             }
             if total.is_none() {
+                if let Some(c) = checked {
+                    // With symbolic sizes the capacity must hold for every size: each
+                    // footprint must be a box bounded by the tile sizes.
+                    return Err(unbounded(file, s, level, &fps, c));
+                }
                 rep.notes.push(format!(
                     "{}: the {level} footprint is not a fixed-size box (symbolic sizes?); its capacity is not checked",
                     s.stmt
@@ -629,6 +634,36 @@ fn overflow(
         ),
         format!("{level} footprint {total} > {cap} bytes"),
         format!("footprints per tile: {}{fix_text}", parts.join(", ")),
+    ))
+}
+
+/// The error for a tile whose footprint at a checked level is not a fixed-size box: it
+/// grows with a symbolic size, so no capacity holds for every size.
+fn unbounded(
+    file: &SourceFile,
+    s: &StmtSpec,
+    level: Buffer,
+    fps: &[TensorFootprint],
+    cap: u64,
+) -> miette::Report {
+    let grows: Vec<&str> = fps
+        .iter()
+        .filter(|f| f.bytes.is_none())
+        .map(|f| f.tensor.as_str())
+        .collect();
+    report(file.error(
+        s.span,
+        format!(
+            "the {level} tile of `{}` touches data that grows with the symbolic sizes ({}), so it does not fit the {cap} bytes of {level} for every size",
+            s.stmt,
+            grows.join(", ")
+        ),
+        format!("{level} footprint not bounded by the tile sizes"),
+        format!(
+            "give every band member with a symbolic extent that {} span{} a size at {level} (or bind the sizes with --param)",
+            grows.join(", "),
+            if grows.len() == 1 { "s" } else { "" }
+        ),
     ))
 }
 

@@ -154,7 +154,7 @@ fn attention_tiles() {
 #[test]
 fn symbolic_sizes_cannot_count_recomputation() {
     let fx = Fixture::new("mm2.tc", &[], false);
-    let (_, r) = fused(&fx, "S_3: 8@L1, 8@L1\n", 1.0);
+    let (_, r) = fused(&fx, "S_3: 8@L1, 8@L1, 8@L1\n", 1.0);
     assert_eq!(
         reason(&r, "S_1"),
         "neighbouring tiles need overlapping instances of S_1, and the recomputation cannot be counted exactly (symbolic sizes)"
