@@ -256,7 +256,7 @@ fn load_inputs(
 pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> Result<RunReport> {
     let sizes = concrete_sizes(compiled)?;
     let cc_start = std::time::Instant::now();
-    let kernel = build(compiled, copts)?;
+    let kernel = build(compiled, copts, ropts.check)?;
     let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
     let mut report = run_built(compiled, copts, ropts, kernel.as_ref(), &sizes)?;
     report.cc_ms = cc_ms;
@@ -278,7 +278,7 @@ pub fn run_many(
         .map(|set| run_sizes(compiled, set))
         .collect::<Result<_>>()?;
     let cc_start = std::time::Instant::now();
-    let kernel = build(compiled, copts)?;
+    let kernel = build(compiled, copts, ropts.check)?;
     let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
     let mut out = Vec::with_capacity(sizes.len());
     for (i, s) in sizes.into_iter().enumerate() {
@@ -363,7 +363,7 @@ fn run_built(
         cpu.target = Some("cpu".into());
         cpu.emit = None;
         let base = compile(&cpu, Mode::Untransformed)?;
-        let k = build(&base, &cpu)?;
+        let k = build(&base, &cpu, true)?;
         k.run(program, &sizes, &mut reference, &scalars)?;
         report.oracle = Some(match ropts.oracle {
             OracleChoice::Auto => format!(

@@ -20,8 +20,13 @@ pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     finish(&front, opts, mode, &choice)
 }
 
-/// Builds a compiled program for the target the options name, ready to run.
-pub fn build(compiled: &Compiled, opts: &CompileOptions) -> Result<Box<dyn Executable>> {
+/// Builds a compiled program for the target the options name, ready to run; `poison`
+/// builds it for `--check` (temporaries no statement wrote read as NaN).
+pub fn build(
+    compiled: &Compiled,
+    opts: &CompileOptions,
+    poison: bool,
+) -> Result<Box<dyn Executable>> {
     let target = load_target(opts)?;
     let kernel = compiled.kernel.as_ref().ok_or_else(|| {
         miette!("internal error: the program was only scheduled, so there is nothing to build")
@@ -31,5 +36,6 @@ pub fn build(compiled: &Compiled, opts: &CompileOptions) -> Result<Box<dyn Execu
         param_texts: &compiled.param_texts,
         kernel,
         source: &compiled.code,
+        poison,
     })
 }

@@ -404,6 +404,7 @@ pub fn finish(
             param_texts: &front.param_texts,
             kernel: &kernel,
             source: "",
+            poison: false,
         };
         if let Some(k) = target.explain_kernels(&input, sizes.as_deref())? {
             text.push('\n');

@@ -408,6 +408,7 @@ fn time_point(
             .as_ref()
             .ok_or_else(|| miette!("internal error: no kernel IR"))?,
         source: &compiled.code,
+        poison: false,
     })?;
     let (inputs, scalars) = generate_inputs(program, sizes, 0);
     let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(

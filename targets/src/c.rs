@@ -16,8 +16,10 @@
 //! `int64_t`). Tensors are row-major and contiguous; element `(i0, …, in)` of a tensor of
 //! shape `(d0, …, dn)` is at `((i0 · d1 + i1) · d2 + …) · dn + in`. Temporaries are
 //! `malloc`ed at the start of the function and `free`d at its end (with
-//! [`EmitOptions::poison_temps`] they are first filled with `0xFF` bytes: NaN for floats,
-//! −1 for integers, and so are the local buffers of tile-local temporaries). A temporary that the code only touches
+//! [`EmitOptions::poison_temps`], code that first fills them with `0xFF` bytes, NaN for
+//! floats and −1 for integers, and so the local buffers of tile-local temporaries, is
+//! emitted under `#ifdef POLYC_POISON`: only `polyc run --check` defines it, so compiled
+//! kernels never spend time filling memory). A temporary that the code only touches
 //! through local buffers (a tile-local temporary, see [`crate::promote`]) is not allocated
 //! at all. A name that is a C keyword or clashes with the prelude (for example
 //! `int`, `exp`, `free`, anything starting with `polyc_`) gets a trailing `_` in C.
@@ -91,8 +93,9 @@ use std::collections::HashMap;
 /// Options of [`emit_c`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EmitOptions {
-    /// Fill temporaries with `0xFF` bytes right after `malloc` (for `--check`: a read of
-    /// a temporary element that no statement wrote shows up as NaN or −1).
+    /// Emit code, under `#ifdef POLYC_POISON`, that fills temporaries with `0xFF` bytes
+    /// right after `malloc` (for `--check`, which defines `POLYC_POISON`: a read of a
+    /// temporary element that no statement wrote shows up as NaN or −1).
     pub poison_temps: bool,
 }
 
@@ -443,6 +446,7 @@ pub fn emit_c(
         }
         out.push_str("    polyc_status = -1;\n    return;\n  }\n");
         if opts.poison_temps {
+            out.push_str("#ifdef POLYC_POISON\n");
             for &t in &temps {
                 let ten = &prog.tensors[t];
                 let _ = writeln!(
@@ -453,6 +457,7 @@ pub fn emit_c(
                     e.numel(t)
                 );
             }
+            out.push_str("#endif\n");
         }
     }
     e.node(&mut out, &kernel.body, 1);
@@ -910,12 +915,21 @@ impl<'a> Emitter<'a> {
                     if !self.poison || self.dialect != Dialect::C {
                         return;
                     }
-                    for b in bufs.iter().filter(|b| !copied.contains(&b.promo)) {
+                    let fills: Vec<_> = bufs
+                        .iter()
+                        .filter(|b| !copied.contains(&b.promo) && b.space == MemSpace::Private)
+                        .collect();
+                    if fills.is_empty() {
+                        return;
+                    }
+                    out.push_str("#ifdef POLYC_POISON\n");
+                    for b in fills {
                         let n: i64 = self.tile_elems(b.promo, b.tensor);
                         let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
                         indent(out, level);
                         let _ = writeln!(out, "memset({}, 0xFF, {bytes});", tile_name(b.promo));
                     }
+                    out.push_str("#endif\n");
                 };
                 if heap.is_empty() {
                     poison(out, level + 1);

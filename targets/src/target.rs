@@ -48,6 +48,8 @@ pub struct BuildInput<'a> {
     pub kernel: &'a Kernel,
     /// The source the target emitted in its default format.
     pub source: &'a str,
+    /// Build for `--check`: unwritten temporaries read as NaN (C: `-DPOLYC_POISON`).
+    pub poison: bool,
 }
 
 /// What a code-generation target does. Everything else about a target is data
@@ -209,6 +211,11 @@ impl Target for CpuTarget {
         Ok(crate::emit_c(prog, param_texts, kernel, opts))
     }
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
+        if input.poison {
+            let mut cc = self.cc.clone();
+            cc.extra_flags.push("-DPOLYC_POISON".into());
+            return Ok(Box::new(compile_c(input.source, &cc)?));
+        }
         Ok(Box::new(compile_c(input.source, &self.cc)?))
     }
 }

@@ -133,6 +133,36 @@ fn producer_consumer_chain_with_a_temporary() {
     }
 }
 
+/// Poisoning is compiled in only on request (`polyc run --check` defines POLYC_POISON):
+/// with it, a temporary no statement wrote reads as NaN; the emitted C is the same.
+#[test]
+fn poisoning_is_compiled_in_only_on_request() {
+    let ctx = Ctx::new();
+    let prog = chain();
+    // S_0, the only writer of T, is skipped: S_1 reads T unwritten.
+    let kernel = lower_yaml(&ctx, &prog, &chain_sequential(Some("skipped")));
+    let src = emit_c(
+        &prog,
+        &texts(&["37"]),
+        &kernel,
+        &EmitOptions { poison_temps: true },
+    );
+    assert!(
+        src.contains("#ifdef POLYC_POISON\n  memset(T, 0xFF"),
+        "{src}"
+    );
+    let mut r = Rng(7);
+    let a: Vec<f32> = (0..38).map(|_| r.f()).collect();
+    let cc = CcOptions {
+        extra_flags: vec!["-DPOLYC_POISON".into()],
+        ..CcOptions::default()
+    };
+    let k = compile_c(&src, &cc).expect("compiles");
+    let mut tensors = chain_tensors(&a);
+    run(&k, &prog, &[37], &mut tensors, &[]).expect("runs");
+    assert!(f32s(&tensors[2]).iter().all(|v| v.is_nan()), "{src}");
+}
+
 #[test]
 fn fused_chain_has_guards() {
     let ctx = Ctx::new();
