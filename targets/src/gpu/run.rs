@@ -1,7 +1,7 @@
 //! Running GPU kernels: the host part of a [`GpuModule`] is evaluated here (its loops,
 //! guards and grid sizes), and the launches go to OpenCL or CUDA with the same tensors
-//! the CPU runner takes. Temporaries are device buffers filled with `0xFF` bytes (NaN),
-//! so a kernel that reads an element nobody wrote fails `--check`.
+//! the CPU runner takes. Under `--check`, temporaries are device buffers filled with `0xFF`
+//! bytes (NaN), so a kernel that reads an element nobody wrote fails the check.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -23,6 +23,8 @@ pub struct GpuExecutable {
     module: GpuModule,
     param_texts: Vec<String>,
     device: Chosen,
+    /// Fill temporaries with NaN bytes before the run (`--check`).
+    poison: bool,
 }
 
 enum Chosen {
@@ -59,6 +61,7 @@ pub fn build(
         module,
         param_texts: input.param_texts.to_vec(),
         device,
+        poison: input.poison,
     }))
 }
 
@@ -124,14 +127,18 @@ impl Executable for GpuExecutable {
         tensors: &mut [TensorData],
         scalars: &[TensorData],
     ) -> Result<RunStats> {
-        // Temporaries live on the device only, poisoned.
+        // Temporaries live on the device only (filled with NaN bytes under `--check`).
         let mut temps: Vec<TensorData> = Vec::new();
         let mut temp_index: HashMap<usize, usize> = HashMap::new();
         for (t, ten) in prog.tensors.iter().enumerate() {
             if ten.role == TensorRole::Temp {
                 let shape = TensorData::shape_of(prog, t, sizes);
                 temp_index.insert(t, temps.len());
-                temps.push(TensorData::poisoned(ten.dtype, shape));
+                temps.push(if self.poison {
+                    TensorData::poisoned(ten.dtype, shape)
+                } else {
+                    TensorData::zeros(ten.dtype, shape)
+                });
             }
         }
         let n_real = tensors.len();
