@@ -32,7 +32,7 @@ use polyhedral::ir::{DType, InputRef, Program};
 
 use crate::c::{c_ident, helpers, Dialect, Emitter};
 use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
-use crate::kir::{KExpr, KNode};
+use crate::kir::KNode;
 
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -473,9 +473,4 @@ fn host_node(
             let _ = writeln!(out, "/* unexpected host node {other:?} */");
         }
     }
-}
-
-/// Expressions the host evaluates: a kernel-IR expression in C with sizes substituted.
-pub fn host_expr(prog: &Program, param_texts: &[String], e: &KExpr) -> String {
-    Emitter::new(prog, param_texts).kexpr(e, 0)
 }
