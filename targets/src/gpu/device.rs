@@ -683,23 +683,8 @@ pub fn hoist_register_tiles(prog: &Program, n: KNode, block: &[i64; 3]) -> KNode
             kind: LoopKind::Thread(_),
             ..
         } => n,
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            kind,
-        } => {
-            let body = hoist_register_tiles(prog, *body, block);
-            let l = KNode::For {
-                iter,
-                init,
-                cond,
-                step,
-                body: Box::new(body),
-                kind,
-            };
+        n @ KNode::For { kind, .. } => {
+            let l = n.map_children(&mut |c| hoist_register_tiles(prog, c, block));
             if kind == LoopKind::Seq {
                 try_hoist(prog, &l, block).unwrap_or(l)
             } else {
@@ -1113,25 +1098,11 @@ pub fn index_var(thread: bool, d: u8) -> String {
 /// enclosing loop spreads (`covered` holds the enclosing loops' kinds).
 fn guard_leaves(n: KNode, blocks: &[u8], threads: &[u8], covered: &mut Vec<LoopKind>) -> KNode {
     match n {
-        KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            kind,
-        } => {
+        n @ KNode::For { kind, .. } => {
             covered.push(kind);
-            let b = guard_leaves(*body, blocks, threads, covered);
+            let r = n.map_children(&mut |c| guard_leaves(c, blocks, threads, covered));
             covered.pop();
-            KNode::For {
-                iter,
-                init,
-                cond,
-                step,
-                body: Box::new(b),
-                kind,
-            }
+            r
         }
         leaf @ (KNode::Stmt { .. } | KNode::Copy { .. }) => {
             let mut conds = Vec::new();
