@@ -829,7 +829,8 @@ impl<'a> Emitter<'a> {
                     LoopKind::Thread(d) => {
                         Some((format!("polyc_tid{d}"), format!("polyc_ntid{d}")))
                     }
-                    _ => None,
+                    LoopKind::ThreadFlat => Some(("polyc_tidf".into(), "polyc_ntidf".into())),
+                    LoopKind::Seq | LoopKind::Parallel | LoopKind::Unrolled => None,
                 };
                 match spread {
                     Some((idx, n)) => {

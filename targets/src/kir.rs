@@ -187,6 +187,16 @@ pub enum LoopKind {
     /// Spread over the threads of a block along dimension 0 (x), 1 (y) or 2 (z): thread
     /// `t` runs iterations `t, t + block, …` (a block-stride loop).
     Thread(u8),
+    /// Spread over all threads of a block, numbered x fastest (`x + X·(y + Y·z)`): a
+    /// one-dimensional nest in a block of several dimensions keeps every thread busy.
+    ThreadFlat,
+}
+
+impl LoopKind {
+    /// Whether the iterations are spread over the threads of a block.
+    pub fn is_thread(self) -> bool {
+        matches!(self, LoopKind::Thread(_) | LoopKind::ThreadFlat)
+    }
 }
 
 /// A node of the kernel IR.

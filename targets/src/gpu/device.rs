@@ -27,6 +27,8 @@
 //!   memory (another thread of the block may touch it), and at the end of a uniform loop
 //!   body that writes such memory (the next iteration may overwrite what others still
 //!   read);
+//! - spreads one-dimensional thread nests over every thread of a block of several
+//!   dimensions (a flattened thread index);
 //! - guards every statement instance and copy that is not inside a loop of some used
 //!   block or thread dimension with `idx == 0` for that dimension, so that it runs once
 //!   per block (or once per grid), not once per thread.
@@ -425,6 +427,11 @@ fn device_kernel(
     };
 
     let body = hoist_register_tiles(prog, body.clone(), &block);
+    let body = if block[1] * block[2] > 1 {
+        flatten_1d_nests(body)
+    } else {
+        body
+    };
     let body = insert_barriers(prog, &body, &spaces);
     let used_block: Vec<u8> = (0..3u8)
         .filter(|d| !grid[*d as usize].trips.is_empty() || grid[*d as usize].fallback)
@@ -672,6 +679,44 @@ fn only_copies(n: &KNode, promos: &[usize], copy_in: bool) -> bool {
         _ => {}
     });
     ok && any
+}
+
+/// Spreads every thread nest with a single `Thread(0)` loop over the whole block
+/// ([`LoopKind::ThreadFlat`]), for blocks of several dimensions: otherwise the threads with
+/// `threadIdx.y > 0` would wait behind guards while one row of the block works.
+fn flatten_1d_nests(n: KNode) -> KNode {
+    match n {
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind: LoopKind::Thread(0),
+        } if !has_thread_loop(&body) => KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind: LoopKind::ThreadFlat,
+        },
+        n @ KNode::For {
+            kind: LoopKind::Thread(_),
+            ..
+        } => n,
+        other => other.map_children(&mut flatten_1d_nests),
+    }
+}
+
+fn has_thread_loop(n: &KNode) -> bool {
+    let mut found = false;
+    n.walk(&mut |x| {
+        if let KNode::For { kind, .. } = x {
+            found |= kind.is_thread();
+        }
+    });
+    found
 }
 
 /// Keeps register tiles in registers across sequential loops they do not depend on (see
@@ -1003,7 +1048,7 @@ fn place(
             step,
             body,
             kind,
-        } if !matches!(kind, LoopKind::Thread(_)) => {
+        } if !kind.is_thread() => {
             let all = access_of(prog, body, spaces);
             let rebuild = |b: KNode| KNode::For {
                 iter: iter.clone(),
@@ -1111,8 +1156,9 @@ fn guard_leaves(n: KNode, blocks: &[u8], threads: &[u8], covered: &mut Vec<LoopK
                     conds.push(index_var(false, d));
                 }
             }
+            let flat = covered.contains(&LoopKind::ThreadFlat);
             for &d in threads {
-                if !covered.contains(&LoopKind::Thread(d)) {
+                if !flat && !covered.contains(&LoopKind::Thread(d)) {
                     conds.push(index_var(true, d));
                 }
             }

@@ -118,6 +118,8 @@ const CUDA_INDEX: &str = "\
 #define polyc_ntid0 ((int64_t)blockDim.x)
 #define polyc_ntid1 ((int64_t)blockDim.y)
 #define polyc_ntid2 ((int64_t)blockDim.z)
+#define polyc_tidf (polyc_tid0 + polyc_ntid0 * (polyc_tid1 + polyc_ntid1 * polyc_tid2))
+#define polyc_ntidf (polyc_ntid0 * polyc_ntid1 * polyc_ntid2)
 ";
 
 const OPENCL_PRELUDE: &str = "\
@@ -152,6 +154,8 @@ typedef char int8_t;
 #define polyc_ntid0 ((int64_t)get_local_size(0))
 #define polyc_ntid1 ((int64_t)get_local_size(1))
 #define polyc_ntid2 ((int64_t)get_local_size(2))
+#define polyc_tidf (polyc_tid0 + polyc_ntid0 * (polyc_tid1 + polyc_ntid1 * polyc_tid2))
+#define polyc_ntidf (polyc_ntid0 * polyc_ntid1 * polyc_ntid2)
 ";
 
 fn uses_f16(prog: &Program) -> bool {
