@@ -262,6 +262,47 @@ fn prelude(prog: &Program) -> String {
     s
 }
 
+/// The parameters of the function a `def` becomes, as C declarations: every symbolic
+/// size (`int64_t`), the inputs in order (tensors as pointers, `const` when no statement
+/// writes them; scalars by value), then the outputs. `restrict` is the qualifier written
+/// before each pointer's name (`"restrict "`, or `""`). The CPU's kernel and the CUDA
+/// host launcher share it.
+pub(crate) fn function_params(prog: &Program, bound: &[bool], restrict: &str) -> Vec<String> {
+    let written: HashSet<TensorId> = prog.stmts.iter().map(|s| s.lhs).collect();
+    let mut params: Vec<String> = Vec::new();
+    for (p, param) in prog.params.iter().enumerate() {
+        if !bound[p] {
+            params.push(format!("int64_t {}", c_ident(&param.name)));
+        }
+    }
+    for input in &prog.inputs {
+        match *input {
+            InputRef::Tensor(t) => {
+                let ten = &prog.tensors[t];
+                let konst = if written.contains(&t) { "" } else { "const " };
+                params.push(format!(
+                    "{konst}{} *{restrict}{}",
+                    ten.dtype.c_type(),
+                    c_ident(&ten.name)
+                ));
+            }
+            InputRef::Scalar(s) => {
+                let sc = &prog.scalars[s];
+                params.push(format!("{} {}", sc.dtype.c_type(), c_ident(&sc.name)));
+            }
+        }
+    }
+    for &t in &prog.outputs {
+        let ten = &prog.tensors[t];
+        params.push(format!(
+            "{} *{restrict}{}",
+            ten.dtype.c_type(),
+            c_ident(&ten.name)
+        ));
+    }
+    params
+}
+
 /// The C-family language a printer writes: one printer serves all three, so expression,
 /// access and statement printing exist once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -381,37 +422,7 @@ pub fn emit_c(
 
     // The kernel function.
     let written: HashSet<TensorId> = prog.stmts.iter().map(|s| s.lhs).collect();
-    let mut params: Vec<String> = Vec::new();
-    for (p, param) in prog.params.iter().enumerate() {
-        if !e.bound[p] {
-            params.push(format!("int64_t {}", c_ident(&param.name)));
-        }
-    }
-    for input in &prog.inputs {
-        match *input {
-            InputRef::Tensor(t) => {
-                let ten = &prog.tensors[t];
-                let konst = if written.contains(&t) { "" } else { "const " };
-                params.push(format!(
-                    "{konst}{} *restrict {}",
-                    ten.dtype.c_type(),
-                    c_ident(&ten.name)
-                ));
-            }
-            InputRef::Scalar(s) => {
-                let sc = &prog.scalars[s];
-                params.push(format!("{} {}", sc.dtype.c_type(), c_ident(&sc.name)));
-            }
-        }
-    }
-    for &t in &prog.outputs {
-        let ten = &prog.tensors[t];
-        params.push(format!(
-            "{} *restrict {}",
-            ten.dtype.c_type(),
-            c_ident(&ten.name)
-        ));
-    }
+    let params = function_params(prog, &e.bound, "restrict ");
     let fname = c_ident(&prog.name);
     let params_text = if params.is_empty() {
         "void".to_string()
@@ -514,7 +525,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) dialect: Dialect,
     /// C text of each size: the number, or the (escaped) name.
     texts: Vec<String>,
-    bound: Vec<bool>,
+    /// Whether each size is bound (compiled in) rather than a parameter.
+    pub(crate) bound: Vec<bool>,
     /// Extents of each promoted tile's local buffer, by promotion number.
     tiles: HashMap<usize, Vec<i64>>,
     /// Block extents of the local buffers stored in blocks, by promotion number.

@@ -30,7 +30,7 @@ use std::fmt::Write;
 
 use polyhedral::ir::{DType, InputRef, Program};
 
-use crate::c::{c_ident, helpers, Dialect, Emitter};
+use crate::c::{c_ident, function_params, helpers, Dialect, Emitter};
 use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
 use crate::kir::KNode;
 
@@ -293,34 +293,7 @@ pub fn emit_cuda(prog: &Program, param_texts: &[String], module: &GpuModule) -> 
 /// The CUDA host function.
 fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &GpuModule) {
     let e = Emitter::new(prog, param_texts);
-    let mut params = Vec::new();
-    for (p, t) in param_texts.iter().enumerate().take(prog.params.len()) {
-        if !crate::c::is_bound(t) {
-            params.push(format!("int64_t {}", c_ident(&prog.params[p].name)));
-        }
-    }
-    let written: Vec<usize> = prog.stmts.iter().map(|s| s.lhs).collect();
-    for input in &prog.inputs {
-        match *input {
-            InputRef::Tensor(t) => {
-                let ten = &prog.tensors[t];
-                let konst = if written.contains(&t) { "" } else { "const " };
-                params.push(format!(
-                    "{konst}{} *{}",
-                    ten.dtype.c_type(),
-                    c_ident(&ten.name)
-                ));
-            }
-            InputRef::Scalar(s) => {
-                let sc = &prog.scalars[s];
-                params.push(format!("{} {}", sc.dtype.c_type(), c_ident(&sc.name)));
-            }
-        }
-    }
-    for &t in &prog.outputs {
-        let ten = &prog.tensors[t];
-        params.push(format!("{} *{}", ten.dtype.c_type(), c_ident(&ten.name)));
-    }
+    let mut params = function_params(prog, &e.bound, "");
     params.push("cudaStream_t stream".into());
     let _ = writeln!(
         out,
