@@ -157,6 +157,10 @@ pub struct BufferDesc {
     /// Number of banks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub banks: Option<u32>,
+    /// Bandwidth in GB/s for one core (reads plus writes), for the cost of post-tiling
+    /// fusion: a cache that holds an unfused temporary moves it at this rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gbytes_per_s: Option<u64>,
 }
 
 impl BufferDesc {
@@ -398,6 +402,32 @@ impl TargetDesc {
         self.buffers.iter().map(BufferDesc::buffer).collect()
     }
 
+    /// The figures post-tiling fusion weighs ([`tiling::fuse::FuseCost`]): the peak rate,
+    /// and every cache with a bandwidth plus the DRAM as homes of an unfused temporary.
+    /// `None` without `peak_gflops` and `dram_gbytes_per_s`.
+    pub fn fuse_cost(&self) -> Option<tiling::fuse::FuseCost> {
+        let gops = self.peak_gflops? as f64;
+        let dram = self.dram_gbytes_per_s? as f64;
+        let mut homes: Vec<tiling::fuse::Home> = self
+            .buffers
+            .iter()
+            .filter(|b| b.role() == BufferRole::Cache)
+            .filter_map(|b| {
+                Some(tiling::fuse::Home {
+                    name: b.name.clone(),
+                    bytes: Some(b.bytes),
+                    gbytes_per_s: b.gbytes_per_s? as f64,
+                })
+            })
+            .collect();
+        homes.sort_by_key(|h| h.bytes);
+        homes.push(tiling::fuse::Home {
+            name: "DRAM".to_string(),
+            bytes: None,
+            gbytes_per_s: dram,
+        });
+        Some(tiling::fuse::FuseCost { gops, homes })
+    }
     /// The levels, outermost first: what `tiling::TileCx` takes.
     pub fn levels(&self) -> Vec<Level> {
         self.buffers.iter().map(BufferDesc::level).collect()

@@ -194,6 +194,17 @@ impl Target for CpuTarget {
     ) -> Result<tiling::TileSpec> {
         tiling::default_spec(tree, cx, given)
     }
+    fn fuse_options(&self) -> tiling::fuse::FuseOptions {
+        // Fusion is decided at the outermost memory level of the live-out's tiles; inner
+        // levels (register tiles included) then tile the fused tile. Recomputed
+        // temporaries get tile-local buffers, so the tile loops stay parallel.
+        tiling::fuse::FuseOptions {
+            outermost: true,
+            local_buffers: true,
+            cost: self.desc.fuse_cost(),
+            ..tiling::fuse::FuseOptions::default()
+        }
+    }
     fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
         cache_promote_options(&self.desc, s)
     }

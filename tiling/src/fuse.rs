@@ -48,9 +48,14 @@
 //!   `A(h, w) = A(h, w) + bias`) would add the bias twice: it falls back and keeps its
 //!   place (it then runs before the fused nest). Producers whose instances the tiles need
 //!   exactly once may be in-place updates (the conv chain's `S_1`–`S_3` on `C`).
-//! - **Recomputation cost.** `(Σ over tiles of needed instances − instances) / instances`,
-//!   counted exactly with isl, must not exceed [`FuseOptions::max_recompute`]; with
-//!   symbolic sizes it cannot be counted and overlapping producers fall back.
+//! - **Recomputation cost.** The extra instances (`Σ over tiles of needed instances −
+//!   instances`, counted exactly with isl) times their operations (FLOPs, reads and the
+//!   write) at the target's peak rate must take no longer than the traffic fusion saves:
+//!   unfused, the temporary is written to the smallest level of the description that holds
+//!   it and read back, at that level's bandwidth ([`FuseCost::weigh`]). Targets without
+//!   these figures use a flat limit on `extra / instances`
+//!   ([`FuseOptions::max_recompute`]). With symbolic sizes nothing can be counted and
+//!   overlapping producers fall back.
 //! - **Results used elsewhere.** A producer with a dependence to a statement that is not
 //!   fused and comes after it in the sequence cannot move into the tiles.
 //! - **Results partly needed.** When the tiles do not need every instance of a producer,
@@ -120,6 +125,9 @@ pub struct FuseOptions {
     /// recomputing a producer that writes only such temporaries does not make the tile
     /// loops sequential.
     pub local_buffers: bool,
+    /// The target's cost figures. With them, recomputing a producer's overlaps is decided
+    /// by cost ([`FuseCost::weigh`]) instead of by [`FuseOptions::max_recompute`].
+    pub cost: Option<FuseCost>,
 }
 
 impl Default for FuseOptions {
@@ -129,6 +137,106 @@ impl Default for FuseOptions {
             first_tile_overlaps: false,
             outermost: false,
             local_buffers: false,
+            cost: None,
+        }
+    }
+}
+
+/// A place an unfused temporary lives in: a cache level, or the memory behind them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Home {
+    /// Its name in the description (`L2`, `DRAM`).
+    pub name: String,
+    /// Its capacity; `None` for the memory, which holds anything.
+    pub bytes: Option<u64>,
+    /// Its bandwidth for one core (one GPU for a GPU target), in GB/s (10⁹ bytes).
+    pub gbytes_per_s: f64,
+}
+
+/// The figures of a target's description that fusion weighs: how fast work runs and how
+/// fast each level moves data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuseCost {
+    /// Operations per second, in 10⁹: the peak arithmetic rate of what runs one tile.
+    pub gops: f64,
+    /// Where an unfused temporary can live, smallest first, the memory last.
+    pub homes: Vec<Home>,
+}
+
+/// Both sides of a fusion decision by cost, and the verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostVerdict {
+    /// Instances run more than once, over all tiles.
+    pub extra_instances: u64,
+    /// Operations per instance: FLOPs plus one per read and one for the write.
+    pub ops_per_instance: u64,
+    /// The temporary whose traffic fusion saves.
+    pub tensor: String,
+    /// Bytes it no longer moves: written once and read back once, unfused.
+    pub saved_bytes: u64,
+    /// Where it would live unfused.
+    pub home: String,
+    /// Seconds the recomputation costs at [`FuseCost::gops`].
+    pub recompute_s: f64,
+    /// Seconds the saved traffic costs at the home's bandwidth.
+    pub saved_s: f64,
+}
+
+impl CostVerdict {
+    /// Fusion pays: the recomputation takes no longer than the traffic it saves.
+    pub fn pays(&self) -> bool {
+        self.recompute_s <= self.saved_s
+    }
+}
+
+impl fmt::Display for CostVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "recomputing {} instances x {} ops costs {}; unfused, {} would move {} bytes through {} (written, then read back), {}: {}",
+            self.extra_instances,
+            self.ops_per_instance,
+            seconds(self.recompute_s),
+            self.tensor,
+            self.saved_bytes,
+            self.home,
+            seconds(self.saved_s),
+            if self.pays() { "fusion pays" } else { "fusion does not pay" }
+        )
+    }
+}
+
+/// A duration in the unit that reads best.
+fn seconds(s: f64) -> String {
+    if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.3} us", s * 1e6)
+    }
+}
+
+impl FuseCost {
+    /// Weighs recomputing `extra` instances of `ops` operations each against the traffic
+    /// of a temporary of `tensor_bytes` bytes: unfused, the producer writes it to the
+    /// smallest home that holds it and the consumers read it back from there.
+    pub fn weigh(&self, extra: u64, ops: u64, tensor: &str, tensor_bytes: u64) -> CostVerdict {
+        let home = self
+            .homes
+            .iter()
+            .find(|h| h.bytes.is_none_or(|b| b >= tensor_bytes))
+            .or(self.homes.last());
+        let (name, bw) = home.map_or(("memory".to_string(), f64::INFINITY), |h| {
+            (h.name.clone(), h.gbytes_per_s)
+        });
+        let saved = 2 * tensor_bytes;
+        CostVerdict {
+            extra_instances: extra,
+            ops_per_instance: ops,
+            tensor: tensor.to_string(),
+            saved_bytes: saved,
+            home: name,
+            recompute_s: (extra as f64 * ops as f64) / (self.gops * 1e9),
+            saved_s: saved as f64 / (bw * 1e9),
         }
     }
 }
@@ -146,6 +254,8 @@ pub struct FusedProducer {
     pub recompute: Option<f64>,
     /// The fixed-size box of the instances one tile needs, when isl finds one.
     pub tile_box: Option<Vec<u64>>,
+    /// The decision by cost, when the producer is recomputed and the target has figures.
+    pub cost: Option<CostVerdict>,
 }
 
 /// A producer that was not fused, and why.
@@ -217,6 +327,9 @@ impl FuseReport {
                 _ => String::new(),
             };
             out.push_str(&format!("  fused {}{shape}{cost}\n", f.stmt));
+            if let Some(v) = &f.cost {
+                out.push_str(&format!("    {v}\n"));
+            }
         }
         for f in &self.fallbacks {
             out.push_str(&format!("  not fused {}: {}\n", f.stmt, f.reason));
@@ -781,6 +894,7 @@ fn check_producer(
         ), false)));
     }
     let overlap = !np.is_injective().isl("testing for overlapping tiles")?;
+    let mut verdict = None;
     let instances = set_count(dom);
     let executed = set_count(&np.copy().isl("copying a map")?.wrap().isl("wrapping")?);
     let recompute = match (instances, executed) {
@@ -831,16 +945,30 @@ fn check_producer(
                     "neighbouring tiles need overlapping instances of {name}{box_text}, and the recomputation cannot be counted exactly (symbolic sizes)"
                 ), false)))
             }
-            Some(r) if r > opts.max_recompute => {
-                return Ok(Err((format!(
-                    "recomputing the overlaps{box_text} runs {} instances of {name} instead of {} (+{:.1}%), over the limit of {:.1}%",
+            Some(r) => {
+                let runs = format!(
+                    "recomputing the overlaps{box_text} runs {} instances of {name} instead of {} (+{:.1}%)",
                     executed.unwrap_or(0),
                     instances.unwrap_or(0),
                     r * 100.0,
-                    opts.max_recompute * 100.0
-                ), false)))
+                );
+                match &opts.cost {
+                    Some(c) => {
+                        let v = weigh(cx, c, p, executed, instances);
+                        if !v.pays() {
+                            return Ok(Err((format!("{runs}; {v}"), false)));
+                        }
+                        verdict = Some(v);
+                    }
+                    None if r > opts.max_recompute => {
+                        return Ok(Err((
+                            format!("{runs}, over the limit of {:.1}%", opts.max_recompute * 100.0),
+                            false,
+                        )))
+                    }
+                    None => {}
+                }
             }
-            Some(_) => {}
         }
     }
     Ok(Ok((
@@ -850,9 +978,34 @@ fn check_producer(
             executed,
             recompute,
             tile_box,
+            cost: verdict,
         },
         overlap,
     )))
+}
+
+/// The cost verdict for recomputing producer `p`: its extra instances against the traffic
+/// of the temporary it writes.
+fn weigh(
+    cx: &TileCx,
+    cost: &FuseCost,
+    p: usize,
+    executed: Option<u64>,
+    instances: Option<u64>,
+) -> CostVerdict {
+    let scop = cx.scop;
+    let stmt = &cx.program.stmts[p];
+    let t = scop.stmt_writes[p].tensor;
+    let tensor = &cx.program.tensors[t];
+    let ops = polyhedral::ir::flops_per_instance(stmt) + scop.stmt_reads[p].len() as u64 + 1;
+    let elems = set_count(&scop.tensor_extents[t]).unwrap_or(0);
+    let extra = executed.unwrap_or(0).saturating_sub(instances.unwrap_or(0));
+    cost.weigh(
+        extra,
+        ops,
+        &tensor.name,
+        elems * tensor.dtype.size_bytes() as u64,
+    )
 }
 
 /// The sizes of the fixed-size box of the range of `m` for one domain point.

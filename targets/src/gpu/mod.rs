@@ -113,6 +113,7 @@ impl Target for GpuTarget {
         tiling::fuse::FuseOptions {
             outermost: true,
             local_buffers: true,
+            cost: self.desc.fuse_cost(),
             ..tiling::fuse::FuseOptions::default()
         }
     }
