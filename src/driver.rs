@@ -37,5 +37,6 @@ pub fn build(
         kernel,
         source: &compiled.code,
         poison,
+        via: opts.via.as_deref(),
     })
 }
