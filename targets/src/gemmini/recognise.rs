@@ -350,18 +350,22 @@ pub fn recognise(
     let a_transposed = match last(&adims) {
         Some((t, 1)) if t == k => false,
         Some((t, 1)) if t == i => true,
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "the last index of `{}` is neither its row nor its reduction iterator with stride 1",
             name(a)
-        )),
+        ))
+        }
     };
     let b_transposed = match last(&bdims) {
         Some((t, 1)) if t == j => false,
         Some((t, 1)) if t == k => true,
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "the last index of `{}` is neither its reduction nor its column iterator with stride 1",
             name(b)
-        )),
+        ))
+        }
     };
     for (t, dims) in [(a, &adims), (b, &bdims)] {
         for d in dims {

@@ -517,10 +517,12 @@ impl Interp<'_> {
                     Func::Max => v[0].max(v[1]),
                     Func::Min => v[0].min(v[1]),
                     Func::Abs => w(v[0].wrapping_abs()),
-                    other => return Err(miette!(
+                    other => {
+                        return Err(miette!(
                         "the Gemmini model does not evaluate `{}` in a host statement; use --via c",
                         other.name()
-                    )),
+                    ))
+                    }
                 }
             }
             Expr::Select(c, a, b) => {

@@ -132,7 +132,10 @@ impl GemminiTarget {
                 return Err(err.into());
             }
             from_spec = true;
-            Ok(Some(size))
+            // As tiling does, a tile larger than the extent is the whole extent (in
+            // whole blocks).
+            let whole = (g.extent(iter) + geo.dim - 1) / geo.dim * geo.dim;
+            Ok(Some(size.min(whole)))
         };
         if let Some(v) = pick(g.i, acc, sp)? {
             t.ti = v;
