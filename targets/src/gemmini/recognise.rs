@@ -172,8 +172,8 @@ fn access_form(
         dims.push(di);
         let stride: i64 = shape[d + 1..].iter().product();
         flat.c0 += c * stride;
-        for t in 0..n {
-            flat.coef[t] += coef[t] * stride;
+        for (f, c) in flat.coef.iter_mut().zip(&coef) {
+            *f += c * stride;
         }
     }
     Ok((dims, flat))
@@ -303,9 +303,8 @@ pub fn recognise(
     })?;
     let mut batch = Vec::new();
     for d in &cdims[..cdims.len() - 2] {
-        match dim_iter(d) {
-            Some((t, _)) => batch.push(t),
-            None => {}
+        if let Some((t, _)) = dim_iter(d) {
+            batch.push(t);
         }
     }
     let mut used = batch.clone();

@@ -263,6 +263,7 @@ impl Target for GemminiTarget {
         let n = prog.stmts.len();
         let mut gemms: Vec<Option<(Gemm, Tiles)>> = vec![None; n];
         let mut folded = vec![false; n];
+        #[allow(clippy::needless_range_loop)]
         for s in 0..n {
             match recognise(prog, cx.scop, s, &sizes, elem, acc) {
                 Ok(g) => {
@@ -303,11 +304,11 @@ impl Target for GemminiTarget {
                 }
             }
         }
-        for s in 0..n {
-            if matches!(prog.stmts[s].body, StmtBody::Init(_)) && !folded[s] {
+        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| !**f) {
+            if matches!(st.body, StmtBody::Init(_)) {
                 notes.push(format!(
                     "  {}: runs on the host (the initialisation of a statement that is not tensorised)",
-                    prog.stmts[s].name
+                    st.name
                 ));
             }
         }
