@@ -406,6 +406,7 @@ pub fn finish(
             param_values: &front.param_values,
             spec: applied_spec.as_ref(),
             optimised: mode == Mode::Optimised,
+            scheduled: front.scheduled(),
         },
         kernel,
     )?;

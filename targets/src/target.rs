@@ -67,6 +67,9 @@ pub struct RewriteCx<'a> {
     pub spec: Option<&'a (tiling::TileSpec, polyhedral::diag::SourceFile)>,
     /// False for the untransformed reference order (no target passes ran).
     pub optimised: bool,
+    /// The scheduled tree (before the target's passes): the band members a tile spec's
+    /// entries refer to.
+    pub scheduled: &'a ScheduleTree,
 }
 
 /// What a code-generation target does. Everything else about a target is data

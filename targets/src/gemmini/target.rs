@@ -81,6 +81,7 @@ impl GemminiTarget {
         g: &Gemm,
         geo: &Geometry,
         spec: Option<&(tiling::TileSpec, SourceFile)>,
+        scheduled: &ScheduleTree,
     ) -> Result<(Tiles, &'static str)> {
         let mut t = geo.default_tiles(g);
         let Some((spec, file)) = spec else {
@@ -99,11 +100,15 @@ impl GemminiTarget {
         };
         let (sp, acc) = (buf(BufferRole::Scratchpad), buf(BufferRole::Accumulator));
         let mut from_spec = false;
+        let members = band_iters(scheduled, name, &prog.stmts[g.stmt].iter_names());
         let mut pick = |iter: usize,
                         first: Option<schedule_tree::Buffer>,
                         second: Option<schedule_tree::Buffer>|
          -> Result<Option<i64>> {
-            let Some(dim) = ss.dims.get(iter) else {
+            let Some(pos) = members.iter().position(|m| *m == Some(iter)) else {
+                return Ok(None);
+            };
+            let Some(dim) = ss.dims.get(pos) else {
                 return Ok(None);
             };
             let level = [first, second]
@@ -164,6 +169,35 @@ impl GemminiTarget {
         }
         Ok((t, how))
     }
+}
+
+/// The statement iterator each loop dimension enclosing statement `name` schedules,
+/// outermost first across nested bands (what a tile spec's entries refer to); `None` for
+/// a member that is not a plain iterator (a skewed or constant dimension).
+fn band_iters(tree: &ScheduleTree, name: &str, iters: &[String]) -> Vec<Option<usize>> {
+    let mut out = Vec::new();
+    for path in tree.bands() {
+        let Some(node) = tree.node_at(&path) else {
+            continue;
+        };
+        let line = schedule_tree::text::node_line(&node.kind);
+        let key = format!("{name} -> (");
+        let Some(at) = line
+            .match_indices(&key)
+            .find(|(i, _)| line[..*i].ends_with('{') || line[..*i].ends_with("; "))
+            .map(|(i, _)| i + key.len())
+        else {
+            continue;
+        };
+        let Some(end) = line[at..].find(')') else {
+            continue;
+        };
+        for member in line[at..at + end].split(',') {
+            let m = member.trim();
+            out.push(iters.iter().position(|n| n == m));
+        }
+    }
+    out
 }
 
 /// `node` with only the statement instances `keep` accepts; loops and guards left
@@ -267,7 +301,7 @@ impl Target for GemminiTarget {
         for s in 0..n {
             match recognise(prog, cx.scop, s, &sizes, elem, acc) {
                 Ok(g) => {
-                    let (t, how) = self.tiles(prog, &g, &geo, cx.spec)?;
+                    let (t, how) = self.tiles(prog, &g, &geo, cx.spec, cx.scheduled)?;
                     let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
                     notes.push(format!(
                         "  {}: tensorised as a GEMM ({}), weight-stationary",
