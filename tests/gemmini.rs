@@ -372,3 +372,51 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
         assert!(std::fs::metadata(&obj).map(|m| m.len()).unwrap_or(0) > 0);
     }
 }
+
+#[test]
+fn via_is_checked_against_the_target() {
+    let e = flat(&polyc_err(&[
+        "run",
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=9,N=7,K=5",
+        "--target",
+        "gemmini",
+        "--via",
+        "x",
+    ]));
+    assert!(
+        e.contains("× --via x: target `gemmini` cannot run a kernel via `x` help: target `gemmini` runs kernels via: model, c"),
+        "{e}"
+    );
+    let e = flat(&polyc_err(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=9,N=7,K=5",
+        "--via",
+        "c",
+    ]));
+    assert!(
+        e.contains("× --via c: target `cpu` cannot run a kernel via `c` help: target `cpu` runs kernels one way only; drop --via"),
+        "{e}"
+    );
+}
+
+#[test]
+fn float_programs_run_on_the_float_description_through_the_host_header() {
+    let o = polyc(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=9,N=7,K=5",
+        "--target",
+        "gemmini-fp32",
+        "--check",
+        "--via",
+        "c",
+    ]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("C: max_abs_err="), "{}", stdout(&o));
+    assert!(stdout(&o).trim_end().ends_with(" ok"), "{}", stdout(&o));
+}

@@ -126,6 +126,11 @@ pub trait Target {
     fn rewrite_kernel(&self, _cx: &RewriteCx, kernel: Kernel) -> Result<(Kernel, Vec<String>)> {
         Ok((kernel, Vec::new()))
     }
+    /// The ways `--via` may name to run a kernel (the first is the default); empty for a
+    /// target that runs kernels one way only, where `--via` is an error.
+    fn run_ways(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Builds the compiled program into something that runs.
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>>;
     /// What `polyc explain` adds about the lowered program (per kernel, for targets with

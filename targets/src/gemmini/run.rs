@@ -23,7 +23,8 @@ use crate::RunStats;
 use super::codegen::Geometry;
 use super::host::{compile_host, HostCcOptions, HostKernel};
 use super::model::{
-    Activation, Counters, Dataflow, FlatMemory, Gemmini, GemminiConfig, Insn, ACC_BIT, GARBAGE_ADDR,
+    Activation, Counters, Dataflow, FlatMemory, Fp32, Gemmini, GemminiConfig, Insn, ACC_BIT,
+    GARBAGE_ADDR,
 };
 
 /// The model configuration for a geometry (int8 elements, int32 accumulator).
@@ -637,15 +638,24 @@ fn from_bytes(d: &mut TensorData, bytes: &[u8]) {
 pub struct HostCRun {
     kernel: std::cell::RefCell<HostKernel>,
     geo: Geometry,
+    fp32: bool,
 }
 
 impl HostCRun {
     /// Builds the emitted C for the host.
-    pub fn build(source: &str, geo: Geometry) -> Result<HostCRun> {
-        let k = compile_host(source, &HostCcOptions::default())?;
+    /// Builds the emitted C for the host; `fp32` selects Gemmini's float configuration
+    /// (the header's `POLYC_GEMMINI_FP32`, run on a float model).
+    pub fn build(source: &str, geo: Geometry, fp32: bool) -> Result<HostCRun> {
+        let mut opts = HostCcOptions::default();
+        if fp32 {
+            opts.extra_flags
+                .push(format!("-D{}", super::host::FP32_DEFINE));
+        }
+        let k = compile_host(source, &opts)?;
         Ok(HostCRun {
             kernel: std::cell::RefCell::new(k),
             geo,
+            fp32,
         })
     }
 }
@@ -674,14 +684,21 @@ impl crate::Executable for HostCRun {
         for &t in &prog.outputs {
             args.push(tensors[t].buf.as_mut_ptr() as *mut _);
         }
-        let mut model = Gemmini::new(model_config(&self.geo));
         let entry = crate::c::entry_symbol(prog);
         // SAFETY: the arguments follow the emitted entry's contract (sizes, inputs, outputs,
         // each buffer as large as the sizes say), and the instructions address only them.
         let r = unsafe {
-            self.kernel
-                .borrow_mut()
-                .run(&entry, &mut args, &mut model)?
+            if self.fp32 {
+                let mut model = Gemmini::<Fp32>::with_types(GemminiConfig::fp32());
+                self.kernel
+                    .borrow_mut()
+                    .run(&entry, &mut args, &mut model)?
+            } else {
+                let mut model = Gemmini::new(model_config(&self.geo));
+                self.kernel
+                    .borrow_mut()
+                    .run(&entry, &mut args, &mut model)?
+            }
         };
         if r.status != 0 {
             return Err(miette!(

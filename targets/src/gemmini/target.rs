@@ -282,6 +282,13 @@ impl Target for GemminiTarget {
             return Ok((kernel, Vec::new()));
         }
         let mut notes = vec![format!("gemmini ({}):", self.desc.name)];
+        if (elem, acc) != (DType::I8, DType::I32) {
+            notes.push(format!(
+                "  nothing is tensorised: this version tensorises int8 × int8 → int32 only, and `{}` holds {elem} → {acc}; every statement runs on the host",
+                self.desc.name
+            ));
+            return Ok((kernel, notes));
+        }
         let Some(sizes) = cx
             .param_values
             .iter()
@@ -408,13 +415,20 @@ impl Target for GemminiTarget {
                 kernel: input.kernel.clone(),
                 geo,
             })),
-            "c" => Ok(Box::new(super::run::HostCRun::build(input.source, geo)?)),
+            "c" => Ok(Box::new(super::run::HostCRun::build(
+                input.source,
+                geo,
+                self.memories()?.1.is_float(),
+            )?)),
             other => Err(miette!(
                 help = "use --via model (interpret the kernel on the functional model) or --via c (build the emitted C against polyc's host header)",
                 "--via {other}: target `{}` runs kernels via `model` or `c`",
                 self.desc.name
             )),
         }
+    }
+    fn run_ways(&self) -> &'static [&'static str] {
+        &["model", "c"]
     }
     fn explain_kernels(&self, input: &BuildInput, sizes: Option<&[i64]>) -> Result<Option<String>> {
         let Some(sizes) = sizes else {
