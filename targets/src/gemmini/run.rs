@@ -394,23 +394,39 @@ impl Interp<'_> {
         Ok(())
     }
 
-    fn load(&self, t: usize, flat: i64) -> i64 {
-        let dt = self.prog.tensors[t].dtype;
-        let sz = dt.size_bytes();
-        let at = self.offs[t] + flat as usize * sz;
-        let b = &self.mem.bytes[at..at + sz];
-        match dt {
-            DType::I8 => b[0] as i8 as i64,
-            DType::I32 => i32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as i64,
-            _ => i64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
+    /// The byte range of element `flat` of tensor `t`, or an error outside the tensor.
+    fn element(&self, t: usize, flat: i64) -> Result<std::ops::Range<usize>> {
+        let ten = &self.prog.tensors[t];
+        let n: i64 = ten.shape.iter().map(|a| a.eval(&[], self.sizes)).product();
+        if flat < 0 || flat >= n {
+            return Err(miette!(
+                "a host statement accesses element {flat} of `{}`, which has {n}",
+                ten.name
+            ));
         }
+        let sz = ten.dtype.size_bytes();
+        let at = self.offs[t] + flat as usize * sz;
+        Ok(at..at + sz)
     }
 
-    fn store(&mut self, t: usize, flat: i64, v: i64) {
-        let dt = self.prog.tensors[t].dtype;
-        let sz = dt.size_bytes();
-        let at = self.offs[t] + flat as usize * sz;
-        self.mem.bytes[at..at + sz].copy_from_slice(&v.to_le_bytes()[..sz]);
+    fn load(&self, t: usize, flat: i64) -> Result<i64> {
+        let b = &self.mem.bytes[self.element(t, flat)?];
+        Ok(match self.prog.tensors[t].dtype {
+            DType::I8 => b[0] as i8 as i64,
+            DType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
+            _ => {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&b[..8]);
+                i64::from_le_bytes(w)
+            }
+        })
+    }
+
+    fn store(&mut self, t: usize, flat: i64, v: i64) -> Result<()> {
+        let r = self.element(t, flat)?;
+        let sz = r.len();
+        self.mem.bytes[r].copy_from_slice(&v.to_le_bytes()[..sz]);
+        Ok(())
     }
 
     fn flat(&self, t: usize, index: &[polyhedral::ir::Aff], it: &[i64]) -> i64 {
@@ -450,7 +466,7 @@ impl Interp<'_> {
             },
             StmtBody::Update(op, e) => {
                 let x = self.expr(e, ty, it)?;
-                let cur = wrap(self.load(st.lhs, lhs), ty);
+                let cur = wrap(self.load(st.lhs, lhs)?, ty);
                 let ct = compute_type(ty);
                 match op {
                     AssignOp::Assign => x,
@@ -461,8 +477,7 @@ impl Interp<'_> {
                 }
             }
         };
-        self.store(st.lhs, lhs, wrap(v, ty));
-        Ok(())
+        self.store(st.lhs, lhs, wrap(v, ty))
     }
 
     fn expr(&self, e: &Expr, ty: DType, it: &[i64]) -> Result<i64> {
@@ -475,7 +490,7 @@ impl Interp<'_> {
             Expr::SizeValue(p) => wrap(self.sizes[*p], ty),
             Expr::Read { tensor, index, .. } => {
                 let f = self.flat(*tensor, index, it);
-                wrap(self.load(*tensor, f), ty)
+                wrap(self.load(*tensor, f)?, ty)
             }
             Expr::Neg(a) => w(self.expr(a, ty, it)?.wrapping_neg()),
             Expr::Bin(op, a, b) => {
@@ -592,6 +607,7 @@ impl crate::Executable for ModelRun {
         tensors: &mut [TensorData],
         scalars: &[TensorData],
     ) -> Result<RunStats> {
+        check_buffers(prog, sizes, tensors, scalars)?;
         let start = std::time::Instant::now();
         let mut it = new_interp(prog, sizes, self.geo.dim);
         it.model = Some(Gemmini::new(model_config(&self.geo)));
@@ -619,6 +635,50 @@ impl crate::Executable for ModelRun {
             device: Some(counters_text(&counters)),
         })
     }
+}
+
+/// Checks that every input and output tensor has a buffer of its type and size.
+fn check_buffers(
+    prog: &Program,
+    sizes: &[i64],
+    tensors: &[TensorData],
+    scalars: &[TensorData],
+) -> Result<()> {
+    for (s, sc) in prog.scalars.iter().enumerate() {
+        match scalars.get(s) {
+            Some(d) if d.dtype() == sc.dtype && d.len() == 1 => {}
+            _ => return Err(miette!("scalar `{}` needs one {} value", sc.name, sc.dtype)),
+        }
+    }
+    if sizes.len() != prog.params.len() {
+        return Err(miette!(
+            "`{}` has {} sizes but {} values were given",
+            prog.name,
+            prog.params.len(),
+            sizes.len()
+        ));
+    }
+    for (t, ten) in prog.tensors.iter().enumerate() {
+        if ten.role == polyhedral::ir::TensorRole::Temp {
+            continue;
+        }
+        let n: i64 = ten
+            .shape
+            .iter()
+            .map(|a| a.eval(&[], sizes).max(0))
+            .product();
+        match tensors.get(t) {
+            Some(d) if d.dtype() == ten.dtype && d.len() as i64 == n => {}
+            _ => {
+                return Err(miette!(
+                    "tensor `{}` needs a buffer of {n} {} elements for these sizes",
+                    ten.name,
+                    ten.dtype
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn as_bytes(d: &TensorData) -> Vec<u8> {
@@ -668,6 +728,7 @@ impl crate::Executable for HostCRun {
         tensors: &mut [TensorData],
         scalars: &[TensorData],
     ) -> Result<RunStats> {
+        check_buffers(prog, sizes, tensors, scalars)?;
         let start = std::time::Instant::now();
         let mut size_copies: Vec<i64> = sizes.to_vec();
         let mut scalar_copies: Vec<TensorData> = scalars.to_vec();
