@@ -420,3 +420,43 @@ fn float_programs_run_on_the_float_description_through_the_host_header() {
     assert!(stdout(&o).contains("C: max_abs_err="), "{}", stdout(&o));
     assert!(stdout(&o).trim_end().ends_with(" ok"), "{}", stdout(&o));
 }
+
+#[test]
+fn explain_gives_the_reason_a_contraction_is_not_tensorised() {
+    let dir = tempdir();
+    let cases = [
+        (
+            "def conv1d(i8(N) X, i8(K) W) -> (i32(M) Y) {\n  Y(i) +=! X(i + k) * W(k) where i in 0:M, k in 0:K\n}\n",
+            "N=20,K=3,M=18",
+            "  S_1: runs on the host, not tensorised: dimension 0 of `X` is indexed by several iterators (a sliding window, which needs im2col)",
+        ),
+        (
+            "def tri(i8(N, N) A, i8(N, N) B) -> (i32(N, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j) where k in 0:i\n}\n",
+            "N=20",
+            "  S_1: runs on the host, not tensorised: the range of `k` depends on another iterator (not a box)",
+        ),
+        (
+            "def wide(i32(M, K) A, i8(K, N) B) -> (i32(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
+            "M=20,N=20,K=20",
+            "  S_1: runs on the host, not tensorised: operand `A` is i32, but the scratchpad holds i8",
+        ),
+        (
+            "def gemv(i8(M, K) A, i8(K) x) -> (i32(M) y) {\n  y(i) +=! A(i, k) * x(k)\n}\n",
+            "M=20,K=20",
+            "  S_1: runs on the host, not tensorised: `y` has fewer than two dimensions",
+        ),
+    ];
+    for (k, (src, params, want)) in cases.iter().enumerate() {
+        let prog = write(dir.path(), &format!("p{k}.tc"), src);
+        let ex = polyc_ok(&["explain", &prog, "--param", params, "--target", "gemmini"]);
+        assert!(ex.contains(want), "no `{want}` in:\n{ex}");
+        // They still run, on the host, through both paths.
+        for via in ["model", "c"] {
+            let o = polyc(&[
+                "run", &prog, "--param", params, "--target", "gemmini", "--check", "--via", via,
+            ]);
+            assert_code(&o, 0);
+            assert!(stdout(&o).trim_end().ends_with(" ok"), "{}", stdout(&o));
+        }
+    }
+}

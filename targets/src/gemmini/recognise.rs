@@ -281,6 +281,12 @@ pub fn recognise(
             ));
         }
     }
+    // Each operand: its dims' iterators.
+    let mut forms = Vec::new();
+    for r in &reads {
+        let (dims, off) = access_form(prog, r.tensor, &r.index, n, sizes)?;
+        forms.push((r.tensor, dims, off));
+    }
     if cdims.len() < 2 {
         return Err(format!(
             "`{}` has fewer than two dimensions",
@@ -316,12 +322,6 @@ pub fn recognise(
             "`{}` repeats an iterator across its dimensions",
             prog.tensors[c].name
         ));
-    }
-    // Each operand: its dims' iterators.
-    let mut forms = Vec::new();
-    for r in &reads {
-        let (dims, off) = access_form(prog, r.tensor, &r.index, n, sizes)?;
-        forms.push((r.tensor, dims, off));
     }
     let holds =
         |dims: &[DimIndex], t: usize| dims.iter().any(|d| dim_iter(d).map(|x| x.0) == Some(t));
