@@ -76,8 +76,7 @@ impl Geometry {
             self.sp_banks >= 4 && a_rows <= self.sp_bank_rows && b_rows <= self.sp_bank_rows;
         if !sp_double && (a_rows > half * self.sp_bank_rows || b_rows > half * self.sp_bank_rows) {
             return Err(format!(
-                "the A tile ({a_rows} rows) and the B tile ({b_rows} rows) need {} rows each, but half of the scratchpad has {}",
-                a_rows.max(b_rows),
+                "the A tile needs {a_rows} scratchpad rows and the B tile {b_rows}, but each has half of the scratchpad, {} rows",
                 half * self.sp_bank_rows
             ));
         }
@@ -539,4 +538,66 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     prog.push(body);
     prog.push(call("gemmini_fence", vec![]));
     KNode::Block(prog)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo() -> Geometry {
+        Geometry {
+            dim: 16,
+            sp_banks: 4,
+            sp_bank_rows: 4096,
+            acc_banks: 2,
+            acc_bank_rows: 512,
+        }
+    }
+
+    #[test]
+    fn placement_counts_rows_per_bank() {
+        let p = geo()
+            .place(&Tiles {
+                ti: 48,
+                tj: 32,
+                tk: 32,
+            })
+            .expect("fits");
+        assert_eq!((p.a_rows, p.b_rows, p.c_rows), (96, 64, 96));
+        assert!(p.sp_double && p.acc_double);
+        // A: 16 × 17 blocks = 4352 rows > one bank: single-buffered in two banks.
+        let p = geo()
+            .place(&Tiles {
+                ti: 256,
+                tj: 16,
+                tk: 272,
+            })
+            .expect("fits");
+        assert!(!p.sp_double);
+        // C: 32 × 2 blocks = 1024 rows: the whole accumulator, single-buffered.
+        let p = geo()
+            .place(&Tiles {
+                ti: 512,
+                tj: 32,
+                tk: 16,
+            })
+            .expect("fits");
+        assert!(!p.acc_double);
+        assert_eq!(
+            geo().place(&Tiles {
+                ti: 512,
+                tj: 48,
+                tk: 16
+            }),
+            Err("the C tile needs 1536 accumulator rows, but the accumulator has 1024".into())
+        );
+        assert_eq!(
+            geo().place(&Tiles {
+                ti: 1024,
+                tj: 16,
+                tk: 144
+            }),
+            Err("the A tile needs 9216 scratchpad rows and the B tile 144, but each has half of the scratchpad, 8192 rows".into())
+        );
+    }
 }
