@@ -460,3 +460,38 @@ fn explain_gives_the_reason_a_contraction_is_not_tensorised() {
         }
     }
 }
+
+#[test]
+fn many_small_tiles_from_a_spec_run_exactly() {
+    // 16×32×16 tiles on 50×40×70: 4 × 2 C tiles, 5 reduction steps alternating banks.
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "t.spec",
+        "S_1: 16@accumulator, 32@accumulator, 16@scratchpad\n",
+    );
+    for prog in [
+        "examples/gemmini/gemm.tc",
+        "examples/gemmini/gemm_at.tc",
+        "examples/gemmini/gemm_bt.tc",
+        "examples/gemmini/gemm_acc.tc",
+    ] {
+        let model = check(prog, "M=50,N=40,K=70", "model", &["--tile-spec", &spec]);
+        let c = check(prog, "M=50,N=40,K=70", "c", &["--tile-spec", &spec]);
+        assert_eq!(model, c, "{prog}");
+    }
+    let ex = polyc_ok(&[
+        "explain",
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=50,N=40,K=70",
+        "--target",
+        "gemmini",
+        "--tile-spec",
+        &spec,
+    ]);
+    assert!(
+        ex.contains("    tiles 16×32×16 (i×j×k, from the tile spec); scratchpad: A 16 rows, B 32 rows, double-buffered across banks; accumulator: C 32 rows, double-buffered across banks"),
+        "{ex}"
+    );
+}
