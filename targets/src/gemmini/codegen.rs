@@ -230,7 +230,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let rows_left = |x: &str, hi: i64| min2(int(d), sub(int(hi), var(x)));
     // Block numbers within the tile.
     let blk = |x: &str, x0: &str| div(sub(var(x), var(x0)), d);
-    let (nib, njb, nkb) = (t.ti / d, t.tj / d, t.tk / d);
+    let (njb, nkb) = (t.tj / d, t.tk / d);
     // Scratchpad bases: A in the first half of the banks, B in the second half; with
     // double buffering, the step's parity picks one of two banks.
     let half = (geo.sp_banks / 2).max(1) * geo.sp_bank_rows;
@@ -266,7 +266,6 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let a_addr = add(a_base, mul(add(mul(blk(&ii, &i0), nkb), blk(&kk, &k0)), d));
     let b_addr = add(b_base, mul(add(mul(blk(&kk, &k0), njb), blk(&jj, &j0)), d));
     let c_row = add(c_base, mul(add(mul(blk(&ii, &i0), njb), blk(&jj, &j0)), d));
-    let _ = nib;
 
     let i_rows = rows_left(&ii, bi.1);
     let j_cols = rows_left(&jj, bj.1);

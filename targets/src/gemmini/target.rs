@@ -231,7 +231,7 @@ fn retain_stmts(node: KNode, keep: &dyn Fn(usize) -> bool) -> KNode {
     }
 }
 
-/// The instruction mnemonic table printed by `explain`.
+/// What `explain` says a recognised GEMM is: its tensors, their layout and its iterators.
 pub(crate) fn describe_gemm(prog: &Program, g: &Gemm) -> String {
     let it = |t: usize| prog.stmts[g.stmt].iters[t].name.clone();
     let batch: Vec<String> = g.batch.iter().map(|&b| it(b)).collect();
