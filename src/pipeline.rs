@@ -415,6 +415,9 @@ pub fn finish(
             text.push('\n');
             text.push_str(n);
         }
+        if !rewrite_notes.is_empty() {
+            text.push('\n');
+        }
     }
     if let Some(text) = explain.as_mut() {
         let sizes: Option<Vec<i64>> = front.param_values.iter().copied().collect();
