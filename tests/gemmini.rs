@@ -55,6 +55,7 @@ fn gemms_match_the_interpreter_on_both_paths_at_many_shapes() {
         ("examples/gemmini/gemm.tc", "M=2,N=3,K=150"),
         ("examples/gemmini/gemm_at.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/gemm_bt.tc", "M=19,N=33,K=41"),
+        ("examples/gemmini/gemm_atbt.tc", "M=41,N=19,K=37"),
         ("examples/gemmini/gemm_acc.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/gemm_relu_host.tc", "M=23,N=17,K=29"),
         ("examples/gemmini/batch_gemm.tc", "Bt=3,M=20,N=17,K=33"),
@@ -106,6 +107,7 @@ fn explain_counts_equal_the_models() {
             Some("S_1: 32@accumulator, 16@accumulator, 64@scratchpad\n"),
         ),
         ("examples/gemmini/gemm_acc.tc", "M=37,N=29,K=23", None),
+        ("examples/gemmini/gemm_atbt.tc", "M=41,N=19,K=37", None),
         (
             "examples/gemmini/batch_gemm.tc",
             "Bt=2,M=20,N=17,K=33",
@@ -327,6 +329,7 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
     for (prog, params) in [
         ("examples/gemmini/gemm.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/gemm_at.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_atbt.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/gemm_acc.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/gemm_relu_host.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/batch_gemm.tc", "Bt=2,M=37,N=29,K=23"),
@@ -474,6 +477,7 @@ fn many_small_tiles_from_a_spec_run_exactly() {
         "examples/gemmini/gemm.tc",
         "examples/gemmini/gemm_at.tc",
         "examples/gemmini/gemm_bt.tc",
+        "examples/gemmini/gemm_atbt.tc",
         "examples/gemmini/gemm_acc.tc",
     ] {
         let model = check(prog, "M=50,N=40,K=70", "model", &["--tile-spec", &spec]);

@@ -338,11 +338,34 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             Box::new(KExpr::Cmp(KCmp::Eq, Box::new(var(&kk)), Box::new(var(&k0)))),
         );
         add(
-            KExpr::Select(Box::new(first), Box::new(acc.clone()), Box::new(accumulate)),
+            KExpr::Select(
+                Box::new(first),
+                Box::new(acc.clone()),
+                Box::new(accumulate.clone()),
+            ),
             c_row.clone(),
         )
     } else {
-        add(accumulate, c_row.clone())
+        add(accumulate.clone(), c_row.clone())
+    };
+    // The OS program reads the same blocks, and writes where the WS one does, but
+    // only once per step: overwrite on the first step of a folded init.
+    let (a_addr_os, b_addr_os) = (a_addr.clone(), b_addr.clone());
+    let c_addr_os = if g.init.is_some() {
+        add(
+            KExpr::Select(
+                Box::new(KExpr::Cmp(
+                    KCmp::Eq,
+                    Box::new(var(&k0)),
+                    Box::new(int(bk.0)),
+                )),
+                Box::new(acc.clone()),
+                Box::new(accumulate.clone()),
+            ),
+            c_row.clone(),
+        )
+    } else {
+        add(accumulate.clone(), c_row.clone())
     };
     let garbage = i(int(GARBAGE_ADDR as i64));
     let first_row = KExpr::Cmp(KCmp::Eq, Box::new(var(&ii)), Box::new(var(&i0)));
@@ -397,19 +420,85 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             ),
         ]))),
     };
-    let computes = for_lt(
-        &jj,
-        var(&j0),
-        end(&j0, t.tj, bj.1),
-        d,
+    // Output-stationary (both operands stored transposed, which WS cannot read): per C
+    // block, the step's k blocks accumulate in the PEs (`compute_preloaded` on the first,
+    // `compute_accumulated` after), and the last one's result goes to the accumulator
+    // (overwriting or accumulating as above); the other preloads name no output.
+    let os = g.os();
+    let computes = if os {
+        let last_kk = KExpr::Cmp(
+            KCmp::Ge,
+            Box::new(add(var(&kk), int(d))),
+            Box::new(end(&k0, t.tk, bk.1)),
+        );
+        let first_kk = KExpr::Cmp(KCmp::Eq, Box::new(var(&kk)), Box::new(var(&k0)));
+        let c_out = KExpr::Select(
+            Box::new(last_kk),
+            Box::new(c_addr_os.clone()),
+            Box::new(int(GARBAGE_ADDR as i64)),
+        );
+        let args = |a: KExpr, b: KExpr| {
+            vec![
+                i(a),
+                i(b),
+                i(k_rows.clone()),
+                i(i_rows.clone()),
+                i(j_cols.clone()),
+                i(k_rows.clone()),
+            ]
+        };
+        let body = KNode::Block(vec![
+            call(
+                "gemmini_extended_preload",
+                vec![
+                    i(int(GARBAGE_ADDR as i64)),
+                    i(c_out),
+                    i(int(d)),
+                    i(int(d)),
+                    i(j_cols.clone()),
+                    i(i_rows.clone()),
+                ],
+            ),
+            KNode::If {
+                cond: first_kk,
+                then: Box::new(call(
+                    "gemmini_extended_compute_preloaded",
+                    args(a_addr_os.clone(), b_addr_os.clone()),
+                )),
+                els: Some(Box::new(call(
+                    "gemmini_extended_compute_accumulated",
+                    args(a_addr_os, b_addr_os),
+                ))),
+            },
+        ]);
         for_lt(
-            &kk,
-            var(&k0),
-            end(&k0, t.tk, bk.1),
+            &ii,
+            var(&i0),
+            end(&i0, t.ti, bi.1),
             d,
-            for_lt(&ii, var(&i0), end(&i0, t.ti, bi.1), d, compute),
-        ),
-    );
+            for_lt(
+                &jj,
+                var(&j0),
+                end(&j0, t.tj, bj.1),
+                d,
+                for_lt(&kk, var(&k0), end(&k0, t.tk, bk.1), d, body),
+            ),
+        )
+    } else {
+        for_lt(
+            &jj,
+            var(&j0),
+            end(&j0, t.tj, bj.1),
+            d,
+            for_lt(
+                &kk,
+                var(&k0),
+                end(&k0, t.tk, bk.1),
+                d,
+                for_lt(&ii, var(&i0), end(&i0, t.ti, bi.1), d, compute),
+            ),
+        )
+    };
     let k_loop = for_lt(
         &k0,
         int(bk.0),
@@ -488,7 +577,11 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         call(
             "gemmini_extended_config_ex",
             vec![
-                named("WEIGHT_STATIONARY", 1),
+                if g.os() {
+                    named("OUTPUT_STATIONARY", 0)
+                } else {
+                    named("WEIGHT_STATIONARY", 1)
+                },
                 named("NO_ACTIVATION", 0),
                 i(int(0)),
                 i(int(1)),

@@ -72,6 +72,11 @@ impl Gemm {
     pub fn extent(&self, t: usize) -> i64 {
         self.bounds[t].1 - self.bounds[t].0
     }
+    /// Whether the program runs output-stationary: when both operands are stored
+    /// transposed, which the weight-stationary dataflow cannot read.
+    pub fn os(&self) -> bool {
+        self.a_transposed && self.b_transposed
+    }
     /// Multiply-accumulates of the statement.
     pub fn macs(&self) -> u64 {
         self.bounds
@@ -387,12 +392,6 @@ pub fn recognise(
                 name(t)
             ));
         }
-    }
-    if a_transposed && b_transposed {
-        return Err(
-            "both operands are stored transposed, which the weight-stationary dataflow cannot read"
-                .into(),
-        );
     }
     let init = s.checked_sub(1).filter(|&p| {
         let ps = &prog.stmts[p];

@@ -88,6 +88,8 @@ struct Interp<'a> {
     /// Static counting (no model, no data).
     counts: Counters,
     pe_extent: (u64, u64),
+    /// The dataflow `config_ex` set is output-stationary.
+    os: bool,
     preload: Option<(u32, u32, u64, u64, u64)>,
     dim: u64,
 }
@@ -225,7 +227,10 @@ impl Interp<'_> {
         let c = &mut self.counts;
         let d = self.dim;
         match *insn {
-            Insn::ConfigEx { .. } => c.config_ex += 1,
+            Insn::ConfigEx { dataflow, .. } => {
+                c.config_ex += 1;
+                self.os = dataflow == Dataflow::OutputStationary;
+            }
             Insn::ConfigLd { .. } => c.config_ld += 1,
             Insn::ConfigSt { .. } => c.config_st += 1,
             Insn::Flush { .. } => c.flush += 1,
@@ -288,9 +293,11 @@ impl Interp<'_> {
             Insn::Compute {
                 preloaded,
                 a,
+                bd: cbd,
                 a_cols,
                 a_rows,
-                ..
+                bd_cols: cbd_cols,
+                bd_rows: cbd_rows,
             } => {
                 if preloaded {
                     c.compute_preloaded += 1;
@@ -308,7 +315,15 @@ impl Interp<'_> {
                     };
                 }
                 let a_eff = if a == GARBAGE_ADDR { 0 } else { a_rows as u64 };
-                c.macs += a_eff * (a_cols as u64).min(self.pe_extent.0) * self.pe_extent.1;
+                // WS: the weights in the PEs; OS: the compute's B operand.
+                let (br, bc) = if !self.os {
+                    self.pe_extent
+                } else if cbd == GARBAGE_ADDR {
+                    (0, 0)
+                } else {
+                    (cbd_rows as u64, cbd_cols as u64)
+                };
+                c.macs += a_eff * (a_cols as u64).min(br) * bc;
                 c.array_macs += d * d * d;
                 if cad != GARBAGE_ADDR {
                     if cad & ACC_BIT != 0 {
@@ -576,6 +591,7 @@ fn new_interp<'a>(prog: &'a Program, sizes: &'a [i64], dim: i64) -> Interp<'a> {
         model: None,
         counts: Counters::default(),
         pe_extent: (0, 0),
+        os: false,
         preload: None,
         dim: dim as u64,
     }

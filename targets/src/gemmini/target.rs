@@ -311,9 +311,14 @@ impl Target for GemminiTarget {
                     let (t, how) = self.tiles(prog, &g, &geo, cx.spec, cx.scheduled)?;
                     let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
                     notes.push(format!(
-                        "  {}: tensorised as a GEMM ({}), weight-stationary",
+                        "  {}: tensorised as a GEMM ({}), {}",
                         prog.stmts[s].name,
-                        describe_gemm(prog, &g)
+                        describe_gemm(prog, &g),
+                        if g.os() {
+                            "output-stationary (both operands are stored transposed)"
+                        } else {
+                            "weight-stationary"
+                        }
                     ));
                     notes.push(format!(
                         "    tiles {}×{}×{} (i×j×k, from {how}); scratchpad: A {} rows, B {} rows{}; accumulator: C {} rows{}",
