@@ -12,6 +12,10 @@
 //! rows instead of accumulating. Without an init, the `C` tile is first moved into the
 //! accumulator (`mvin3`).
 //!
+//! When both operands are stored transposed (which the weight-stationary dataflow cannot
+//! read), the program runs output-stationary: per `C` block, the step's `k` blocks
+//! accumulate in the PEs and the last compute writes the accumulator.
+//!
 //! Memory is allocated per bank: the `A` tiles take the first half of the scratchpad
 //! banks, the `B` tiles the second half; when a tile fits one bank, consecutive reduction
 //! steps alternate between two banks (double buffering). The accumulator's `C` tiles
