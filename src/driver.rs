@@ -28,6 +28,27 @@ pub fn build(
     poison: bool,
 ) -> Result<Box<dyn Executable>> {
     let target = load_target(opts)?;
+    if let Some(via) = &opts.via {
+        let ways = target.run_ways();
+        if !ways.contains(&via.as_str()) {
+            return Err(miette!(
+                help = if ways.is_empty() {
+                    format!(
+                        "target `{}` runs kernels one way only; drop --via",
+                        target.name()
+                    )
+                } else {
+                    format!(
+                        "target `{}` runs kernels via: {}",
+                        target.name(),
+                        ways.join(", ")
+                    )
+                },
+                "--via {via}: target `{}` cannot run a kernel via `{via}`",
+                target.name()
+            ));
+        }
+    }
     let kernel = compiled.kernel.as_ref().ok_or_else(|| {
         miette!("internal error: the program was only scheduled, so there is nothing to build")
     })?;
@@ -37,5 +58,6 @@ pub fn build(
         kernel,
         source: &compiled.code,
         poison,
+        via: opts.via.as_deref(),
     })
 }

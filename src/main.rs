@@ -239,6 +239,11 @@ struct CommonArgs {
     /// OpenCL), `cuda` or `opencl`.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     device: DeviceArg,
+    /// How a target that runs kernels in several ways runs this one (Gemmini: `model`,
+    /// the default, interprets the kernel IR on polyc's functional model; `c` builds the
+    /// emitted C against polyc's host header and runs it on the model).
+    #[arg(long, value_name = "HOW")]
+    via: Option<String>,
     /// ILP scheduler: Pluto's fusion strategy, `max`, `smart` (default) or `none`.
     #[arg(long, default_value = "smart")]
     fuse: String,
@@ -423,6 +428,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             DeviceArg::Cuda => targets::gpu::Device::Cuda,
             DeviceArg::Opencl => targets::gpu::Device::OpenCl,
         },
+        via: c.via.clone(),
         explain: false,
         fuse: c.fuse.parse()?,
         no_skew: c.no_skew,

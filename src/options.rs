@@ -40,6 +40,10 @@ pub struct CompileOptions {
     pub emit: Option<String>,
     /// `--device`: which device runs GPU kernels.
     pub device: targets::gpu::Device,
+    /// `--via`: how a target that can run a kernel in several ways runs it (Gemmini:
+    /// `model` interprets the kernel on the functional model, `c` builds the emitted C
+    /// against polyc's host header).
+    pub via: Option<String>,
     /// Emit source code at the end (off for `dump` and `explain`, which also work for
     /// targets without an emitter).
     pub codegen: bool,
@@ -147,6 +151,7 @@ impl CompileOptions {
             target: None,
             emit: None,
             device: targets::gpu::Device::Auto,
+            via: None,
             codegen: true,
             explain: false,
             fuse: polyhedral::ilp::Fuse::Smart,

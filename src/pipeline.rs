@@ -318,6 +318,7 @@ pub fn finish(
     let levels = target.desc().levels();
     let mut notes = Vec::new();
     let mut explain = None;
+    let mut applied_spec = None;
     if mode == Mode::Optimised {
         let cx = PassCx {
             ctx,
@@ -339,8 +340,9 @@ pub fn finish(
             promote_report: std::cell::RefCell::new(None),
             target_report: std::cell::RefCell::new(Vec::new()),
         };
+        applied_spec = cx.effective_spec(&tree)?;
         if opts.explain {
-            let mut text = match cx.effective_spec(&tree)? {
+            let mut text = match applied_spec.clone() {
                 Some((spec, file)) => {
                     let report = tiling::explain(&tree, &cx.tile_cx(), &spec, &file)?;
                     format!("tile spec:\n{spec}\n{report}")
@@ -397,6 +399,26 @@ pub fn finish(
     let schedule = tree.to_isl(ctx)?;
     let kernel =
         targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?;
+    let (kernel, rewrite_notes) = target.rewrite_kernel(
+        &targets::RewriteCx {
+            program,
+            scop,
+            param_values: &front.param_values,
+            spec: applied_spec.as_ref(),
+            optimised: mode == Mode::Optimised,
+            scheduled: front.scheduled(),
+        },
+        kernel,
+    )?;
+    if let Some(text) = explain.as_mut() {
+        for n in &rewrite_notes {
+            text.push('\n');
+            text.push_str(n);
+        }
+        if !rewrite_notes.is_empty() {
+            text.push('\n');
+        }
+    }
     if let Some(text) = explain.as_mut() {
         let sizes: Option<Vec<i64>> = front.param_values.iter().copied().collect();
         let input = targets::BuildInput {
@@ -405,6 +427,7 @@ pub fn finish(
             kernel: &kernel,
             source: "",
             poison: false,
+            via: opts.via.as_deref(),
         };
         if let Some(k) = target.explain_kernels(&input, sizes.as_deref())? {
             text.push('\n');

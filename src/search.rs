@@ -409,6 +409,7 @@ fn time_point(
             .ok_or_else(|| miette!("internal error: no kernel IR"))?,
         source: &compiled.code,
         poison: false,
+        via: o.via.as_deref(),
     })?;
     let (inputs, scalars) = generate_inputs(program, sizes, 0);
     let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(

@@ -86,7 +86,9 @@ use polyhedral::ir::{
     AssignOp, BinOp, CmpOp, DType, Expr, Func, InputRef, Program, Stmt, StmtBody, TensorId,
 };
 
-use crate::kir::{BlockRef, KCmp, KExpr, KNode, Kernel, LocalRef, LoopKind, MemSpace};
+use crate::kir::{
+    BlockRef, IntrinsicArg, KCmp, KExpr, KNode, Kernel, LocalRef, LoopKind, MemSpace,
+};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -988,6 +990,11 @@ impl<'a> Emitter<'a> {
                     Dialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);\n",
                 });
             }
+            KNode::Intrinsic(call) => {
+                indent(out, level);
+                let args: Vec<String> = call.args.iter().map(|a| self.intrinsic_arg(a)).collect();
+                let _ = writeln!(out, "{}({});", call.name, args.join(", "));
+            }
             KNode::Device { id, body } => {
                 // Only GPU printers see device nodes; they print the body as a kernel.
                 indent(out, level);
@@ -1209,6 +1216,23 @@ impl<'a> Emitter<'a> {
     }
 
     /// An index expression at C precedence `want` (0: any).
+    /// The C text of one intrinsic argument: an integer expression, `T + offset` for a
+    /// tensor address, a float literal, or a named constant.
+    fn intrinsic_arg(&self, a: &IntrinsicArg) -> String {
+        match a {
+            IntrinsicArg::Int(e) => self.kexpr(e, 0),
+            IntrinsicArg::Addr { tensor, offset } => {
+                let name = c_ident(&self.prog.tensors[*tensor].name);
+                match offset {
+                    KExpr::Int(0) => name,
+                    o => format!("{name} + {}", self.kexpr(o, 7)),
+                }
+            }
+            IntrinsicArg::Float(v) => format!("{v:?}f"),
+            IntrinsicArg::Named { name, .. } => name.clone(),
+        }
+    }
+
     pub(crate) fn kexpr(&self, e: &KExpr, want: u8) -> String {
         let (text, prec) = self.kexpr_prec(e);
         if prec < want {
@@ -1341,7 +1365,7 @@ fn loop_depth(n: &KNode) -> usize {
         KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
             loop_depth(body)
         }
-        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => 0,
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => 0,
     }
 }
 

@@ -53,6 +53,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "gemmini.yaml",
         include_str!("../../specs/targets/gemmini.yaml"),
     ),
+    (
+        "gemmini-fp32",
+        "gemmini-fp32.yaml",
+        include_str!("../../specs/targets/gemmini-fp32.yaml"),
+    ),
 ];
 
 /// What kind of machine a description is for.
@@ -99,6 +104,35 @@ pub struct ArrayDesc {
     #[serde(default)]
     pub dataflows: Vec<String>,
 }
+
+/// BACO's analytical cost model of a systolic array (thesis ch. 6, Tables 6.2 and 6.3):
+/// bandwidths in words per cycle, energies per access (EPA) in the thesis' units.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostModel {
+    /// Energy of one MAC.
+    pub mac_energy: f64,
+    /// EPA of the PE registers (level 0).
+    pub register_epa: f64,
+    /// Accumulator EPA = `accumulator_epa_base + accumulator_epa_slope · C1 / √N_PE`, C1
+    /// the accumulator's capacity in KiB.
+    pub accumulator_epa_base: f64,
+    /// See [`CostModel::accumulator_epa_base`].
+    pub accumulator_epa_slope: f64,
+    /// Scratchpad EPA = `scratchpad_epa_base + scratchpad_epa_slope · C2`, C2 the
+    /// scratchpad's capacity in KiB.
+    pub scratchpad_epa_base: f64,
+    /// See [`CostModel::scratchpad_epa_base`].
+    pub scratchpad_epa_slope: f64,
+    /// EPA of DRAM.
+    pub dram_epa: f64,
+    /// DRAM bandwidth in words per cycle (registers: 2·N_PE; accumulator and scratchpad:
+    /// 2·√N_PE, from the array's size).
+    pub dram_words_per_cycle: f64,
+}
+
+// The model's numbers are finite constants from a YAML file: equality is reflexive.
+impl Eq for CostModel {}
 
 /// Where a buffer lives and who shares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,6 +261,9 @@ pub struct TargetDesc {
     /// vectors even where AVX-512 is available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_bytes: Option<u32>,
+    /// BACO's cost model (Gemmini), for `polyc explain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostModel>,
     /// Buffers from outermost to innermost.
     pub buffers: Vec<BufferDesc>,
 }

@@ -281,6 +281,63 @@ pub enum KNode {
         /// tensor side goes to the innermost *other* tile of the tensor, if any.
         locals: Vec<LocalRef>,
     },
+    /// A call of a target intrinsic (an accelerator instruction such as Gemmini's
+    /// `gemmini_extended_mvin`), printed as `name(args);`. What it does is defined by the
+    /// target that put it there; shared passes only carry it.
+    Intrinsic(Intrinsic),
+}
+
+/// One argument of an [`Intrinsic`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum IntrinsicArg {
+    /// An integer.
+    Int(KExpr),
+    /// The address of element `offset` (flat, row-major) of a tensor.
+    Addr {
+        /// The tensor.
+        tensor: usize,
+        /// The flat element offset.
+        offset: KExpr,
+    },
+    /// A floating-point constant (printed with a `f` suffix).
+    Float(f32),
+    /// A named constant of the target's API (`WEIGHT_STATIONARY`), with its value.
+    Named {
+        /// The name the C code uses.
+        name: String,
+        /// Its value.
+        value: i64,
+    },
+}
+
+/// A target intrinsic: a named operation with arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Intrinsic {
+    /// The C name of the call.
+    pub name: String,
+    /// The arguments, in call order.
+    pub args: Vec<IntrinsicArg>,
+}
+
+impl Intrinsic {
+    /// The intrinsic with `f` applied to every integer expression of its arguments.
+    pub fn map_exprs(&self, f: &impl Fn(&KExpr) -> KExpr) -> Intrinsic {
+        Intrinsic {
+            name: self.name.clone(),
+            args: self
+                .args
+                .iter()
+                .map(|a| match a {
+                    IntrinsicArg::Int(e) => IntrinsicArg::Int(f(e)),
+                    IntrinsicArg::Addr { tensor, offset } => IntrinsicArg::Addr {
+                        tensor: *tensor,
+                        offset: f(offset),
+                    },
+                    other => other.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A promoted tile as seen from one statement instance: the tensor element `e` lives at
@@ -452,6 +509,7 @@ impl KNode {
                 args: args.iter().map(f).collect(),
                 locals: locals(l),
             },
+            KNode::Intrinsic(i) => KNode::Intrinsic(i.map_exprs(f)),
             other => other,
         }
     }
@@ -470,7 +528,7 @@ impl KNode {
             KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
                 body.walk(f)
             }
-            KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
+            KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => {}
         }
     }
     /// The statement indices that occur in the tree, in order of first occurrence.
@@ -515,6 +573,13 @@ impl KNode {
                 .any(|l| l.tensor == *tensor && l.promo != *promo) =>
             {
                 add(*tensor);
+            }
+            KNode::Intrinsic(i) => {
+                for a in &i.args {
+                    if let IntrinsicArg::Addr { tensor, .. } = a {
+                        add(*tensor);
+                    }
+                }
             }
             _ => {}
         });

@@ -36,10 +36,10 @@ pub mod target;
 
 pub use c::{emit_c, EmitOptions};
 pub use cpu_runner::{compile_c, run, CcOptions, CompiledKernel, RunStats};
-pub use kir::{KCmp, KExpr, KNode, Kernel, LoopKind};
+pub use kir::{Intrinsic, IntrinsicArg, KCmp, KExpr, KNode, Kernel, LoopKind};
 pub use lower::lower;
 pub use parallel::mark_outer_parallel;
-pub use target::{target_for, BuildInput, CpuTarget, PromoteSettings, Target};
+pub use target::{target_for, BuildInput, CpuTarget, PromoteSettings, RewriteCx, Target};
 
 use polyhedral::data::TensorData;
 use polyhedral::ir::Program;

@@ -1080,7 +1080,7 @@ fn mark_first_loop(node: &mut KNode, iter: &str) {
         KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
             mark_first_loop(body, iter)
         }
-        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => {}
     }
 }
 
@@ -1109,7 +1109,7 @@ fn set_loop_kind(node: &mut KNode, iter: &str, kind: LoopKind) {
         KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
             set_loop_kind(body, iter, kind)
         }
-        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => {}
     }
 }
 
@@ -1199,7 +1199,7 @@ fn prune(node: KNode) -> KNode {
                 body: Box::new(body),
             }
         }
-        s @ (KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier) => s,
+        s @ (KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_)) => s,
     }
 }
 

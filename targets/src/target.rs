@@ -50,6 +50,26 @@ pub struct BuildInput<'a> {
     pub source: &'a str,
     /// Build for `--check`: unwritten temporaries read as NaN (C: `-DPOLYC_POISON`).
     pub poison: bool,
+    /// How to run, for targets that can run a kernel in several ways (`--via`); `None`
+    /// is the target's default.
+    pub via: Option<&'a str>,
+}
+
+/// What [`Target::rewrite_kernel`] sees besides the kernel.
+pub struct RewriteCx<'a> {
+    /// The program.
+    pub program: &'a Program,
+    /// Its polyhedral model (access relations, domains).
+    pub scop: &'a polyhedral::scop::Scop,
+    /// Each size's value if bound.
+    pub param_values: &'a [Option<i64>],
+    /// The tile spec tiling applied (the user's, completed by the default policy), if any.
+    pub spec: Option<&'a (tiling::TileSpec, polyhedral::diag::SourceFile)>,
+    /// False for the untransformed reference order (no target passes ran).
+    pub optimised: bool,
+    /// The scheduled tree (before the target's passes): the band members a tile spec's
+    /// entries refer to.
+    pub scheduled: &'a ScheduleTree,
 }
 
 /// What a code-generation target does. Everything else about a target is data
@@ -100,6 +120,17 @@ pub trait Target {
         format: &str,
         opts: &EmitOptions,
     ) -> Result<String>;
+    /// Rewrites the lowered kernel before emission (for example, tensorisation: a
+    /// statement becomes accelerator instructions). The default keeps the kernel. The
+    /// returned lines go to `polyc explain`.
+    fn rewrite_kernel(&self, _cx: &RewriteCx, kernel: Kernel) -> Result<(Kernel, Vec<String>)> {
+        Ok((kernel, Vec::new()))
+    }
+    /// The ways `--via` may name to run a kernel (the first is the default); empty for a
+    /// target that runs kernels one way only, where `--via` is an error.
+    fn run_ways(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Builds the compiled program into something that runs.
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>>;
     /// What `polyc explain` adds about the lowered program (per kernel, for targets with
@@ -122,7 +153,8 @@ pub fn target_for(desc: TargetDesc, device: Device) -> Box<dyn Target> {
             desc,
         }),
         TargetKind::Gpu => Box::new(GpuTarget { desc, device }),
-        TargetKind::Gemmini | TargetKind::Npu => Box::new(AnalysisTarget { desc }),
+        TargetKind::Gemmini => Box::new(crate::gemmini::GemminiTarget::new(desc)),
+        TargetKind::Npu => Box::new(AnalysisTarget { desc }),
     }
 }
 
@@ -148,7 +180,7 @@ impl CpuTarget {
 
 /// Promotion by role: register files take register tiles, per-core caches pack, shared
 /// caches and everything else take nothing.
-fn cache_promote_options(desc: &TargetDesc, s: &PromoteSettings) -> PromoteOptions {
+pub(crate) fn cache_promote_options(desc: &TargetDesc, s: &PromoteSettings) -> PromoteOptions {
     PromoteOptions {
         levels: cache_promote_levels(desc),
         pack: s.pack,

@@ -65,7 +65,7 @@ fn loop_order(n: &KNode, out: &mut Vec<String>) {
         KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
             loop_order(body, out)
         }
-        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier => {}
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => {}
     }
 }
 

@@ -295,7 +295,11 @@ fn split(
                 body: Box::new(b?),
             }
         }
-        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Local { .. } | KNode::Barrier => {
+        KNode::Stmt { .. }
+        | KNode::Copy { .. }
+        | KNode::Local { .. }
+        | KNode::Barrier
+        | KNode::Intrinsic(_) => {
             return Err(miette!(
                 help = "this is an internal error in polyc's GPU mapping; please report it with the program",
                 "a statement instance is outside every GPU kernel"

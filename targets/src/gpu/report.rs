@@ -145,7 +145,7 @@ impl Counter<'_> {
                     }
                 }
             }
-            KNode::Barrier => {}
+            KNode::Barrier | KNode::Intrinsic(_) => {}
         }
         Ok(c)
     }

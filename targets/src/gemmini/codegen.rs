@@ -1,0 +1,699 @@
+//! The instruction program of a recognised GEMM, as kernel IR: host loops over tiles, and
+//! Gemmini instructions as [`KNode::Intrinsic`] calls of `gemmini.h`'s macros.
+//!
+//! The weight-stationary dataflow. For each batch index and each `TI × TJ` tile of `C`
+//! (kept in the accumulator while the reduction runs), for each `TK`-deep step of the
+//! reduction: the `TI × TK` tile of `A` and the `TK × TJ` tile of `B` move into the
+//! scratchpad in blocks of `DIM × DIM` (one `mvin` per block, with the block's real rows and
+//! columns: nothing is padded in DRAM); then, per `DIM`-wide block column `jj` and block
+//! row `kk` of `B`, one `preload` of the weights and one `compute` per block row `ii` of
+//! `A` accumulate into the `C` block. After the reduction, one `mvout` per `C` block stores
+//! the raw `int32` rows. A `+=!` init is folded: the first step overwrites the accumulator
+//! rows instead of accumulating. Without an init, the `C` tile is first moved into the
+//! accumulator (`mvin3`).
+//!
+//! When both operands are stored transposed (which the weight-stationary dataflow cannot
+//! read), the program runs output-stationary: per `C` block, the step's `k` blocks
+//! accumulate in the PEs and the last compute writes the accumulator.
+//!
+//! Memory is allocated per bank: the `A` tiles take the first half of the scratchpad
+//! banks, the `B` tiles the second half; when a tile fits one bank, consecutive reduction
+//! steps alternate between two banks (double buffering). The accumulator's `C` tiles
+//! alternate between its banks the same way when one tile fits one bank.
+
+use crate::kir::{Intrinsic, IntrinsicArg, KCmp, KExpr, KNode};
+
+use super::model::{ACCUMULATE_BIT, ACC_BIT, FULL_ACC_BIT, GARBAGE_ADDR};
+use super::recognise::{Gemm, Lin};
+
+/// The Gemmini sizes the code generator needs (from the target description).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// DIM.
+    pub dim: i64,
+    /// Scratchpad banks.
+    pub sp_banks: i64,
+    /// Rows per scratchpad bank.
+    pub sp_bank_rows: i64,
+    /// Accumulator banks.
+    pub acc_banks: i64,
+    /// Rows per accumulator bank.
+    pub acc_bank_rows: i64,
+}
+
+/// Tile sizes, in elements (multiples of DIM).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tiles {
+    /// Rows of the `C` tile (along `i`).
+    pub ti: i64,
+    /// Columns of the `C` tile (along `j`).
+    pub tj: i64,
+    /// Depth of a reduction step (along `k`).
+    pub tk: i64,
+}
+
+/// Where the tiles live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Scratchpad rows of one `A` tile.
+    pub a_rows: i64,
+    /// Scratchpad rows of one `B` tile.
+    pub b_rows: i64,
+    /// Accumulator rows of one `C` tile.
+    pub c_rows: i64,
+    /// `A` and `B` alternate between two banks each.
+    pub sp_double: bool,
+    /// `C` alternates between two accumulator banks.
+    pub acc_double: bool,
+}
+
+impl Geometry {
+    /// Where tiles of these sizes go, or why they do not fit.
+    pub fn place(&self, t: &Tiles) -> Result<Placement, String> {
+        let d = self.dim;
+        let (nib, njb, nkb) = (t.ti / d, t.tj / d, t.tk / d);
+        let a_rows = nib * nkb * d;
+        let b_rows = nkb * njb * d;
+        let c_rows = nib * njb * d;
+        let half = (self.sp_banks / 2).max(1);
+        let sp_double =
+            self.sp_banks >= 4 && a_rows <= self.sp_bank_rows && b_rows <= self.sp_bank_rows;
+        if !sp_double && (a_rows > half * self.sp_bank_rows || b_rows > half * self.sp_bank_rows) {
+            return Err(format!(
+                "the A tile needs {a_rows} scratchpad rows and the B tile {b_rows}, but each has half of the scratchpad, {} rows",
+                half * self.sp_bank_rows
+            ));
+        }
+        let acc_double = self.acc_banks >= 2 && c_rows <= self.acc_bank_rows;
+        if c_rows > self.acc_banks * self.acc_bank_rows {
+            return Err(format!(
+                "the C tile needs {c_rows} accumulator rows, but the accumulator has {}",
+                self.acc_banks * self.acc_bank_rows
+            ));
+        }
+        Ok(Placement {
+            a_rows,
+            b_rows,
+            c_rows,
+            sp_double,
+            acc_double,
+        })
+    }
+
+    /// Gemmini's own rule (`tiled_matmul_auto`): starting from one DIM block each, grow
+    /// the `I`, `J` and `K` tiles in turn by DIM while the double-buffered tiles still
+    /// fit and the tile does not pass the (rounded-up) extent.
+    pub fn default_tiles(&self, g: &Gemm) -> Tiles {
+        let d = self.dim;
+        let cap = |e: i64| (e + d - 1) / d * d;
+        let (ci, cj, ck) = (cap(g.extent(g.i)), cap(g.extent(g.j)), cap(g.extent(g.k)));
+        let mut t = Tiles {
+            ti: d,
+            tj: d,
+            tk: d,
+        };
+        let fits = |t: &Tiles| {
+            self.place(t)
+                .map(|p| p.sp_double && p.acc_double)
+                .unwrap_or(false)
+        };
+        loop {
+            let mut grew = false;
+            for which in 0..3 {
+                let mut n = t;
+                match which {
+                    0 if n.ti < ci => n.ti += d,
+                    1 if n.tj < cj => n.tj += d,
+                    2 if n.tk < ck => n.tk += d,
+                    _ => continue,
+                }
+                if fits(&n) {
+                    t = n;
+                    grew = true;
+                }
+            }
+            if !grew {
+                return t;
+            }
+        }
+    }
+}
+
+fn int(v: i64) -> KExpr {
+    KExpr::Int(v)
+}
+fn var(n: &str) -> KExpr {
+    KExpr::var(n)
+}
+fn add(a: KExpr, b: KExpr) -> KExpr {
+    match (&a, &b) {
+        (KExpr::Int(0), _) => b,
+        (_, KExpr::Int(0)) => a,
+        _ => KExpr::Add(Box::new(a), Box::new(b)),
+    }
+}
+fn sub(a: KExpr, b: KExpr) -> KExpr {
+    match &b {
+        KExpr::Int(0) => a,
+        _ => KExpr::Sub(Box::new(a), Box::new(b)),
+    }
+}
+fn mul(a: KExpr, b: i64) -> KExpr {
+    match b {
+        0 => int(0),
+        1 => a,
+        _ => KExpr::Mul(Box::new(a), Box::new(int(b))),
+    }
+}
+fn div(a: KExpr, b: i64) -> KExpr {
+    if b == 1 {
+        a
+    } else {
+        KExpr::Div(Box::new(a), Box::new(int(b)))
+    }
+}
+fn min2(a: KExpr, b: KExpr) -> KExpr {
+    KExpr::Min(vec![a, b])
+}
+
+/// `for (v = from; v < to; v += step)`.
+fn for_lt(v: &str, from: KExpr, to: KExpr, step: i64, body: KNode) -> KNode {
+    KNode::For {
+        iter: v.to_string(),
+        init: from,
+        cond: KExpr::Cmp(KCmp::Lt, Box::new(var(v)), Box::new(to)),
+        step,
+        body: Box::new(body),
+        kind: crate::kir::LoopKind::Seq,
+    }
+}
+
+fn call(name: &str, args: Vec<IntrinsicArg>) -> KNode {
+    KNode::Intrinsic(Intrinsic {
+        name: name.to_string(),
+        args,
+    })
+}
+fn i(e: KExpr) -> IntrinsicArg {
+    IntrinsicArg::Int(e)
+}
+fn named(name: &str, value: i64) -> IntrinsicArg {
+    IntrinsicArg::Named {
+        name: name.to_string(),
+        value,
+    }
+}
+
+/// The flat offset `lin` with iterator `t` replaced by the expressions in `at`.
+fn offset(lin: &Lin, at: &[(usize, KExpr)]) -> KExpr {
+    let mut e = int(lin.c0);
+    for (t, x) in at {
+        e = add(e, mul(x.clone(), lin.coef[*t]));
+    }
+    e
+}
+
+/// The whole instruction program of `g` with tiles `t` placed as `p`, as kernel IR.
+/// `prefix` makes the loop variables unique within the kernel.
+pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: &str) -> KNode {
+    let d = geo.dim;
+    let v = |s: &str| format!("{prefix}{s}");
+    let (bi, bj, bk) = (g.bounds[g.i], g.bounds[g.j], g.bounds[g.k]);
+    let (i0, j0, k0) = (v("i0"), v("j0"), v("k0"));
+    let (ii, jj, kk) = (v("ii"), v("jj"), v("kk"));
+    let batch_at: Vec<(usize, KExpr)> = g
+        .batch
+        .iter()
+        .map(|&b| (b, var(&v(&format!("b{b}")))))
+        .collect();
+    let at = |extra: &[(usize, KExpr)]| {
+        let mut all = batch_at.clone();
+        all.extend(extra.iter().cloned());
+        all
+    };
+    let rows_left = |x: &str, hi: i64| min2(int(d), sub(int(hi), var(x)));
+    // Block numbers within the tile.
+    let blk = |x: &str, x0: &str| div(sub(var(x), var(x0)), d);
+    let (njb, nkb) = (t.tj / d, t.tk / d);
+    // Scratchpad bases: A in the first half of the banks, B in the second half; with
+    // double buffering, the step's parity picks one of two banks.
+    let half = (geo.sp_banks / 2).max(1) * geo.sp_bank_rows;
+    let step_parity = KExpr::Rem(
+        Box::new(div(sub(var(&k0), int(bk.0)), t.tk)),
+        Box::new(int(2)),
+    );
+    let (a_base, b_base) = if p.sp_double {
+        (
+            mul(step_parity.clone(), geo.sp_bank_rows),
+            add(int(half), mul(step_parity, geo.sp_bank_rows)),
+        )
+    } else {
+        (int(0), int(half))
+    };
+    let tile_parity = KExpr::Rem(
+        Box::new(add(
+            mul(
+                div(sub(var(&i0), int(bi.0)), t.ti),
+                (bj.1 - bj.0 + t.tj - 1) / t.tj,
+            ),
+            div(sub(var(&j0), int(bj.0)), t.tj),
+        )),
+        Box::new(int(2)),
+    );
+    let c_base = if p.acc_double {
+        mul(tile_parity, geo.acc_bank_rows)
+    } else {
+        int(0)
+    };
+    // A block (ii, kk) lives at a_base + (bi·nkb + bk)·DIM; B block (kk, jj) at b_base +
+    // (bk·njb + bj)·DIM; C block (ii, jj) at c_base + (bi·njb + bj)·DIM.
+    let a_addr = add(a_base, mul(add(mul(blk(&ii, &i0), nkb), blk(&kk, &k0)), d));
+    let b_addr = add(b_base, mul(add(mul(blk(&kk, &k0), njb), blk(&jj, &j0)), d));
+    let c_row = add(c_base, mul(add(mul(blk(&ii, &i0), njb), blk(&jj, &j0)), d));
+
+    let i_rows = rows_left(&ii, bi.1);
+    let j_cols = rows_left(&jj, bj.1);
+    let k_rows = rows_left(&kk, bk.1);
+    let end = |x0: &str, tile: i64, hi: i64| min2(add(var(x0), int(tile)), int(hi));
+
+    // mvin A: normal, a DRAM row is a row of A along k (rows = i); transposed, along i
+    // (rows = k).
+    let a_at = at(&[(g.i, var(&ii)), (g.k, var(&kk))]);
+    let (a_cols, a_rows_arg) = if g.a_transposed {
+        (i_rows.clone(), k_rows.clone())
+    } else {
+        (k_rows.clone(), i_rows.clone())
+    };
+    let mvin_a = call(
+        "gemmini_extended_mvin",
+        vec![
+            IntrinsicArg::Addr {
+                tensor: g.a,
+                offset: offset(&g.a_off, &a_at),
+            },
+            i(a_addr.clone()),
+            i(a_cols),
+            i(a_rows_arg),
+        ],
+    );
+    let b_at = at(&[(g.k, var(&kk)), (g.j, var(&jj))]);
+    let (b_cols, b_rows_arg) = if g.b_transposed {
+        (k_rows.clone(), j_cols.clone())
+    } else {
+        (j_cols.clone(), k_rows.clone())
+    };
+    let mvin_b = call(
+        "gemmini_extended_mvin2",
+        vec![
+            IntrinsicArg::Addr {
+                tensor: g.b,
+                offset: offset(&g.b_off, &b_at),
+            },
+            i(b_addr.clone()),
+            i(b_cols),
+            i(b_rows_arg),
+        ],
+    );
+    let load_a = for_lt(
+        &ii,
+        var(&i0),
+        end(&i0, t.ti, bi.1),
+        d,
+        for_lt(&kk, var(&k0), end(&k0, t.tk, bk.1), d, mvin_a),
+    );
+    let load_b = for_lt(
+        &kk,
+        var(&k0),
+        end(&k0, t.tk, bk.1),
+        d,
+        for_lt(&jj, var(&j0), end(&j0, t.tj, bj.1), d, mvin_b),
+    );
+    // The C address of a compute: overwrite on the first step of a folded init, else
+    // accumulate.
+    let acc = int(ACC_BIT as i64);
+    let accumulate = int((ACC_BIT | ACCUMULATE_BIT) as i64);
+    let c_addr = if g.init.is_some() {
+        let first = KExpr::And(
+            Box::new(KExpr::Cmp(
+                KCmp::Eq,
+                Box::new(var(&k0)),
+                Box::new(int(bk.0)),
+            )),
+            Box::new(KExpr::Cmp(KCmp::Eq, Box::new(var(&kk)), Box::new(var(&k0)))),
+        );
+        add(
+            KExpr::Select(
+                Box::new(first),
+                Box::new(acc.clone()),
+                Box::new(accumulate.clone()),
+            ),
+            c_row.clone(),
+        )
+    } else {
+        add(accumulate.clone(), c_row.clone())
+    };
+    // The OS program reads the same blocks, and writes where the WS one does, but
+    // only once per step: overwrite on the first step of a folded init.
+    let (a_addr_os, b_addr_os) = (a_addr.clone(), b_addr.clone());
+    let c_addr_os = if g.init.is_some() {
+        add(
+            KExpr::Select(
+                Box::new(KExpr::Cmp(
+                    KCmp::Eq,
+                    Box::new(var(&k0)),
+                    Box::new(int(bk.0)),
+                )),
+                Box::new(acc.clone()),
+                Box::new(accumulate.clone()),
+            ),
+            c_row.clone(),
+        )
+    } else {
+        add(accumulate.clone(), c_row.clone())
+    };
+    let garbage = i(int(GARBAGE_ADDR as i64));
+    let first_row = KExpr::Cmp(KCmp::Eq, Box::new(var(&ii)), Box::new(var(&i0)));
+    let compute = KNode::If {
+        cond: first_row,
+        then: Box::new(KNode::Block(vec![
+            call(
+                "gemmini_extended_preload",
+                vec![
+                    i(b_addr.clone()),
+                    i(c_addr.clone()),
+                    i(j_cols.clone()),
+                    i(k_rows.clone()),
+                    i(j_cols.clone()),
+                    i(i_rows.clone()),
+                ],
+            ),
+            call(
+                "gemmini_extended_compute_preloaded",
+                vec![
+                    i(a_addr.clone()),
+                    garbage.clone(),
+                    i(k_rows.clone()),
+                    i(i_rows.clone()),
+                    i(int(d)),
+                    i(int(d)),
+                ],
+            ),
+        ])),
+        els: Some(Box::new(KNode::Block(vec![
+            call(
+                "gemmini_extended_preload",
+                vec![
+                    garbage.clone(),
+                    i(c_addr),
+                    i(int(d)),
+                    i(int(d)),
+                    i(j_cols.clone()),
+                    i(i_rows.clone()),
+                ],
+            ),
+            call(
+                "gemmini_extended_compute_accumulated",
+                vec![
+                    i(a_addr),
+                    garbage,
+                    i(k_rows.clone()),
+                    i(i_rows.clone()),
+                    i(int(d)),
+                    i(int(d)),
+                ],
+            ),
+        ]))),
+    };
+    // Output-stationary (both operands stored transposed, which WS cannot read): per C
+    // block, the step's k blocks accumulate in the PEs (`compute_preloaded` on the first,
+    // `compute_accumulated` after), and the last one's result goes to the accumulator
+    // (overwriting or accumulating as above); the other preloads name no output.
+    let os = g.os();
+    let computes = if os {
+        let last_kk = KExpr::Cmp(
+            KCmp::Ge,
+            Box::new(add(var(&kk), int(d))),
+            Box::new(end(&k0, t.tk, bk.1)),
+        );
+        let first_kk = KExpr::Cmp(KCmp::Eq, Box::new(var(&kk)), Box::new(var(&k0)));
+        let c_out = KExpr::Select(
+            Box::new(last_kk),
+            Box::new(c_addr_os.clone()),
+            Box::new(int(GARBAGE_ADDR as i64)),
+        );
+        let args = |a: KExpr, b: KExpr| {
+            vec![
+                i(a),
+                i(b),
+                i(k_rows.clone()),
+                i(i_rows.clone()),
+                i(j_cols.clone()),
+                i(k_rows.clone()),
+            ]
+        };
+        let body = KNode::Block(vec![
+            call(
+                "gemmini_extended_preload",
+                vec![
+                    i(int(GARBAGE_ADDR as i64)),
+                    i(c_out),
+                    i(int(d)),
+                    i(int(d)),
+                    i(j_cols.clone()),
+                    i(i_rows.clone()),
+                ],
+            ),
+            KNode::If {
+                cond: first_kk,
+                then: Box::new(call(
+                    "gemmini_extended_compute_preloaded",
+                    args(a_addr_os.clone(), b_addr_os.clone()),
+                )),
+                els: Some(Box::new(call(
+                    "gemmini_extended_compute_accumulated",
+                    args(a_addr_os, b_addr_os),
+                ))),
+            },
+        ]);
+        for_lt(
+            &ii,
+            var(&i0),
+            end(&i0, t.ti, bi.1),
+            d,
+            for_lt(
+                &jj,
+                var(&j0),
+                end(&j0, t.tj, bj.1),
+                d,
+                for_lt(&kk, var(&k0), end(&k0, t.tk, bk.1), d, body),
+            ),
+        )
+    } else {
+        for_lt(
+            &jj,
+            var(&j0),
+            end(&j0, t.tj, bj.1),
+            d,
+            for_lt(
+                &kk,
+                var(&k0),
+                end(&k0, t.tk, bk.1),
+                d,
+                for_lt(&ii, var(&i0), end(&i0, t.ti, bi.1), d, compute),
+            ),
+        )
+    };
+    let k_loop = for_lt(
+        &k0,
+        int(bk.0),
+        int(bk.1),
+        t.tk,
+        KNode::Block(vec![load_a, load_b, computes]),
+    );
+    let c_at = at(&[(g.i, var(&ii)), (g.j, var(&jj))]);
+    let c_blocks = |node: KNode| {
+        for_lt(
+            &ii,
+            var(&i0),
+            end(&i0, t.ti, bi.1),
+            d,
+            for_lt(&jj, var(&j0), end(&j0, t.tj, bj.1), d, node),
+        )
+    };
+    let mvout = c_blocks(call(
+        "gemmini_extended_mvout",
+        vec![
+            IntrinsicArg::Addr {
+                tensor: g.c,
+                offset: offset(&g.c_off, &c_at),
+            },
+            i(add(int((ACC_BIT | FULL_ACC_BIT) as i64), c_row.clone())),
+            i(j_cols.clone()),
+            i(i_rows.clone()),
+        ],
+    ));
+    let mut tile_body = Vec::new();
+    if g.init.is_none() {
+        tile_body.push(c_blocks(call(
+            "gemmini_extended_mvin3",
+            vec![
+                IntrinsicArg::Addr {
+                    tensor: g.c,
+                    offset: offset(&g.c_off, &c_at),
+                },
+                i(add(acc.clone(), c_row)),
+                i(j_cols),
+                i(i_rows),
+            ],
+        )));
+    }
+    tile_body.push(k_loop);
+    tile_body.push(mvout);
+    let mut body = for_lt(
+        &i0,
+        int(bi.0),
+        int(bi.1),
+        t.ti,
+        for_lt(&j0, int(bj.0), int(bj.1), t.tj, KNode::Block(tile_body)),
+    );
+    for &b in g.batch.iter().rev() {
+        body = for_lt(
+            &v(&format!("b{b}")),
+            int(g.bounds[b].0),
+            int(g.bounds[b].1),
+            1,
+            body,
+        );
+    }
+    let row = |lin: &Lin, t: usize| lin.coef[t];
+    let a_stride = if g.a_transposed {
+        row(&g.a_off, g.k)
+    } else {
+        row(&g.a_off, g.i)
+    };
+    let b_stride = if g.b_transposed {
+        row(&g.b_off, g.j)
+    } else {
+        row(&g.b_off, g.k)
+    };
+    let c_stride = row(&g.c_off, g.i) * 4;
+    let mut prog = vec![
+        call(
+            "gemmini_extended_config_ex",
+            vec![
+                if g.os() {
+                    named("OUTPUT_STATIONARY", 0)
+                } else {
+                    named("WEIGHT_STATIONARY", 1)
+                },
+                named("NO_ACTIVATION", 0),
+                i(int(0)),
+                i(int(1)),
+                i(int(g.a_transposed as i64)),
+                i(int(g.b_transposed as i64)),
+            ],
+        ),
+        call(
+            "gemmini_extended_config_st",
+            vec![
+                i(int(c_stride)),
+                named("NO_ACTIVATION", 0),
+                IntrinsicArg::Float(1.0),
+            ],
+        ),
+        call(
+            "gemmini_extended3_config_ld",
+            vec![
+                i(int(a_stride)),
+                IntrinsicArg::Float(1.0),
+                i(int(0)),
+                i(int(0)),
+            ],
+        ),
+        call(
+            "gemmini_extended3_config_ld",
+            vec![
+                i(int(b_stride)),
+                IntrinsicArg::Float(1.0),
+                i(int(0)),
+                i(int(1)),
+            ],
+        ),
+    ];
+    if g.init.is_none() {
+        prog.push(call(
+            "gemmini_extended3_config_ld",
+            vec![
+                i(int(c_stride)),
+                IntrinsicArg::Float(1.0),
+                i(int(0)),
+                i(int(2)),
+            ],
+        ));
+    }
+    prog.push(body);
+    prog.push(call("gemmini_fence", vec![]));
+    KNode::Block(prog)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo() -> Geometry {
+        Geometry {
+            dim: 16,
+            sp_banks: 4,
+            sp_bank_rows: 4096,
+            acc_banks: 2,
+            acc_bank_rows: 512,
+        }
+    }
+
+    #[test]
+    fn placement_counts_rows_per_bank() {
+        let p = geo()
+            .place(&Tiles {
+                ti: 48,
+                tj: 32,
+                tk: 32,
+            })
+            .expect("fits");
+        assert_eq!((p.a_rows, p.b_rows, p.c_rows), (96, 64, 96));
+        assert!(p.sp_double && p.acc_double);
+        // A: 16 × 17 blocks = 4352 rows > one bank: single-buffered in two banks.
+        let p = geo()
+            .place(&Tiles {
+                ti: 256,
+                tj: 16,
+                tk: 272,
+            })
+            .expect("fits");
+        assert!(!p.sp_double);
+        // C: 32 × 2 blocks = 1024 rows: the whole accumulator, single-buffered.
+        let p = geo()
+            .place(&Tiles {
+                ti: 512,
+                tj: 32,
+                tk: 16,
+            })
+            .expect("fits");
+        assert!(!p.acc_double);
+        assert_eq!(
+            geo().place(&Tiles {
+                ti: 512,
+                tj: 48,
+                tk: 16
+            }),
+            Err("the C tile needs 1536 accumulator rows, but the accumulator has 1024".into())
+        );
+        assert_eq!(
+            geo().place(&Tiles {
+                ti: 1024,
+                tj: 16,
+                tk: 144
+            }),
+            Err("the A tile needs 9216 scratchpad rows and the B tile 144, but each has half of the scratchpad, 8192 rows".into())
+        );
+    }
+}

@@ -1,0 +1,458 @@
+//! The Gemmini target: tensorised contractions as Gemmini instructions, everything else
+//! as plain C on the host core, in one function.
+
+use miette::{miette, Result};
+use polyhedral::diag::SourceFile;
+use polyhedral::ir::{DType, Program, StmtBody};
+use schedule_tree::{BufferRole, Pass, ScheduleTree};
+
+use crate::desc::TargetDesc;
+use crate::kir::{KNode, Kernel};
+use crate::passes::{PassCx, Tile};
+use crate::promote::PromoteOptions;
+use crate::target::{cache_promote_options, BuildInput, RewriteCx, Target};
+use crate::{EmitOptions, Executable, PromoteSettings};
+
+use super::codegen::{gemm_program, Geometry, Tiles};
+use super::recognise::{recognise, Gemm};
+
+/// The Gemmini NPU (`kind: gemmini`).
+#[derive(Clone, Debug)]
+pub struct GemminiTarget {
+    /// The description.
+    pub desc: TargetDesc,
+}
+
+/// The first lines of every emitted file: the real `gemmini.h`, or polyc's host header
+/// when built for the host (`-DPOLYC_GEMMINI_HOST`).
+const INCLUDE: &str = "#ifdef POLYC_GEMMINI_HOST\n#include \"polyc_gemmini_host.h\"\n#else\n#include \"include/gemmini.h\"\n#endif\n";
+
+impl GemminiTarget {
+    /// The target for a description of kind `gemmini`.
+    pub fn new(desc: TargetDesc) -> GemminiTarget {
+        GemminiTarget { desc }
+    }
+
+    /// The description's scratchpad and accumulator, with their element types.
+    fn memories(&self) -> Result<(Geometry, DType, DType)> {
+        let find = |role: BufferRole| {
+            self.desc.buffers.iter().find(|b| b.role() == role).ok_or_else(|| {
+                miette!(
+                    "target `{}` has no buffer with role {}: a Gemmini description needs a scratchpad and an accumulator",
+                    self.desc.name,
+                    role.name()
+                )
+            })
+        };
+        let sp = find(BufferRole::Scratchpad)?;
+        let acc = find(BufferRole::Accumulator)?;
+        let dim = self.desc.array.as_ref().map(|a| a.dim as i64).unwrap_or(16);
+        let rows = |b: &crate::desc::BufferDesc| -> Result<(i64, i64, DType)> {
+            let elem = b.elem_type().ok_or_else(|| {
+                miette!(
+                    "buffer `{}` of target `{}` has no element type",
+                    b.name,
+                    self.desc.name
+                )
+            })?;
+            let row_bytes = b.row_elems.map(|r| r as i64).unwrap_or(dim) * elem.size_bytes() as i64;
+            let banks = b.banks.unwrap_or(1) as i64;
+            Ok((banks, b.bytes as i64 / row_bytes / banks, elem))
+        };
+        let (sp_banks, sp_bank_rows, elem) = rows(sp)?;
+        let (acc_banks, acc_bank_rows, acc_t) = rows(acc)?;
+        Ok((
+            Geometry {
+                dim,
+                sp_banks,
+                sp_bank_rows,
+                acc_banks,
+                acc_bank_rows,
+            },
+            elem,
+            acc_t,
+        ))
+    }
+
+    /// The tiles of `g`: from the tile spec where it gives sizes, else the default policy.
+    fn tiles(
+        &self,
+        prog: &Program,
+        g: &Gemm,
+        geo: &Geometry,
+        spec: Option<&(tiling::TileSpec, SourceFile)>,
+        scheduled: &ScheduleTree,
+    ) -> Result<(Tiles, &'static str)> {
+        let mut t = geo.default_tiles(g);
+        let Some((spec, file)) = spec else {
+            return Ok((t, "the default policy"));
+        };
+        let name = &prog.stmts[g.stmt].name;
+        let Some(ss) = spec.get(name) else {
+            return Ok((t, "the default policy"));
+        };
+        let buf = |role: BufferRole| {
+            self.desc
+                .buffers
+                .iter()
+                .find(|b| b.role() == role)
+                .map(|b| b.buffer())
+        };
+        let (sp, acc) = (buf(BufferRole::Scratchpad), buf(BufferRole::Accumulator));
+        let mut from_spec = false;
+        let members = band_iters(scheduled, name, &prog.stmts[g.stmt].iter_names());
+        let mut pick = |iter: usize,
+                        first: Option<schedule_tree::Buffer>,
+                        second: Option<schedule_tree::Buffer>|
+         -> Result<Option<i64>> {
+            let Some(pos) = members.iter().position(|m| *m == Some(iter)) else {
+                return Ok(None);
+            };
+            let Some(dim) = ss.dims.get(pos) else {
+                return Ok(None);
+            };
+            let level = [first, second]
+                .into_iter()
+                .flatten()
+                .find_map(|b| dim.level(b));
+            let Some(l) = level else { return Ok(None) };
+            let Some(size) = l.size.fixed() else {
+                return Ok(None);
+            };
+            if size % geo.dim != 0 {
+                let err = file.error(
+                    l.size_span,
+                    format!(
+                        "{name}: tile size {size} is not a multiple of Gemmini's DIM ({})",
+                        geo.dim
+                    ),
+                    "not a multiple of DIM",
+                    format!(
+                        "Gemmini tiles are whole {d}×{d} blocks; use {} or {} (sizes that are not multiples of DIM are handled by the instructions' row and column arguments, at the edges only)",
+                        (size / geo.dim).max(1) * geo.dim,
+                        (size / geo.dim + 1) * geo.dim,
+                        d = geo.dim
+                    ),
+                );
+                return Err(err.into());
+            }
+            from_spec = true;
+            // As tiling does, a tile larger than the extent is the whole extent (in
+            // whole blocks).
+            let whole = (g.extent(iter) + geo.dim - 1) / geo.dim * geo.dim;
+            Ok(Some(size.min(whole)))
+        };
+        if let Some(v) = pick(g.i, acc, sp)? {
+            t.ti = v;
+        }
+        if let Some(v) = pick(g.j, acc, sp)? {
+            t.tj = v;
+        }
+        if let Some(v) = pick(g.k, sp, acc)? {
+            t.tk = v;
+        }
+        let how = if from_spec {
+            "the tile spec"
+        } else {
+            "the default policy"
+        };
+        if let Err(why) = geo.place(&t) {
+            return Err(miette::Report::new(file.error(
+                ss.span,
+                format!(
+                    "{name}: the Gemmini tiles {}×{}×{} do not fit: {why}",
+                    t.ti, t.tj, t.tk
+                ),
+                "these tiles",
+                "choose smaller sizes at @scratchpad (the reduction depth) or @accumulator (the C tile)",
+            )));
+        }
+        Ok((t, how))
+    }
+}
+
+/// The statement iterator each loop dimension enclosing statement `name` schedules,
+/// outermost first across nested bands (what a tile spec's entries refer to); `None` for
+/// a member that is not a plain iterator (a skewed or constant dimension).
+fn band_iters(tree: &ScheduleTree, name: &str, iters: &[String]) -> Vec<Option<usize>> {
+    let mut out = Vec::new();
+    for path in tree.bands() {
+        let Some(node) = tree.node_at(&path) else {
+            continue;
+        };
+        let line = schedule_tree::text::node_line(&node.kind);
+        let key = format!("{name} -> (");
+        let Some(at) = line
+            .match_indices(&key)
+            .find(|(i, _)| line[..*i].ends_with('{') || line[..*i].ends_with("; "))
+            .map(|(i, _)| i + key.len())
+        else {
+            continue;
+        };
+        let Some(end) = line[at..].find(')') else {
+            continue;
+        };
+        for member in line[at..at + end].split(',') {
+            let m = member.trim();
+            out.push(iters.iter().position(|n| n == m));
+        }
+    }
+    out
+}
+
+/// `node` with only the statement instances `keep` accepts; loops and guards left
+/// empty are dropped.
+fn retain_stmts(node: KNode, keep: &dyn Fn(usize) -> bool) -> KNode {
+    match node {
+        KNode::Stmt { stmt, .. } if !keep(stmt) => KNode::Block(Vec::new()),
+        KNode::Block(v) => KNode::Block(
+            v.into_iter()
+                .map(|n| retain_stmts(n, keep))
+                .filter(|n| !n.is_empty())
+                .collect(),
+        ),
+        other => {
+            let n = other.map_children(&mut |c| retain_stmts(c, keep));
+            let empty_body = match &n {
+                KNode::For { body, .. } | KNode::Let { body, .. } | KNode::Local { body, .. } => {
+                    body.is_empty()
+                }
+                KNode::If { then, els, .. } => {
+                    then.is_empty() && els.as_ref().is_none_or(|e| e.is_empty())
+                }
+                _ => false,
+            };
+            if empty_body {
+                KNode::Block(Vec::new())
+            } else {
+                n
+            }
+        }
+    }
+}
+
+/// What `explain` says a recognised GEMM is: its tensors, their layout and its iterators.
+pub(crate) fn describe_gemm(prog: &Program, g: &Gemm) -> String {
+    let it = |t: usize| prog.stmts[g.stmt].iters[t].name.clone();
+    let batch: Vec<String> = g.batch.iter().map(|&b| it(b)).collect();
+    format!(
+        "C = `{}`, A = `{}`{}, B = `{}`{}, i = {}, j = {}, k = {}{}",
+        prog.tensors[g.c].name,
+        prog.tensors[g.a].name,
+        if g.a_transposed { " (transposed)" } else { "" },
+        prog.tensors[g.b].name,
+        if g.b_transposed { " (transposed)" } else { "" },
+        it(g.i),
+        it(g.j),
+        it(g.k),
+        if batch.is_empty() {
+            String::new()
+        } else {
+            format!(", batch {}", batch.join(", "))
+        }
+    )
+}
+
+impl Target for GemminiTarget {
+    fn desc(&self) -> &TargetDesc {
+        &self.desc
+    }
+    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
+        vec![Box::new(Tile)]
+    }
+    fn default_spec(
+        &self,
+        tree: &ScheduleTree,
+        cx: &tiling::TileCx,
+        given: Option<&tiling::TileSpec>,
+    ) -> Result<tiling::TileSpec> {
+        tiling::default_spec(tree, cx, given)
+    }
+    fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
+        cache_promote_options(&self.desc, s)
+    }
+    fn emit_formats(&self) -> &'static [&'static str] {
+        &["c"]
+    }
+    fn rewrite_kernel(&self, cx: &RewriteCx, kernel: Kernel) -> Result<(Kernel, Vec<String>)> {
+        let prog = cx.program;
+        let (geo, elem, acc) = self.memories()?;
+        super::check_types(prog, &self.desc, elem, acc)?;
+        if !cx.optimised {
+            return Ok((kernel, Vec::new()));
+        }
+        let mut notes = vec![format!("gemmini ({}):", self.desc.name)];
+        if (elem, acc) != (DType::I8, DType::I32) {
+            notes.push(format!(
+                "  nothing is tensorised: this version tensorises int8 × int8 → int32 only, and `{}` holds {elem} → {acc}; every statement runs on the host",
+                self.desc.name
+            ));
+            return Ok((kernel, notes));
+        }
+        let Some(sizes) = cx
+            .param_values
+            .iter()
+            .copied()
+            .collect::<Option<Vec<i64>>>()
+        else {
+            notes.push(
+                "  nothing is tensorised: the sizes are symbolic (bind them with --param); every statement runs on the host"
+                    .into(),
+            );
+            return Ok((kernel, notes));
+        };
+        let n = prog.stmts.len();
+        let mut gemms: Vec<Option<(Gemm, Tiles)>> = vec![None; n];
+        let mut folded = vec![false; n];
+        #[allow(clippy::needless_range_loop)]
+        for s in 0..n {
+            match recognise(prog, cx.scop, s, &sizes, elem, acc) {
+                Ok(g) => {
+                    let (t, how) = self.tiles(prog, &g, &geo, cx.spec, cx.scheduled)?;
+                    let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
+                    notes.push(format!(
+                        "  {}: tensorised as a GEMM ({}), {}",
+                        prog.stmts[s].name,
+                        describe_gemm(prog, &g),
+                        if g.os() {
+                            "output-stationary (both operands are stored transposed)"
+                        } else {
+                            "weight-stationary"
+                        }
+                    ));
+                    notes.push(format!(
+                        "    tiles {}×{}×{} (i×j×k, from {how}); scratchpad: A {} rows, B {} rows{}; accumulator: C {} rows{}",
+                        t.ti,
+                        t.tj,
+                        t.tk,
+                        p.a_rows,
+                        p.b_rows,
+                        if p.sp_double { ", double-buffered across banks" } else { ", single-buffered" },
+                        p.c_rows,
+                        if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
+                    ));
+                    if let Some(i) = g.init {
+                        folded[i] = true;
+                        notes.push(format!(
+                            "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
+                            prog.stmts[i].name, prog.tensors[g.c].name
+                        ));
+                    }
+                    gemms[s] = Some((g, t));
+                }
+                Err(why) => {
+                    if !matches!(prog.stmts[s].body, StmtBody::Init(_)) {
+                        notes.push(format!(
+                            "  {}: runs on the host, not tensorised: {why}",
+                            prog.stmts[s].name
+                        ));
+                    }
+                }
+            }
+        }
+        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| !**f) {
+            if matches!(st.body, StmtBody::Init(_)) {
+                notes.push(format!(
+                    "  {}: runs on the host (the initialisation of a statement that is not tensorised)",
+                    st.name
+                ));
+            }
+        }
+        // Program order: each statement runs over its whole domain before the next, so
+        // host groups and instruction programs can follow one another.
+        let mut parts = Vec::new();
+        let mut loop_iters = kernel.loop_iters.clone();
+        let mut host: Vec<usize> = Vec::new();
+        let flush = |host: &mut Vec<usize>, parts: &mut Vec<KNode>| {
+            if !host.is_empty() {
+                let keep = host.clone();
+                parts.push(retain_stmts(kernel.body.clone(), &move |s| {
+                    keep.contains(&s)
+                }));
+                host.clear();
+            }
+        };
+        for s in 0..n {
+            if folded[s] {
+                continue;
+            }
+            match &gemms[s] {
+                None => host.push(s),
+                Some((g, t)) => {
+                    flush(&mut host, &mut parts);
+                    let p = geo.place(t).map_err(|e| miette!("internal error: {e}"))?;
+                    let prefix = format!("g{s}_");
+                    let body = gemm_program(g, &geo, t, &p, &prefix);
+                    body.walk(&mut |n| {
+                        if let KNode::For { iter, .. } = n {
+                            if !loop_iters.contains(iter) {
+                                loop_iters.push(iter.clone());
+                            }
+                        }
+                    });
+                    parts.push(body);
+                }
+            }
+        }
+        flush(&mut host, &mut parts);
+        Ok((
+            Kernel {
+                body: KNode::Block(parts),
+                loop_iters,
+            },
+            notes,
+        ))
+    }
+    fn emit(
+        &self,
+        prog: &Program,
+        param_texts: &[String],
+        kernel: &Kernel,
+        _format: &str,
+        opts: &EmitOptions,
+    ) -> Result<String> {
+        Ok(emit_gemmini_c(prog, param_texts, kernel, opts))
+    }
+    fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
+        let (geo, _, _) = self.memories()?;
+        match input.via.unwrap_or("model") {
+            "model" => Ok(Box::new(super::run::ModelRun {
+                kernel: input.kernel.clone(),
+                geo,
+            })),
+            "c" => Ok(Box::new(super::run::HostCRun::build(
+                input.source,
+                geo,
+                self.memories()?.1.is_float(),
+            )?)),
+            other => Err(miette!(
+                help = "use --via model (interpret the kernel on the functional model) or --via c (build the emitted C against polyc's host header)",
+                "--via {other}: target `{}` runs kernels via `model` or `c`",
+                self.desc.name
+            )),
+        }
+    }
+    fn run_ways(&self) -> &'static [&'static str] {
+        &["model", "c"]
+    }
+    fn explain_kernels(&self, input: &BuildInput, sizes: Option<&[i64]>) -> Result<Option<String>> {
+        let Some(sizes) = sizes else {
+            return Ok(None);
+        };
+        let (geo, _, _) = self.memories()?;
+        let counts = super::run::count(input.program, input.kernel, sizes, geo.dim)?;
+        Ok(Some(super::cost::report(&self.desc, &geo, &counts)))
+    }
+}
+
+/// The Gemmini C translation unit: the `gemmini.h` include, then the C of the kernel
+/// (the CPU's calling convention and entry wrapper; instructions are macro calls).
+pub fn emit_gemmini_c(
+    prog: &Program,
+    param_texts: &[String],
+    kernel: &Kernel,
+    opts: &EmitOptions,
+) -> String {
+    let c = crate::emit_c(prog, param_texts, kernel, opts);
+    format!("/* Gemmini C: build with -I <gemmini-rocc-tests> (gemmini.h), or -DPOLYC_GEMMINI_HOST against polyc's host header. */\n{INCLUDE}{c}")
+}

@@ -1,0 +1,501 @@
+//! The Gemmini target end to end: tensorised GEMMs checked bit for bit against the
+//! reference interpreter on the functional model (`--via model`) and through the emitted
+//! C on polyc's host header (`--via c`), exact instruction counts, `explain` counts equal
+//! to the model's, exact error texts, and the emitted C compiled for RISC-V against the
+//! real `gemmini.h`.
+//!
+//! The RISC-V check needs `riscv64-unknown-elf-gcc` with picolibc (Debian:
+//! `gcc-riscv64-unknown-elf`, `picolibc-riscv64-unknown-elf`, installed by
+//! scripts/install-deps) and the real header in `$POLYC_GEMMINI_API` (default:
+//! `../shared/gemmini-api` next to the repository). Without them the test fails, unless
+//! `POLYC_SKIP_RISCV=1`.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// An error text with the line wrapping of the report undone.
+fn flat(s: &str) -> String {
+    s.replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `polyc run … --check` via `via`; returns the counters line the run printed.
+fn check(prog: &str, params: &str, via: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "run", prog, "--param", params, "--target", "gemmini", "--check", "--via", via,
+    ];
+    args.extend_from_slice(extra);
+    let o = polyc(&args);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.lines().all(|l| l.ends_with(" ok")) && !out.is_empty(),
+        "{prog} {params} via {via}:\n{out}"
+    );
+    stderr(&o)
+        .lines()
+        .find(|l| l.starts_with("polyc: ran on Gemmini functional model:"))
+        .unwrap_or_else(|| panic!("no counters for {prog} {params} via {via}"))
+        .to_string()
+}
+
+#[test]
+fn gemms_match_the_interpreter_on_both_paths_at_many_shapes() {
+    let cases: &[(&str, &str)] = &[
+        ("examples/gemmini/gemm.tc", "M=32,N=48,K=64"),
+        ("examples/gemmini/gemm.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm.tc", "M=31,N=17,K=13"),
+        ("examples/gemmini/gemm.tc", "M=1,N=70,K=5"),
+        ("examples/gemmini/gemm.tc", "M=67,N=1,K=3"),
+        ("examples/gemmini/gemm.tc", "M=2,N=3,K=150"),
+        ("examples/gemmini/gemm_at.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_bt.tc", "M=19,N=33,K=41"),
+        ("examples/gemmini/gemm_atbt.tc", "M=41,N=19,K=37"),
+        ("examples/gemmini/gemm_acc.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_relu_host.tc", "M=23,N=17,K=29"),
+        ("examples/gemmini/batch_gemm.tc", "Bt=3,M=20,N=17,K=33"),
+    ];
+    for (prog, params) in cases {
+        let model = check(prog, params, "model", &[]);
+        let c = check(prog, params, "c", &[]);
+        assert_eq!(
+            model, c,
+            "{prog} {params}: the two paths counted differently"
+        );
+    }
+}
+
+#[test]
+fn exact_instruction_counts_of_a_small_case() {
+    // 37×29×23: default tiles 48×32×32, one C tile; A: 3×2 blocks, B: 2×2 blocks.
+    let line = check("examples/gemmini/gemm.tc", "M=37,N=29,K=23", "model", &[]);
+    assert_eq!(
+        line,
+        "polyc: ran on Gemmini functional model: 45 instructions (config_ex 1, config_ld 2, \
+         config_st 1, mvin 10, mvout 6, preload 12, compute_preloaded 4, \
+         compute_accumulated 8, fence 1); DRAM→scratchpad 120 rows 1518 bytes; \
+         DRAM→accumulator 0 rows 0 bytes; accumulator→DRAM 74 rows 4292 bytes; \
+         array→accumulator 148 rows; MACs 24679"
+    );
+}
+
+/// The value after `key` in `text` (`key` ends before the number).
+fn number_after(text: &str, key: &str) -> u64 {
+    let at = text
+        .find(key)
+        .unwrap_or_else(|| panic!("no `{key}` in:\n{text}"));
+    text[at + key.len()..]
+        .trim_start()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no number after `{key}` in:\n{text}"))
+}
+
+#[test]
+fn explain_counts_equal_the_models() {
+    for (prog, params, spec) in [
+        ("examples/gemmini/gemm.tc", "M=100,N=90,K=70", None),
+        (
+            "examples/gemmini/gemm.tc",
+            "M=100,N=90,K=70",
+            Some("S_1: 32@accumulator, 16@accumulator, 64@scratchpad\n"),
+        ),
+        ("examples/gemmini/gemm_acc.tc", "M=37,N=29,K=23", None),
+        ("examples/gemmini/gemm_atbt.tc", "M=41,N=19,K=37", None),
+        (
+            "examples/gemmini/batch_gemm.tc",
+            "Bt=2,M=20,N=17,K=33",
+            None,
+        ),
+    ] {
+        let dir = tempdir();
+        let mut extra = Vec::new();
+        if let Some(s) = spec {
+            extra.push("--tile-spec".to_string());
+            extra.push(write(dir.path(), "t.spec", s));
+        }
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let run = check(prog, params, "model", &extra);
+        let mut args = vec!["explain", prog, "--param", params, "--target", "gemmini"];
+        args.extend_from_slice(&extra);
+        let ex = polyc_ok(&args);
+        let run_n = |k: &str| number_after(&run, k);
+        let ex_n = |k: &str| number_after(&ex, k);
+        for kind in [
+            "config_ex",
+            "config_ld",
+            "config_st",
+            "mvin",
+            "mvout",
+            "preload",
+            "compute_preloaded",
+            "compute_accumulated",
+            "fence",
+        ] {
+            assert_eq!(
+                run_n(&format!("{kind} ")),
+                ex_n(&format!("{kind} ")),
+                "{prog}: {kind}"
+            );
+        }
+        assert_eq!(
+            run_n("DRAM→scratchpad"),
+            ex_n("DRAM → scratchpad:"),
+            "{prog}"
+        );
+        assert_eq!(
+            run_n("DRAM→accumulator"),
+            ex_n("DRAM → accumulator:"),
+            "{prog}"
+        );
+        assert_eq!(
+            run_n("accumulator→DRAM"),
+            ex_n("accumulator → DRAM:"),
+            "{prog}"
+        );
+        for (r, e) in [
+            ("DRAM→scratchpad", "DRAM → scratchpad:"),
+            ("DRAM→accumulator", "DRAM → accumulator:"),
+            ("accumulator→DRAM", "accumulator → DRAM:"),
+        ] {
+            let rb = number_after(&run[run.find(r).expect("key")..], "rows");
+            let eb = number_after(&ex[ex.find(e).expect("key")..], "rows,");
+            assert_eq!(rb, eb, "{prog}: bytes {r}");
+        }
+        assert_eq!(run_n("array→accumulator"), ex_n("array → accumulator:"));
+        assert_eq!(run_n("MACs"), ex_n("MACs:"));
+        assert!(ex.contains("BACO: latency"), "{ex}");
+    }
+}
+
+#[test]
+fn emitted_code_uses_the_gemmini_api_with_the_cpu_calling_convention() {
+    let dir = tempdir();
+    let out = dir.path().join("k.c");
+    let out = out.to_str().expect("path");
+    polyc_ok(&[
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=37,N=29,K=23",
+        "--target",
+        "gemmini",
+        "-o",
+        out,
+    ]);
+    let c = std::fs::read_to_string(out).expect("k.c");
+    assert!(c.contains(
+        "void gemm_i8(const int8_t *restrict A, const int8_t *restrict B, int32_t *restrict C) {"
+    ));
+    for name in [
+        "gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, 0, 0);",
+        "gemmini_extended_config_st(116, NO_ACTIVATION, 1.0f);",
+        "gemmini_extended3_config_ld(23, 1.0f, 0, 0);",
+        "gemmini_extended_mvin(",
+        "gemmini_extended_mvin2(",
+        "gemmini_extended_preload(",
+        "gemmini_extended_compute_preloaded(",
+        "gemmini_extended_compute_accumulated(",
+        "gemmini_extended_mvout(",
+        "gemmini_fence();",
+        "#include \"include/gemmini.h\"",
+    ] {
+        assert!(c.contains(name), "missing `{name}` in:\n{c}");
+    }
+}
+
+#[test]
+fn tile_spec_errors_are_located() {
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "t.spec",
+        "S_1: 24@accumulator, 16@accumulator, 64@scratchpad\n",
+    );
+    let e = flat(&polyc_err(&[
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=100,N=90,K=70",
+        "--target",
+        "gemmini",
+        "--tile-spec",
+        &spec,
+    ]));
+    assert!(
+        e.contains(&format!(
+            "{spec}:1:6: S_1: tile size 24 is not a multiple of Gemmini's DIM (16)"
+        )),
+        "{e}"
+    );
+    let spec = write(
+        dir.path(),
+        "u.spec",
+        "S_1: 512@accumulator, 512@accumulator, 16@scratchpad\n",
+    );
+    // Tiling's own capacity check comes first: the located tile-spec error.
+    let e = flat(&polyc_err(&[
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=512,N=512,K=16",
+        "--target",
+        "gemmini",
+        "--tile-spec",
+        &spec,
+    ]));
+    assert!(
+        e.contains(&format!(
+            "{spec}:1:1: the scratchpad tile of `S_1` needs 1064960 bytes, but scratchpad holds 262144 bytes"
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn float_programs_name_the_float_description() {
+    let e = flat(&polyc_err(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=8,N=8,K=8",
+        "--target",
+        "gemmini",
+    ]));
+    assert!(e.contains("tensor `A` of `matmul` is f32, which target `gemmini` cannot hold (its scratchpad holds i8, its accumulator i32)"), "{e}");
+    assert!(
+        e.contains("compile for --target gemmini-fp32, whose description holds floats (f32)"),
+        "{e}"
+    );
+    let e = flat(&polyc_err(&[
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=8,N=8,K=8",
+        "--target",
+        "gemmini-fp32",
+    ]));
+    assert!(
+        e.contains("tensor `A` of `gemm_i8` is i8, which target `gemmini-fp32` cannot hold"),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "compile for --target gemmini, whose description holds int8 operands and int32 results"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn explain_says_why_a_statement_runs_on_the_host() {
+    let ex = polyc_ok(&[
+        "explain",
+        "examples/gemmini/gemm_relu_host.tc",
+        "--param",
+        "M=23,N=17,K=29",
+        "--target",
+        "gemmini",
+    ]);
+    assert!(ex.contains("  S_1: tensorised as a GEMM (C = `C`, A = `A`, B = `B`, i = i, j = j, k = k), weight-stationary"), "{ex}");
+    assert!(
+        ex.contains("  S_2: runs on the host, not tensorised: not a `+=` accumulation"),
+        "{ex}"
+    );
+}
+
+fn skip_riscv() -> bool {
+    std::env::var("POLYC_SKIP_RISCV").is_ok_and(|v| v == "1")
+}
+
+#[test]
+fn emitted_c_compiles_for_riscv_against_the_real_header() {
+    let api = std::env::var_os("POLYC_GEMMINI_API")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared/gemmini-api"));
+    if !api.join("include/gemmini.h").is_file() {
+        if skip_riscv() {
+            eprintln!("POLYC_SKIP_RISCV=1: skipping the RISC-V compile check");
+            return;
+        }
+        panic!(
+            "the real Gemmini header is not at {}: set POLYC_GEMMINI_API to the directory \
+             holding include/gemmini.h, or POLYC_SKIP_RISCV=1 to skip this check",
+            api.join("include/gemmini.h").display()
+        );
+    }
+    let dir = tempdir();
+    for (prog, params) in [
+        ("examples/gemmini/gemm.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_at.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_atbt.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_acc.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_relu_host.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/batch_gemm.tc", "Bt=2,M=37,N=29,K=23"),
+    ] {
+        let c = dir.path().join("k.c");
+        let c = c.to_str().expect("path");
+        polyc_ok(&[prog, "--param", params, "--target", "gemmini", "-o", c]);
+        let obj = dir.path().join("k.o");
+        let cc = "riscv64-unknown-elf-gcc";
+        let out = Command::new(cc)
+            .args([
+                "--specs=picolibc.specs",
+                "-march=rv64gc",
+                "-mabi=lp64d",
+                "-O2",
+                "-Werror=implicit-function-declaration",
+                "-I",
+            ])
+            .arg(&api)
+            .arg("-c")
+            .arg(c)
+            .arg("-o")
+            .arg(&obj)
+            .output();
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                if skip_riscv() {
+                    eprintln!("POLYC_SKIP_RISCV=1: skipping the RISC-V compile check ({e})");
+                    return;
+                }
+                panic!(
+                    "could not run `{cc}` ({e}): install Debian's gcc-riscv64-unknown-elf and \
+                     picolibc-riscv64-unknown-elf (scripts/install-deps), or set POLYC_SKIP_RISCV=1"
+                );
+            }
+        };
+        assert!(
+            out.status.success(),
+            "{cc} failed on the C of {prog}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(std::fs::metadata(&obj).map(|m| m.len()).unwrap_or(0) > 0);
+    }
+}
+
+#[test]
+fn via_is_checked_against_the_target() {
+    let e = flat(&polyc_err(&[
+        "run",
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=9,N=7,K=5",
+        "--target",
+        "gemmini",
+        "--via",
+        "x",
+    ]));
+    assert!(
+        e.contains("× --via x: target `gemmini` cannot run a kernel via `x` help: target `gemmini` runs kernels via: model, c"),
+        "{e}"
+    );
+    let e = flat(&polyc_err(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=9,N=7,K=5",
+        "--via",
+        "c",
+    ]));
+    assert!(
+        e.contains("× --via c: target `cpu` cannot run a kernel via `c` help: target `cpu` runs kernels one way only; drop --via"),
+        "{e}"
+    );
+}
+
+#[test]
+fn float_programs_run_on_the_float_description_through_the_host_header() {
+    let o = polyc(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=9,N=7,K=5",
+        "--target",
+        "gemmini-fp32",
+        "--check",
+        "--via",
+        "c",
+    ]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("C: max_abs_err="), "{}", stdout(&o));
+    assert!(stdout(&o).trim_end().ends_with(" ok"), "{}", stdout(&o));
+}
+
+#[test]
+fn explain_gives_the_reason_a_contraction_is_not_tensorised() {
+    let dir = tempdir();
+    let cases = [
+        (
+            "def conv1d(i8(N) X, i8(K) W) -> (i32(M) Y) {\n  Y(i) +=! X(i + k) * W(k) where i in 0:M, k in 0:K\n}\n",
+            "N=20,K=3,M=18",
+            "  S_1: runs on the host, not tensorised: dimension 0 of `X` is indexed by several iterators (a sliding window, which needs im2col)",
+        ),
+        (
+            "def tri(i8(N, N) A, i8(N, N) B) -> (i32(N, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j) where k in 0:i\n}\n",
+            "N=20",
+            "  S_1: runs on the host, not tensorised: the range of `k` depends on another iterator (not a box)",
+        ),
+        (
+            "def wide(i32(M, K) A, i8(K, N) B) -> (i32(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
+            "M=20,N=20,K=20",
+            "  S_1: runs on the host, not tensorised: operand `A` is i32, but the scratchpad holds i8",
+        ),
+        (
+            "def gemv(i8(M, K) A, i8(K) x) -> (i32(M) y) {\n  y(i) +=! A(i, k) * x(k)\n}\n",
+            "M=20,K=20",
+            "  S_1: runs on the host, not tensorised: `y` has fewer than two dimensions",
+        ),
+    ];
+    for (k, (src, params, want)) in cases.iter().enumerate() {
+        let prog = write(dir.path(), &format!("p{k}.tc"), src);
+        let ex = polyc_ok(&["explain", &prog, "--param", params, "--target", "gemmini"]);
+        assert!(ex.contains(want), "no `{want}` in:\n{ex}");
+        // They still run, on the host, through both paths.
+        for via in ["model", "c"] {
+            let o = polyc(&[
+                "run", &prog, "--param", params, "--target", "gemmini", "--check", "--via", via,
+            ]);
+            assert_code(&o, 0);
+            assert!(stdout(&o).trim_end().ends_with(" ok"), "{}", stdout(&o));
+        }
+    }
+}
+
+#[test]
+fn many_small_tiles_from_a_spec_run_exactly() {
+    // 16×32×16 tiles on 50×40×70: 4 × 2 C tiles, 5 reduction steps alternating banks.
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "t.spec",
+        "S_1: 16@accumulator, 32@accumulator, 16@scratchpad\n",
+    );
+    for prog in [
+        "examples/gemmini/gemm.tc",
+        "examples/gemmini/gemm_at.tc",
+        "examples/gemmini/gemm_bt.tc",
+        "examples/gemmini/gemm_atbt.tc",
+        "examples/gemmini/gemm_acc.tc",
+    ] {
+        let model = check(prog, "M=50,N=40,K=70", "model", &["--tile-spec", &spec]);
+        let c = check(prog, "M=50,N=40,K=70", "c", &["--tile-spec", &spec]);
+        assert_eq!(model, c, "{prog}");
+    }
+    let ex = polyc_ok(&[
+        "explain",
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=50,N=40,K=70",
+        "--target",
+        "gemmini",
+        "--tile-spec",
+        &spec,
+    ]);
+    assert!(
+        ex.contains("    tiles 16×32×16 (i×j×k, from the tile spec); scratchpad: A 16 rows, B 32 rows, double-buffered across banks; accumulator: C 32 rows, double-buffered across banks"),
+        "{ex}"
+    );
+}
