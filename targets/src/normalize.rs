@@ -154,6 +154,19 @@ pub fn normalize_loops(kernel: Kernel) -> Kernel {
     }
 }
 
+/// [`normalize_loops`] for a dynamic-shape kernel: the partial tiles along the dynamic
+/// sizes are composed from micro-kernels ([`crate::microkernel::compose_partial`]); the
+/// chosen sets are left in `cx.chosen`.
+pub fn normalize_loops_dynamic(kernel: Kernel, cx: &mut crate::microkernel::ComposeCx) -> Kernel {
+    let body = version_tiles_with(node(kernel.body), &mut |bufs, body| {
+        crate::microkernel::compose_partial(bufs, body, cx)
+    });
+    Kernel {
+        body: split_versions(body),
+        loop_iters: kernel.loop_iters,
+    }
+}
+
 /// Index-set splitting of versioned tiles: a unit-step loop whose body is a guard (under
 /// local-buffer scopes), such as the full-tile test of [`version_tiles`], no longer tests
 /// it on every iteration. Conjuncts that do not depend on the loop are hoisted above it
@@ -326,9 +339,19 @@ fn empty_range(n: &KNode) -> bool {
 /// the constant bounds (which the C compiler unrolls and vectorises, keeping a register
 /// tile in registers) and, for the partial tiles at the edges, as it was.
 pub fn version_tiles(n: KNode) -> KNode {
+    version_tiles_with(n, &mut |_, _| None)
+}
+
+/// [`version_tiles`] with `partial(bufs, body)` offered every partial tile: when it returns
+/// a node, that node replaces the partial version (dynamic-shape kernels compose it from
+/// micro-kernels, see [`crate::microkernel`]).
+pub fn version_tiles_with(
+    n: KNode,
+    partial: &mut impl FnMut(&[crate::kir::LocalBuf], &KNode) -> Option<KNode>,
+) -> KNode {
     match n {
         KNode::Local { bufs, body } => {
-            let body = version_tiles(*body);
+            let body = version_tiles_with(*body, partial);
             let mut inner = Vec::new();
             body.walk(&mut |x| {
                 if let KNode::For { iter, .. } = x {
@@ -360,16 +383,17 @@ pub fn version_tiles(n: KNode) -> KNode {
                 .map(|(e, k)| KExpr::Cmp(KCmp::Ge, Box::new(e.clone()), Box::new(KExpr::Int(*k))))
                 .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
                 .unwrap_or(KExpr::Int(1));
+            let els = partial(&bufs, &body).unwrap_or(body);
             KNode::Local {
                 bufs,
                 body: Box::new(KNode::If {
                     cond,
                     then: Box::new(full),
-                    els: Some(Box::new(body)),
+                    els: Some(Box::new(els)),
                 }),
             }
         }
-        other => other.map_children(&mut version_tiles),
+        other => other.map_children(&mut |c| version_tiles_with(c, partial)),
     }
 }
 
