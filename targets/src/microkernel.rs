@@ -116,6 +116,10 @@ impl DynamicSize {
 /// is a copy of the tile body in the emitted code.
 pub const MAX_MICRO_KERNELS: usize = 4;
 
+/// Modelled cycles each piece of a composition adds (its loop's start and the tile's
+/// addressing), so that fewer, larger pieces win ties.
+pub const PIECE_OVERHEAD: i64 = 1;
+
 /// The analytic model of a CPU core's FMA pipeline that ranks micro-kernels.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CpuModel {
@@ -157,6 +161,11 @@ impl CpuModel {
         let fma = (acc + self.fma_ports - 1) / self.fma_ports;
         let loads = (self.vectors(cols) + rows + self.load_ports - 1) / self.load_ports;
         fma.max(self.fma_latency).max(loads)
+    }
+    /// [`CpuModel::cycles`] plus [`PIECE_OVERHEAD`]: what one piece of a composition
+    /// costs.
+    pub fn piece_cycles(&self, rows: i64, cols: i64) -> i64 {
+        self.cycles(rows, cols) + PIECE_OVERHEAD
     }
     /// The fraction of the FMA units a micro-kernel keeps busy (1 = peak).
     pub fn efficiency(&self, rows: i64, cols: i64) -> f64 {
@@ -223,12 +232,13 @@ impl MicroKernelSet {
     pub fn cycles(&self, t: i64) -> i64 {
         compose(t, &self.sizes)
             .iter()
-            .map(|&(m, n)| n * self.model.cycles(m, self.cols))
+            .map(|&(m, n)| n * self.model.piece_cycles(m, self.cols))
             .sum()
     }
     /// Modelled cycles with padding instead: `⌈t / R⌉` full tiles.
     pub fn padded_cycles(&self, t: i64) -> i64 {
-        ((t + self.full_rows - 1) / self.full_rows) * self.model.cycles(self.full_rows, self.cols)
+        ((t + self.full_rows - 1) / self.full_rows)
+            * self.model.piece_cycles(self.full_rows, self.cols)
     }
     /// The `polyc explain` text: the micro-kernels and how sample sizes are composed.
     pub fn explain(&self, stmts: &str, samples: &[i64]) -> String {
@@ -277,7 +287,17 @@ impl MicroKernelSet {
 
 /// Chooses the micro-kernel sizes for tiles of `full_rows × cols` along `size` (see the
 /// module documentation).
-pub fn choose_set(size: &DynamicSize, full_rows: i64, cols: i64, model: CpuModel) -> Vec<i64> {
+///
+/// `register_tile` says whether the tile lives in registers; a cache tile's micro-kernels
+/// need not fit the register file, and only divisors of `full_rows` are candidates
+/// (pieces start at aligned rows).
+pub fn choose_set(
+    size: &DynamicSize,
+    full_rows: i64,
+    cols: i64,
+    model: CpuModel,
+    register_tile: bool,
+) -> Vec<i64> {
     let values = size.all();
     let cost = |set: &[i64]| -> i64 {
         values
@@ -285,7 +305,7 @@ pub fn choose_set(size: &DynamicSize, full_rows: i64, cols: i64, model: CpuModel
             .map(|&t| {
                 compose(t % full_rows, set)
                     .iter()
-                    .map(|&(m, n)| n * model.cycles(m, cols))
+                    .map(|&(m, n)| n * model.piece_cycles(m, cols))
                     .sum::<i64>()
             })
             .sum()
@@ -293,7 +313,13 @@ pub fn choose_set(size: &DynamicSize, full_rows: i64, cols: i64, model: CpuModel
     // Candidate middle sizes: those that fit the registers.
     let middle: Vec<i64> = (2..full_rows)
         .rev()
-        .filter(|&m| model.fits(m, cols))
+        .filter(|&m| {
+            if register_tile {
+                model.fits(m, cols)
+            } else {
+                full_rows % m == 0
+            }
+        })
         .collect();
     let mut best: Option<(i64, usize, usize, Vec<i64>)> = None;
     let extra = MAX_MICRO_KERNELS.saturating_sub(2);
@@ -466,7 +492,9 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
             }
         }
     });
-    let sizes = choose_set(&size, full_rows, cols, cx.model);
+    // A register tile: its rows × columns fit the register file.
+    let register_tile = full_rows * cols <= cx.model.registers * cx.model.vector_elems;
+    let sizes = choose_set(&size, full_rows, cols, cx.model, register_tile);
     let id = cx.next_id;
     cx.next_id += 1;
     let rows_var = format!("polyc_mk{id}_rows");
@@ -731,7 +759,7 @@ mod tests {
     fn sets_follow_the_sizes() {
         let m = CpuModel::new(64, 32, 4);
         // Over 1..128 every remainder 1..7 occurs equally often.
-        let all = choose_set(&range(1, 128), 8, 32, m);
+        let all = choose_set(&range(1, 128), 8, 32, m, true);
         assert_eq!(all[0], 8);
         assert_eq!(*all.last().unwrap(), 1);
         assert!(all.len() <= MAX_MICRO_KERNELS);
@@ -740,6 +768,6 @@ mod tests {
             name: "T".into(),
             values: SizeValues::Set(vec![1, 5, 24]),
         };
-        assert_eq!(choose_set(&set, 8, 32, m), vec![8, 5, 1]);
+        assert_eq!(choose_set(&set, 8, 32, m, true), vec![8, 5, 1]);
     }
 }
