@@ -57,7 +57,10 @@ fn the_range_picks_its_own_set() {
         "--dynamic",
         "T=1..128",
     ]);
-    assert!(got.contains("  T=43: 43 = 5×8 + 2 + 1  (55 / 54)\n"), "{got}");
+    assert!(
+        got.contains("  T=43: 43 = 5×8 + 2 + 1  (55 / 54)\n"),
+        "{got}"
+    );
     assert!(got.contains("  T=53: 53 = 6×8 + 5  (60 / 63)\n"), "{got}");
 }
 
@@ -76,7 +79,10 @@ fn the_kernel_composes_partial_tiles_and_checks_its_range() {
     );
     // One loop per micro-kernel size, each body with constant row counts.
     for m in [8, 5, 2, 1] {
-        assert!(c.contains(&format!("+= {m}) {{")), "no micro-kernel of {m} rows:\n{c}");
+        assert!(
+            c.contains(&format!("+= {m}) {{")),
+            "no micro-kernel of {m} rows:\n{c}"
+        );
     }
 }
 
@@ -84,7 +90,15 @@ fn the_kernel_composes_partial_tiles_and_checks_its_range() {
 fn run_at(prog: &str, params: &str, dynamic: &str, sizes: &[i64]) -> String {
     let name = dynamic.split('=').next().unwrap_or("T");
     let flags: Vec<String> = sizes.iter().map(|v| format!("{name}={v}")).collect();
-    let mut args = vec!["run", prog, "--param", params, "--dynamic", dynamic, "--check"];
+    let mut args = vec![
+        "run",
+        prog,
+        "--param",
+        params,
+        "--dynamic",
+        dynamic,
+        "--check",
+    ];
     for f in &flags {
         args.push("--run-param");
         args.push(f);
@@ -109,13 +123,22 @@ fn batched_matmul_and_softmax_pass_check_at_the_samples() {
         ("examples/softmax.tc", "R=9", "N=1..128"),
     ] {
         let out = run_at(prog, params, dynamic, &samples);
-        assert_eq!(out.matches(" ok\n").count(), samples.len(), "{prog} {dynamic}:\n{out}");
+        assert_eq!(
+            out.matches(" ok\n").count(),
+            samples.len(),
+            "{prog} {dynamic}:\n{out}"
+        );
     }
 }
 
 #[test]
 fn sets_run_at_their_values_only() {
-    let out = run_at("examples/dense.tc", "N=64,K=16", "T={3,13,21}", &[3, 13, 21]);
+    let out = run_at(
+        "examples/dense.tc",
+        "N=64,K=16",
+        "T={3,13,21}",
+        &[3, 13, 21],
+    );
     assert_eq!(out.matches(" ok\n").count(), 3, "{out}");
     let err = polyc_err(&[
         "run",
@@ -171,13 +194,28 @@ fn bad_dynamic_flags_are_errors() {
         flat(&err).contains("--dynamic: `T` is also bound to 4 with --param help: drop `T` from --param to keep it dynamic"),
         "{err}"
     );
-    let err = polyc_err(&["examples/dense.tc", "--dynamic", "T=1..8", "--dynamic", "T=2..9"]);
-    assert!(flat(&err).contains("--dynamic: `T` is given twice"), "{err}");
+    let err = polyc_err(&[
+        "examples/dense.tc",
+        "--dynamic",
+        "T=1..8",
+        "--dynamic",
+        "T=2..9",
+    ]);
+    assert!(
+        flat(&err).contains("--dynamic: `T` is given twice"),
+        "{err}"
+    );
 }
 
 #[test]
 fn gpu_targets_say_dynamic_is_not_supported_yet() {
-    let err = polyc_err(&["examples/dense.tc", "--dynamic", "T=1..8", "--target", "gpu"]);
+    let err = polyc_err(&[
+        "examples/dense.tc",
+        "--dynamic",
+        "T=1..8",
+        "--target",
+        "gpu",
+    ]);
     assert!(
         flat(&err).contains("--dynamic is not supported yet on target `a100` (only on CPUs)"),
         "{err}"

@@ -270,19 +270,48 @@ fn split_loop(n: KNode) -> KNode {
             invariant.push(c.clone());
             continue;
         }
-        // `a·iter + r ≥ 0` with a constant `r`.
+        // `a·iter + r ≥ 0` with `r` affine in other variables (sizes and outer loops).
         match nonneg_form(c) {
-            Some((m, r)) if m.len() == 1 && m.contains_key(iter) => {
+            Some((m, r)) if m.contains_key(iter) => {
                 let a = m[iter];
+                let mut rest = m.clone();
+                rest.remove(iter);
+                let symbolic = !rest.is_empty();
                 if a > 0 {
-                    lo.push((-r).div_euclid(a) + i64::from((-r).rem_euclid(a) != 0));
+                    // iter ≥ ⌈−r / a⌉ = ⌊(−r + a − 1) / a⌋
+                    lo.push(if symbolic {
+                        simplify(&KExpr::FloorDiv(
+                            Box::new(from_linear(&add(
+                                scale((rest, r), -1),
+                                (BTreeMap::new(), a - 1),
+                                1,
+                            ))),
+                            Box::new(KExpr::Int(a)),
+                        ))
+                    } else {
+                        KExpr::Int((-r).div_euclid(a) + i64::from((-r).rem_euclid(a) != 0))
+                    });
                 } else {
-                    hi.push(r.div_euclid(-a));
+                    // iter ≤ ⌊r / −a⌋
+                    hi.push(if symbolic {
+                        simplify(&KExpr::FloorDiv(
+                            Box::new(from_linear(&(rest, r))),
+                            Box::new(KExpr::Int(-a)),
+                        ))
+                    } else {
+                        KExpr::Int(r.div_euclid(-a))
+                    });
                 }
                 varying.push(c.clone());
             }
             _ => return n,
         }
+    }
+    // A range bounded on both sides with a symbolic bound could leave the partial ranges
+    // overlapping when it is empty: not split.
+    let symbolic = |v: &[KExpr]| v.iter().any(|e| !matches!(e, KExpr::Int(_)));
+    if !lo.is_empty() && !hi.is_empty() && (symbolic(&lo) || symbolic(&hi)) {
+        return n;
     }
     let els = els.as_deref().cloned();
     if !invariant.is_empty() {
@@ -303,25 +332,27 @@ fn split_loop(n: KNode) -> KNode {
             els: partial.map(Box::new),
         };
     }
-    let lo = lo.into_iter().max();
-    let hi = hi.into_iter().min();
-    let mut out = Vec::new();
     let bound = |e: KExpr| simplify(&e);
-    if let (Some(lo), Some(e)) = (lo, &els) {
-        let u = bound(KExpr::Min(vec![upper.clone(), KExpr::Int(lo - 1)]));
+    let lo = (!lo.is_empty()).then(|| bound(KExpr::Max(lo)));
+    let hi = (!hi.is_empty()).then(|| bound(KExpr::Min(hi)));
+    let mut out = Vec::new();
+    let plus =
+        |e: &KExpr, k: i64| simplify(&KExpr::Add(Box::new(e.clone()), Box::new(KExpr::Int(k))));
+    if let (Some(lo), Some(e)) = (&lo, &els) {
+        let u = bound(KExpr::Min(vec![upper.clone(), plus(lo, -1)]));
         out.push(with(init.clone(), u, wrap(e.clone())));
     }
-    let start = match lo {
-        Some(lo) => bound(KExpr::Max(vec![init.clone(), KExpr::Int(lo)])),
+    let start = match &lo {
+        Some(lo) => bound(KExpr::Max(vec![init.clone(), lo.clone()])),
         None => init.clone(),
     };
-    let end = match hi {
-        Some(hi) => bound(KExpr::Min(vec![upper.clone(), KExpr::Int(hi)])),
+    let end = match &hi {
+        Some(hi) => bound(KExpr::Min(vec![upper.clone(), hi.clone()])),
         None => upper.clone(),
     };
     out.push(with(start, end, wrap((**then).clone())));
-    if let (Some(hi), Some(e)) = (hi, &els) {
-        let s = bound(KExpr::Max(vec![init.clone(), KExpr::Int(hi + 1)]));
+    if let (Some(hi), Some(e)) = (&hi, &els) {
+        let s = bound(KExpr::Max(vec![init.clone(), plus(hi, 1)]));
         out.push(with(s, upper.clone(), wrap(e.clone())));
     }
     KNode::Block(out.into_iter().filter(|n| !empty_range(n)).collect())
@@ -611,7 +642,8 @@ fn node(n: KNode) -> KNode {
     }
 }
 
-fn mentions(e: &KExpr, name: &str) -> bool {
+/// Whether `e` mentions the variable `name`.
+pub(crate) fn mentions(e: &KExpr, name: &str) -> bool {
     let found = std::cell::Cell::new(false);
     e.substitute(&|n: &str| {
         if n == name {
