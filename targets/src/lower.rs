@@ -104,10 +104,7 @@ pub fn lower_dynamic(
     opts: &LowerOptions,
     sizes: &[crate::microkernel::DynamicSize],
     model: crate::microkernel::CpuModel,
-) -> Result<(
-    Kernel,
-    Vec<(crate::microkernel::MicroKernelSet, Vec<usize>)>,
-)> {
+) -> Result<(Kernel, crate::microkernel::ChosenSets)> {
     let context = sizes
         .iter()
         .map(|s| format!("{} <= {} <= {}", s.lo(), s.name, s.hi()))

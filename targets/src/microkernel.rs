@@ -174,7 +174,7 @@ impl CpuModel {
     /// Whether the accumulators, one row of the shared operand and a broadcast fit the
     /// register file.
     pub fn fits(&self, rows: i64, cols: i64) -> bool {
-        self.accumulators(rows, cols) + self.vectors(cols) + 1 <= self.registers
+        self.accumulators(rows, cols) + self.vectors(cols) < self.registers
     }
 }
 
@@ -353,6 +353,9 @@ pub fn choose_set(
     best.map(|b| b.3).unwrap_or_else(|| vec![full_rows, 1])
 }
 
+/// The micro-kernel sets chosen for a kernel, each with the statements of its tiles.
+pub type ChosenSets = Vec<(MicroKernelSet, Vec<usize>)>;
+
 /// What [`compose_partial`] needs besides the tile.
 pub struct ComposeCx<'a> {
     /// The dynamic sizes.
@@ -362,7 +365,7 @@ pub struct ComposeCx<'a> {
     /// A counter for fresh names.
     pub next_id: usize,
     /// The sets chosen so far, with the statements of their tiles.
-    pub chosen: Vec<(MicroKernelSet, Vec<usize>)>,
+    pub chosen: ChosenSets,
 }
 
 fn mentions(e: &KExpr, name: &str) -> bool {
@@ -507,7 +510,7 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
             KExpr::var(&format!("polyc_mk{id}_s{i}"))
         };
         let o = format!("polyc_mk{id}_o{i}");
-        let body = micro_kernel(partial, &row_iters, &edge, k, m, &o, &shifts);
+        let body = micro_kernel(partial, &edge, k, m, &o, &shifts);
         let lp = KNode::For {
             iter: o.clone(),
             init: start.clone(),
@@ -629,23 +632,14 @@ fn copies_in_rows(
 /// tile's own promoted buffers move by `o` times their shift.
 fn micro_kernel(
     partial: &KNode,
-    rows: &[String],
     edge: &KExpr,
     k: i64,
     m: i64,
     o: &str,
     shifts: &[(usize, Vec<i64>)],
 ) -> KNode {
-    fn go(
-        n: KNode,
-        rows: &[String],
-        edge: &KExpr,
-        k: i64,
-        m: i64,
-        o: &str,
-        shifts: &[(usize, Vec<i64>)],
-    ) -> KNode {
-        let n = n.map_children(&mut |c| go(c, rows, edge, k, m, o, shifts));
+    fn go(n: KNode, edge: &KExpr, k: i64, m: i64, o: &str, shifts: &[(usize, Vec<i64>)]) -> KNode {
+        let n = n.map_children(&mut |c| go(c, edge, k, m, o, shifts));
         match n {
             KNode::For {
                 iter,
@@ -696,7 +690,7 @@ fn micro_kernel(
             other => other,
         }
     }
-    go(partial.clone(), rows, edge, k, m, o, shifts)
+    go(partial.clone(), edge, k, m, o, shifts)
 }
 
 fn shift_locals(locals: Vec<LocalRef>, o: &str, shifts: &[(usize, Vec<i64>)]) -> Vec<LocalRef> {
