@@ -113,7 +113,7 @@ pub fn load_suite(path: &Path) -> Result<SuiteFile> {
             Span::new(offset, end.max(offset)),
             format!("invalid suite file: {e}"),
             "here",
-            "a suite has `name`, optional `schedulers`, and `cases` with `program`, `shapes`, and optional `entry`, `schedulers`, `isl_options` (see the README)",
+            "a suite has `name`, optional `schedulers`, and `cases` with `program`, `shapes`, and optional `entry`, `schedulers`, `isl_options`, `dynamic` with `samples` (see the README)",
         ))
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel};
+use crate::kir::{KCmp, KExpr, KNode, Kernel, LoopKind};
 
 /// An affine expression: variable coefficients and a constant.
 type Linear = (BTreeMap<String, i64>, i64);
@@ -175,8 +175,24 @@ pub fn normalize_loops_dynamic(kernel: Kernel, cx: &mut crate::microkernel::Comp
 /// own. gcc keeps a register tile in registers only when the loop body has no such branch
 /// (measured on the conv chain's 4 × 32 register tile: 1.05 → 1.5 × the best peer).
 /// Guards with other conjuncts are left as they are.
+///
+/// A conjunct whose remainder mentions sizes, never loop iterators (`T - 8·c3 - 8 ≥ 0`,
+/// the full register tiles of a dynamic size), splits the range at a bound computed from
+/// the sizes, on CPU loops.
 pub fn split_versions(n: KNode) -> KNode {
-    split_loop(n.map_children(&mut split_versions))
+    let mut iters = Vec::new();
+    n.walk(&mut |x| {
+        if let KNode::For { iter, .. } = x {
+            if !iters.contains(iter) {
+                iters.push(iter.clone());
+            }
+        }
+    });
+    split_versions_in(n, &iters)
+}
+
+fn split_versions_in(n: KNode, iters: &[String]) -> KNode {
+    split_loop(n.map_children(&mut |c| split_versions_in(c, iters)), iters)
 }
 
 /// The conjuncts of a condition.
@@ -209,7 +225,7 @@ fn and_all(v: Vec<KExpr>) -> Option<KExpr> {
 }
 
 /// [`split_versions`] on one node whose children are done.
-fn split_loop(n: KNode) -> KNode {
+fn split_loop(n: KNode, iters: &[String]) -> KNode {
     let KNode::For {
         iter,
         init,
@@ -277,6 +293,14 @@ fn split_loop(n: KNode) -> KNode {
                 let mut rest = m.clone();
                 rest.remove(iter);
                 let symbolic = !rest.is_empty();
+                // Only sizes in the remainder; GPU block and thread loops keep their
+                // ranges whole (every thread of a block must reach the same barriers).
+                if symbolic
+                    && (rest.keys().any(|v| iters.contains(v))
+                        || !matches!(kind, LoopKind::Seq | LoopKind::Parallel))
+                {
+                    return n;
+                }
                 if a > 0 {
                     // iter ≥ ⌈−r / a⌉ = ⌊(−r + a − 1) / a⌋
                     lo.push(if symbolic {
@@ -324,7 +348,7 @@ fn split_loop(n: KNode) -> KNode {
             },
             None => (**then).clone(),
         };
-        let full = split_loop(with(init.clone(), upper.clone(), wrap(guarded)));
+        let full = split_loop(with(init.clone(), upper.clone(), wrap(guarded)), iters);
         let partial = els.map(|e| with(init.clone(), upper.clone(), wrap(e)));
         return KNode::If {
             cond: and_all(invariant).unwrap_or(KExpr::Int(1)),
@@ -828,7 +852,7 @@ mod tests {
 
     #[test]
     fn guards_mixing_loops_stay() {
-        // -(32 c1) + c0 >= 0 mentions c1 and c0 in one conjunct: left alone.
+        // -(32 c1) + c0 >= 0 mentions c1 and the outer loop c0 in one conjunct: left alone.
         let cond = KExpr::Cmp(
             KCmp::Ge,
             Box::new(KExpr::Add(
@@ -837,7 +861,7 @@ mod tests {
             )),
             i(0),
         );
-        let n = for_loop(
+        let inner = for_loop(
             "c1",
             0,
             63,
@@ -847,6 +871,58 @@ mod tests {
                 els: None,
             },
         );
+        let n = for_loop("c0", 0, 2047, inner);
         assert_eq!(split_versions(n.clone()), n);
+    }
+
+    #[test]
+    fn guards_on_sizes_split_at_a_computed_bound() {
+        // T - 8 c1 - 8 >= 0 (full tiles of a size T): full tiles for c1 <= floor((T - 8) / 8),
+        // the partial ones after.
+        let cond = KExpr::Cmp(
+            KCmp::Ge,
+            Box::new(KExpr::Sub(
+                Box::new(KExpr::Sub(v("T"), Box::new(KExpr::Mul(i(8), v("c1"))))),
+                i(8),
+            )),
+            i(0),
+        );
+        let n = for_loop(
+            "c1",
+            0,
+            15,
+            local(KNode::If {
+                cond,
+                then: Box::new(stmt(0)),
+                els: Some(Box::new(stmt(1))),
+            }),
+        );
+        let hi = KExpr::FloorDiv(Box::new(KExpr::Sub(v("T"), i(8))), i(8));
+        let hi_plus_1 = KExpr::Add(Box::new(hi.clone()), i(1));
+        assert_eq!(
+            split_versions(n),
+            KNode::Block(vec![
+                KNode::For {
+                    iter: "c1".into(),
+                    init: KExpr::Int(0),
+                    cond: KExpr::Cmp(
+                        KCmp::Le,
+                        v("c1"),
+                        Box::new(KExpr::Min(vec![hi, KExpr::Int(15)]))
+                    ),
+                    step: 1,
+                    body: Box::new(local(stmt(0))),
+                    kind: LoopKind::Seq,
+                },
+                KNode::For {
+                    iter: "c1".into(),
+                    init: KExpr::Max(vec![hi_plus_1, KExpr::Int(0)]),
+                    cond: KExpr::Cmp(KCmp::Le, v("c1"), i(15)),
+                    step: 1,
+                    body: Box::new(local(stmt(1))),
+                    kind: LoopKind::Seq,
+                },
+            ])
+        );
     }
 }
