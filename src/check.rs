@@ -131,6 +131,18 @@ pub fn run_sizes(compiled: &Compiled, run_params: &[(String, i64)]) -> Result<Ve
                 "--run-param: `{name}` is bound at compile time to {bound} (--param), so the kernel cannot run with {name}={value}"
             ));
         }
+        if let Some(d) = compiled.dynamic.iter().find(|d| &d.name == name) {
+            if !d.contains(*value) {
+                return Err(miette!(
+                    help = format!(
+                        "run at a size in {}, or compile with a --dynamic that includes {value}",
+                        d.values_text()
+                    ),
+                    "--run-param: {name}={value} is outside the sizes the kernel was compiled for (--dynamic {name}={})",
+                    d.values_text()
+                ));
+            }
+        }
         sizes[p] = Some(*value);
     }
     let missing: Vec<String> = program

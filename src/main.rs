@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use miette::{miette, IntoDiagnostic, Result};
 use polyc::check::{format_checks, OracleChoice, RunOptions};
 use polyc::driver::compile;
-use polyc::options::{parse_load_tree, parse_params, parse_sizes, CompileOptions};
+use polyc::options::{parse_dynamic, parse_load_tree, parse_params, parse_sizes, CompileOptions};
 use polyc::pipeline::{Compiled, Mode};
 use polyhedral::isl::Ctx;
 use std::io::IsTerminal;
@@ -175,6 +175,11 @@ struct CommonArgs {
     /// Bind sizes: NAME=VALUE[,NAME=VALUE...]; unbound sizes stay symbolic.
     #[arg(long = "param", value_name = "NAME=VALUE,...")]
     params: Vec<String>,
+    /// A dynamic size: NAME=LO..HI or NAME={V,...} (repeatable, one size each). The size
+    /// stays a run-time argument; the kernel is compiled for these values only, and its
+    /// partial tiles along the size are composed from micro-kernels.
+    #[arg(long = "dynamic", value_name = "NAME=LO..HI|NAME={V,...}")]
+    dynamic: Vec<String>,
     /// The scheduler: `isl` (isl's ILP scheduler), `initial` (program order) or `ilp` (polyc's
     /// Pluto-style scheduler on good_lp).
     #[arg(long, default_value = "isl")]
@@ -444,6 +449,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         },
         no_register_tiles: c.no_register_tiles,
         no_hoist: c.no_hoist,
+        dynamic: parse_dynamic(&c.dynamic)?,
     })
 }
 

@@ -73,6 +73,9 @@ pub struct CompileOptions {
     /// `--search`, `--search-budget`, `--search-top`, `--search-out`: how search entries
     /// of the tile spec are resolved.
     pub search: crate::search::SearchSettings,
+    /// `--dynamic NAME=LO..HI` or `NAME={V,...}`: sizes that stay symbolic, compiled for
+    /// these values only, with partial tiles composed from micro-kernels.
+    pub dynamic: Vec<targets::microkernel::DynamicSize>,
 }
 
 /// Parses `H=64,W=64` (one or more `--param` flags) into name/value pairs.
@@ -116,6 +119,99 @@ pub fn parse_sizes(flags: &[String], flag: &str) -> Result<Vec<(String, i64)>> {
             }
             out.push((name.to_string(), value));
         }
+    }
+    Ok(out)
+}
+
+/// Parses `--dynamic` flags, one size each: `T=1..128` (every value from 1 to 128) or
+/// `T={1,5,24}` (those values). Errors name the offending text and show the forms.
+pub fn parse_dynamic(flags: &[String]) -> Result<Vec<targets::microkernel::DynamicSize>> {
+    use targets::microkernel::{DynamicSize, SizeValues};
+    const FORMS: &str = "write --dynamic NAME=LO..HI (e.g. --dynamic T=1..128) or --dynamic NAME={V,...} (e.g. --dynamic T={1,5,24}); repeat the flag for several sizes";
+    let mut out: Vec<DynamicSize> = Vec::new();
+    for text in flags {
+        let text = text.trim();
+        let Some((name, values)) = text.split_once('=') else {
+            return Err(miette!(
+                help = FORMS,
+                "--dynamic: `{text}` is not of the form NAME=LO..HI or NAME={{V,...}}"
+            ));
+        };
+        let (name, values) = (name.trim(), values.trim());
+        let valid_name = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid_name {
+            return Err(miette!(
+                help = FORMS,
+                "--dynamic: `{name}` in `{text}` is not a size name"
+            ));
+        }
+        let int = |v: &str| -> Result<i64> {
+            let v = v.trim();
+            let n: i64 = v.parse().map_err(|_| {
+                miette!(
+                    help = FORMS,
+                    "--dynamic: `{v}` in `{text}` is not an integer"
+                )
+            })?;
+            if n < 1 {
+                return Err(miette!(
+                    help = "sizes are extents and must be at least 1",
+                    "--dynamic: `{n}` in `{text}` is not a positive size"
+                ));
+            }
+            Ok(n)
+        };
+        let values = if let Some(inner) = values.strip_prefix('{') {
+            let Some(inner) = inner.strip_suffix('}') else {
+                return Err(miette!(
+                    help = FORMS,
+                    "--dynamic: the set in `{text}` has no closing `}}`"
+                ));
+            };
+            let mut v = inner
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(int)
+                .collect::<Result<Vec<i64>>>()?;
+            if v.is_empty() {
+                return Err(miette!(
+                    help = FORMS,
+                    "--dynamic: the set in `{text}` is empty"
+                ));
+            }
+            v.sort_unstable();
+            v.dedup();
+            SizeValues::Set(v)
+        } else if let Some((lo, hi)) = values.split_once("..") {
+            let (lo, hi) = (int(lo)?, int(hi)?);
+            if lo > hi {
+                return Err(miette!(
+                    help =
+                        format!("write the smaller bound first, e.g. --dynamic {name}={hi}..{lo}"),
+                    "--dynamic: the range `{lo}..{hi}` in `{text}` is empty"
+                ));
+            }
+            SizeValues::Range(lo, hi)
+        } else {
+            return Err(miette!(
+                help = FORMS,
+                "--dynamic: `{values}` in `{text}` is neither a range LO..HI nor a set {{V,...}}"
+            ));
+        };
+        if out.iter().any(|d| d.name == name) {
+            return Err(miette!(
+                help = "give each size once",
+                "--dynamic: `{name}` is given twice"
+            ));
+        }
+        out.push(DynamicSize {
+            name: name.to_string(),
+            values,
+        });
     }
     Ok(out)
 }
@@ -165,6 +261,7 @@ impl CompileOptions {
             no_register_tiles: false,
             no_hoist: false,
             search: crate::search::SearchSettings::default(),
+            dynamic: Vec::new(),
         }
     }
     /// The promotion switches (`--pack`, `--no-register-tiles`, `--no-hoist`).

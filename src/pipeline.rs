@@ -67,6 +67,8 @@ pub struct Compiled {
     pub notes: Vec<String>,
     /// The `polyc explain` report, when the options asked for it.
     pub explain: Option<String>,
+    /// The `--dynamic` sizes the kernel was compiled for.
+    pub dynamic: Vec<targets::microkernel::DynamicSize>,
 }
 
 /// How far the pipeline goes.
@@ -180,11 +182,18 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let source = SourceFile::read(&opts.program)?;
     let program = polyhedral::lang::compile_as(&source, opts.entry.as_deref(), opts.lang)?;
     let param_values = bind_params(&program, &opts.params)?;
+    check_dynamic(opts, &program, &param_values)?;
     let texts = param_texts(&program, &param_values);
     timer.lap("parse");
 
     let ctx = Ctx::new();
-    let scop = Scop::build(&ctx, &program, &param_values, &source)?;
+    let mut scop = Scop::build(&ctx, &program, &param_values, &source)?;
+    let ranges: Vec<(String, i64, i64)> = opts
+        .dynamic
+        .iter()
+        .map(|d| (d.name.clone(), d.lo(), d.hi()))
+        .collect();
+    scop.assume_sizes(&ctx, &ranges)?;
     timer.lap("model");
     let deps = Deps::compute(&scop)?;
     timer.lap("deps");
@@ -303,6 +312,7 @@ pub fn finish(
         timings: front.timings.iter().cloned().chain(timer.timings).collect(),
         notes,
         explain,
+        dynamic: opts.dynamic.clone(),
     };
     if mode == Mode::ScheduleOnly {
         return Ok(compiled(
@@ -397,8 +407,24 @@ pub fn finish(
     });
 
     let schedule = tree.to_isl(ctx)?;
-    let kernel =
-        targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?;
+    let kernel = if opts.dynamic.is_empty() || mode != Mode::Optimised {
+        targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?
+    } else {
+        let (kernel, sets) = targets::lower::lower_dynamic(
+            ctx,
+            program,
+            Some(scop),
+            &schedule,
+            &target.lower_options(),
+            &opts.dynamic,
+            cpu_model(target, program),
+        )?;
+        if let Some(text) = explain.as_mut() {
+            text.push('\n');
+            text.push_str(&micro_kernel_report(program, &opts.dynamic, &sets));
+        }
+        kernel
+    };
     let (kernel, rewrite_notes) = target.rewrite_kernel(
         &targets::RewriteCx {
             program,
@@ -444,13 +470,131 @@ pub fn finish(
             &front.param_texts,
             &kernel,
             format,
-            &targets::EmitOptions { poison_temps: true },
+            &targets::EmitOptions {
+                poison_temps: true,
+                dynamic: if mode == Mode::Optimised {
+                    opts.dynamic.clone()
+                } else {
+                    Vec::new()
+                },
+            },
         )?
     } else {
         String::new()
     };
     timer.lap("codegen");
     Ok(compiled(stages, Some(kernel), code, timer, notes, explain))
+}
+
+/// Checks the `--dynamic` sizes: each is a size of the program, not bound with
+/// `--param`, and the target is a CPU.
+fn check_dynamic(
+    opts: &CompileOptions,
+    program: &Program,
+    param_values: &[Option<i64>],
+) -> Result<()> {
+    for d in &opts.dynamic {
+        let Some(p) = program.param_index(&d.name) else {
+            return Err(miette!(
+                help = format!(
+                    "the sizes of `{}` are: {}",
+                    program.name,
+                    program.param_names().join(", ")
+                ),
+                "--dynamic: `{}` is not a size of `{}`",
+                d.name,
+                program.name
+            ));
+        };
+        if let Some(v) = param_values[p] {
+            return Err(miette!(
+                help = format!("drop `{}` from --param to keep it dynamic", d.name),
+                "--dynamic: `{}` is also bound to {v} with --param",
+                d.name
+            ));
+        }
+    }
+    if !opts.dynamic.is_empty() {
+        let desc = TargetDesc::resolve(opts.target.as_deref().unwrap_or("cpu"))?;
+        if desc.kind != targets::desc::TargetKind::Cpu {
+            return Err(miette!(
+                help = "compile for --target cpu, or leave the size symbolic without --dynamic (parametric tiling works on every target)",
+                "--dynamic is not supported yet on target `{}` (only on CPUs)",
+                desc.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The analytic model micro-kernels are chosen with: the target's vector width (64 bytes
+/// if it gives none), its register file, and the program's widest element type.
+fn cpu_model(target: &dyn Target, program: &Program) -> targets::microkernel::CpuModel {
+    let desc = target.desc();
+    let vector_bytes = desc.vector_bytes.unwrap_or(64);
+    let registers = desc
+        .buffers
+        .iter()
+        .find(|b| b.role == "registers")
+        .and_then(|b| b.registers)
+        .unwrap_or(16);
+    let elem = program
+        .tensors
+        .iter()
+        .map(|t| t.dtype.size_bytes() as u32)
+        .max()
+        .unwrap_or(4);
+    targets::microkernel::CpuModel::new(vector_bytes, registers, elem)
+}
+
+/// The sizes at which `polyc explain` shows the composition: every value of a set; for a
+/// range its ends and FTuner's samples (5, 24, 43, 53, 62, 81, 100, 119) inside it.
+pub fn explain_samples(d: &targets::microkernel::DynamicSize) -> Vec<i64> {
+    use targets::microkernel::SizeValues;
+    match &d.values {
+        SizeValues::Set(v) => v.clone(),
+        SizeValues::Range(lo, hi) => {
+            let mut v = vec![*lo];
+            v.extend(
+                [5, 24, 43, 53, 62, 81, 100, 119]
+                    .into_iter()
+                    .filter(|x| x > lo && x < hi),
+            );
+            if hi > lo {
+                v.push(*hi);
+            }
+            v
+        }
+    }
+}
+
+/// `polyc explain`'s micro-kernel section.
+fn micro_kernel_report(
+    program: &Program,
+    dynamic: &[targets::microkernel::DynamicSize],
+    sets: &[(targets::microkernel::MicroKernelSet, Vec<usize>)],
+) -> String {
+    let names: Vec<String> = dynamic
+        .iter()
+        .map(|d| format!("{}={}", d.name, d.values_text()))
+        .collect();
+    let mut s = format!(
+        "dynamic sizes: {}
+",
+        names.join(", ")
+    );
+    if sets.is_empty() {
+        s.push_str("no micro-kernels: no register or cache tile runs along a dynamic size with a partial tile to compose (the kernel still takes the sizes at run time)
+");
+    }
+    for (set, stmts) in sets {
+        let names: Vec<&str> = stmts
+            .iter()
+            .map(|&i| program.stmts[i].name.as_str())
+            .collect();
+        s.push_str(&set.explain(&names.join(", "), &explain_samples(&set.size)));
+    }
+    s
 }
 
 /// Checks `--emit FORMAT` against what the target emits.

@@ -74,6 +74,13 @@ pub struct SuiteCase {
     /// isl scheduler options.
     #[serde(default)]
     pub isl_options: Vec<String>,
+    /// Dynamic sizes (`dynamic: {T: 1..128}` or `{T: "{1,5,24}"}`): each run compiles the
+    /// program once with `--dynamic` and runs and checks it at every size of `samples`.
+    #[serde(default)]
+    pub dynamic: BTreeMap<String, serde_yaml::Value>,
+    /// The run-time values of the one dynamic size (with `dynamic`).
+    #[serde(default)]
+    pub samples: Vec<i64>,
 }
 
 /// The JSON line `polyc run --result-json` prints.
@@ -106,7 +113,7 @@ pub fn load_suite(path: &Path) -> Result<SuiteFile> {
             Span::new(offset, end.max(offset)),
             format!("invalid suite file: {e}"),
             "here",
-            "a suite has `name`, optional `schedulers`, and `cases` with `program`, `shapes`, and optional `entry`, `schedulers`, `isl_options` (see the README)",
+            "a suite has `name`, optional `schedulers`, and `cases` with `program`, `shapes`, and optional `entry`, `schedulers`, `isl_options`, `dynamic` with `samples` (see the README)",
         ))
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -178,6 +185,10 @@ pub struct Job {
     pub statements: Option<usize>,
     /// Estimated cost in microseconds (see [`estimated_cost_us`]).
     pub cost_us: u64,
+    /// `--dynamic` flags (`T=1..128`).
+    pub dynamic: Vec<String>,
+    /// `--run-param` flags, one per sample (`T=43`).
+    pub run_params: Vec<String>,
 }
 
 /// A run's key: `PROGRAM[#ENTRY] SHAPE SCHEDULER[ ISL_OPTIONS]`, e.g.
@@ -260,9 +271,24 @@ pub fn suite_jobs(path: &Path, suite: &SuiteFile) -> Result<Vec<Job>> {
             .or_insert_with(|| SourceFile::read(&program_path.display().to_string()).ok())
             .clone();
         let schedulers = case.schedulers.clone().unwrap_or(suite.schedulers.clone());
+        let (dynamic, run_params) = dynamic_flags(path, ci, case)?;
         for shape in &case.shapes {
             let shape_text: Vec<String> = shape.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let shape_text = shape_text.join(",");
+            let mut shape_text = shape_text.join(",");
+            if !dynamic.is_empty() {
+                if !shape_text.is_empty() {
+                    shape_text.push(' ');
+                }
+                shape_text.push_str(&format!(
+                    "dynamic {} at {}",
+                    dynamic.join(" "),
+                    case.samples
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ));
+            }
             let model = source
                 .as_ref()
                 .and_then(|s| count_model_instances(s, case.entry.as_deref(), shape).ok());
@@ -298,11 +324,67 @@ pub fn suite_jobs(path: &Path, suite: &SuiteFile) -> Result<Vec<Job>> {
                     instances: model.map(|m| m.0),
                     statements: model.map(|m| m.1),
                     cost_us: estimated_cost_us(model),
+                    dynamic: dynamic.clone(),
+                    run_params: run_params.clone(),
                 });
             }
         }
     }
     Ok(jobs)
+}
+
+/// The `--dynamic` and `--run-param` flags of case `ci` (empty without `dynamic`).
+/// Errors: samples without a dynamic size, a dynamic size without samples, several dynamic
+/// sizes (samples are values of one size), a value that is not a range or a set.
+fn dynamic_flags(path: &Path, ci: usize, case: &SuiteCase) -> Result<(Vec<String>, Vec<String>)> {
+    let where_ = format!("{}: case {} (`{}`)", path.display(), ci + 1, case.program);
+    if case.dynamic.is_empty() {
+        if !case.samples.is_empty() {
+            return Err(miette!(
+                help = "add `dynamic: {T: 1..128}` naming the size the samples are values of",
+                "{where_} has `samples` but no `dynamic` size"
+            ));
+        }
+        return Ok((Vec::new(), Vec::new()));
+    }
+    if case.dynamic.len() != 1 {
+        return Err(miette!(
+            help = "give one dynamic size per case; bind the others in `shapes`",
+            "{where_} has {} dynamic sizes, but `samples` are values of one",
+            case.dynamic.len()
+        ));
+    }
+    if case.samples.is_empty() {
+        return Err(miette!(
+            help = "add the run-time sizes to check, e.g. samples: [1, 5, 24, 43, 53, 62, 81, 100, 119, 128]",
+            "{where_} has a dynamic size but no `samples`"
+        ));
+    }
+    let mut dynamic = Vec::new();
+    let mut run_params = Vec::new();
+    for (name, value) in &case.dynamic {
+        let text = match value {
+            serde_yaml::Value::String(s) => s.clone(),
+            serde_yaml::Value::Sequence(v) => format!(
+                "{{{}}}",
+                v.iter()
+                    .map(|x| x
+                        .as_i64()
+                        .map(|i| i.to_string())
+                        .unwrap_or_else(|| "?".into()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            serde_yaml::Value::Number(n) => n.to_string(),
+            _ => String::new(),
+        };
+        let flag = format!("{name}={text}");
+        crate::options::parse_dynamic(std::slice::from_ref(&flag))
+            .map_err(|e| miette!(help = "write the values as LO..HI or a list, e.g. dynamic: {{T: 1..128}} or dynamic: {{T: [1, 5, 24]}}", "{where_}: {e}"))?;
+        dynamic.push(flag);
+        run_params.extend(case.samples.iter().map(|v| format!("{name}={v}")));
+    }
+    Ok((dynamic, run_params))
 }
 
 /// The suite's hash: SHA-256, in hex, of the suite file's bytes followed by, for every
@@ -458,8 +540,15 @@ fn run_job(exe: &Path, job: &Job, target: &str) -> SuiteRow {
     if let Some(e) = &job.entry {
         cmd.arg("--entry").arg(e);
     }
-    if !job.shape.is_empty() {
-        cmd.arg("--param").arg(&job.shape);
+    let bound = job.shape.split(' ').next().unwrap_or("");
+    if !bound.is_empty() && bound != "dynamic" {
+        cmd.arg("--param").arg(bound);
+    }
+    for d in &job.dynamic {
+        cmd.arg("--dynamic").arg(d);
+    }
+    for r in &job.run_params {
+        cmd.arg("--run-param").arg(r);
     }
     cmd.arg("--scheduler").arg(&job.scheduler);
     for o in &job.isl_options {
@@ -489,10 +578,29 @@ fn run_job(exe: &Path, job: &Job, target: &str) -> SuiteRow {
         }
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let parsed = stdout
+    // One line per run; with several (`--run-param` samples) the first failing one, with
+    // the run times summed and the largest error.
+    let lines: Vec<serde_json::Value> = stdout
         .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .collect();
+    let parsed = if lines.len() > 1 {
+        let mut v = lines
+            .iter()
+            .find(|l| l["status"].as_str() != Some("ok"))
+            .unwrap_or(&lines[0])
+            .clone();
+        let sum: f64 = lines.iter().filter_map(|l| l["run_ms"].as_f64()).sum();
+        let err = lines
+            .iter()
+            .filter_map(|l| l["max_abs_err"].as_f64())
+            .fold(0.0, f64::max);
+        v["run_ms"] = serde_json::json!(sum);
+        v["max_abs_err"] = serde_json::json!(err);
+        Some(v)
+    } else {
+        lines.into_iter().next_back()
+    };
     match (out.status.code(), parsed) {
         (Some(0) | Some(3), Some(v)) => {
             row.status = v["status"].as_str().unwrap_or("ERROR").to_string();

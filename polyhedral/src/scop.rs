@@ -237,6 +237,26 @@ impl Scop {
         format!("[{}] -> ", self.symbolic.join(", "))
     }
 
+    /// Restricts the context to `lo <= NAME <= hi` for each `(NAME, lo, hi)` of `ranges`
+    /// (`--dynamic`): tiling then sizes these symbolic extents at their largest value.
+    pub fn assume_sizes(&mut self, ctx: &Ctx, ranges: &[(String, i64, i64)]) -> miette::Result<()> {
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<&str> = ranges.iter().map(|r| r.0.as_str()).collect();
+        let cons: Vec<String> = ranges
+            .iter()
+            .map(|(n, lo, hi)| format!("{lo} <= {n} <= {hi}"))
+            .collect();
+        let text = format!("[{}] -> {{ : {} }}", names.join(", "), cons.join(" and "));
+        let assumed = parse_set(ctx, &text)?;
+        let context = std::mem::replace(&mut self.context, parse_set(ctx, "{ : }")?);
+        self.context = context
+            .intersect_params(assumed)
+            .isl("restricting the context to the dynamic sizes")?;
+        Ok(())
+    }
+
     /// The space of statement `i`'s domain.
     pub fn stmt_space(&self, i: usize) -> miette::Result<Space> {
         self.stmt_domains[i]

@@ -30,7 +30,8 @@
 //! in `Program::inputs` order (a tensor's data pointer, or a pointer to a scalar's value),
 //! then one per output (data pointer). It returns 0 on success, `p + 1` when bound size
 //! `p` was passed a value other than the one compiled in (nothing runs then), and −1 when
-//! a temporary could not be allocated (the status is thread-local, so different threads
+//! a temporary could not be allocated, and `−2 − p` when dynamic size `p` (`--dynamic`)
+//! is outside the values the kernel was compiled for (the status is thread-local, so different threads
 //! may run the same kernel at once on different buffers).
 //!
 //! **Loops** come from isl's AST: `for (int64_t c0 = …; c0 <= …; c0 += 1)`. A loop of a
@@ -99,6 +100,10 @@ pub struct EmitOptions {
     /// right after `malloc` (for `--check`, which defines `POLYC_POISON`: a read of a
     /// temporary element that no statement wrote shows up as NaN or −1).
     pub poison_temps: bool,
+    /// Dynamic sizes (`--dynamic`): the kernel starts by checking each against its
+    /// values and, outside them, sets status `−2 − p` (`p` the size's index in
+    /// `Program::params`) and returns without touching memory.
+    pub dynamic: Vec<crate::microkernel::DynamicSize>,
 }
 
 /// The name of the entry wrapper that runners call: `<def>__polyc_entry`.
@@ -432,6 +437,19 @@ pub fn emit_c(
         params.join(", ")
     };
     let _ = writeln!(out, "void {fname}({params_text}) {{");
+    for d in &opts.dynamic {
+        if let Some(p) = prog.params.iter().position(|p| p.name == d.name) {
+            let var = c_ident(&d.name);
+            let _ = writeln!(
+                out,
+                "  if (!({})) {{ /* {} = {}: the sizes this kernel was compiled for */\n    polyc_status = {};\n    return;\n  }}",
+                d.c_condition(&var),
+                d.name,
+                d.values_text(),
+                -2 - p as i64
+            );
+        }
+    }
 
     // Temporaries the code touches in their global arrays (a tile-local temporary lives
     // only in its tiles' local buffers and is not allocated).

@@ -363,6 +363,15 @@ pub fn run(
                 sizes[p]
             ))
         }
+        p if p <= -2 && ((-2 - p) as usize) < prog.params.len() => {
+            let p = (-2 - p) as usize;
+            Err(miette!(
+                help = "run the kernel at one of the sizes it was compiled for, or compile it for a wider --dynamic range",
+                "size {} = {} is outside the values the kernel was compiled for (--dynamic)",
+                prog.params[p].name,
+                sizes[p]
+            ))
+        }
         other => Err(miette!("kernel `{}` returned status {other}", prog.name)),
     }
 }

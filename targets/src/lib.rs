@@ -27,6 +27,7 @@ pub mod hoist;
 pub mod interchange;
 pub mod kir;
 pub mod lower;
+pub mod microkernel;
 pub mod normalize;
 pub mod opencl_runner;
 pub mod parallel;

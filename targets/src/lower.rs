@@ -86,6 +86,53 @@ pub fn lower_with(
     schedule: &Schedule,
     opts: &LowerOptions,
 ) -> Result<Kernel> {
+    Ok(crate::normalize::normalize_loops(lower_raw(
+        ctx, prog, scop, schedule, opts, "",
+    )?))
+}
+
+/// [`lower_with`] for a dynamic-shape kernel (`--dynamic`): code generation assumes every
+/// dynamic size within its values (the kernel checks them at run time), and the partial
+/// tiles along those sizes are composed from micro-kernels chosen with `model` (see
+/// [`crate::microkernel`]). Returns the kernel and the chosen micro-kernel sets, each with
+/// the statements of its tiles.
+pub fn lower_dynamic(
+    ctx: &Ctx,
+    prog: &Program,
+    scop: Option<&Scop>,
+    schedule: &Schedule,
+    opts: &LowerOptions,
+    sizes: &[crate::microkernel::DynamicSize],
+    model: crate::microkernel::CpuModel,
+) -> Result<(Kernel, crate::microkernel::ChosenSets)> {
+    let context = sizes
+        .iter()
+        .map(|s| format!("{} <= {} <= {}", s.lo(), s.name, s.hi()))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let names: Vec<&str> = sizes.iter().map(|s| s.name.as_str()).collect();
+    let context = format!("[{}] -> {{ : {context} }}", names.join(", "));
+    let kernel = lower_raw(ctx, prog, scop, schedule, opts, &context)?;
+    let mut cx = crate::microkernel::ComposeCx {
+        sizes,
+        model,
+        next_id: 0,
+        chosen: Vec::new(),
+    };
+    let kernel = crate::normalize::normalize_loops_dynamic(kernel, &mut cx);
+    Ok((kernel, cx.chosen))
+}
+
+/// Lowering before loop normalisation; `context` (isl set text over the parameters, or
+/// empty) is what code generation may assume of the sizes.
+fn lower_raw(
+    ctx: &Ctx,
+    prog: &Program,
+    scop: Option<&Scop>,
+    schedule: &Schedule,
+    opts: &LowerOptions,
+    context_text: &str,
+) -> Result<Kernel> {
     // SAFETY: plain option setters on a live context.
     unsafe {
         ffi::isl_options_set_ast_build_atomic_upper_bound(ctx.ptr(), 1);
@@ -120,6 +167,13 @@ pub fn lower_with(
         .params()
         .isl("reading the schedule's parameter space")?;
     let mut context = Set::universe(space).isl("building the code generation context")?;
+    if !context_text.is_empty() {
+        let assumed = Set::read_from_str(&ctx.isl, context_text)
+            .isl(&format!("reading the size context `{context_text}`"))?;
+        context = context
+            .intersect_params(assumed)
+            .isl("restricting the code generation context")?;
+    }
     context.do_not_free_on_drop();
     let mut schedule = schedule;
     schedule.do_not_free_on_drop();
@@ -202,10 +256,10 @@ pub fn lower_with(
     } else {
         body
     };
-    Ok(crate::normalize::normalize_loops(Kernel {
+    Ok(Kernel {
         body,
         loop_iters: iters,
-    }))
+    })
 }
 
 /// Every name a program declares (tensors, scalars, sizes, statement iterators, the def).

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel};
+use crate::kir::{KCmp, KExpr, KNode, Kernel, LoopKind};
 
 /// An affine expression: variable coefficients and a constant.
 type Linear = (BTreeMap<String, i64>, i64);
@@ -154,6 +154,19 @@ pub fn normalize_loops(kernel: Kernel) -> Kernel {
     }
 }
 
+/// [`normalize_loops`] for a dynamic-shape kernel: the partial tiles along the dynamic
+/// sizes are composed from micro-kernels ([`crate::microkernel::compose_partial`]); the
+/// chosen sets are left in `cx.chosen`.
+pub fn normalize_loops_dynamic(kernel: Kernel, cx: &mut crate::microkernel::ComposeCx) -> Kernel {
+    let body = version_tiles_with(node(kernel.body), &mut |bufs, body| {
+        crate::microkernel::compose_partial(bufs, body, cx)
+    });
+    Kernel {
+        body: split_versions(body),
+        loop_iters: kernel.loop_iters,
+    }
+}
+
 /// Index-set splitting of versioned tiles: a unit-step loop whose body is a guard (under
 /// local-buffer scopes), such as the full-tile test of [`version_tiles`], no longer tests
 /// it on every iteration. Conjuncts that do not depend on the loop are hoisted above it
@@ -162,8 +175,24 @@ pub fn normalize_loops(kernel: Kernel) -> Kernel {
 /// own. gcc keeps a register tile in registers only when the loop body has no such branch
 /// (measured on the conv chain's 4 × 32 register tile: 1.05 → 1.5 × the best peer).
 /// Guards with other conjuncts are left as they are.
+///
+/// A conjunct whose remainder mentions sizes, never loop iterators (`T - 8·c3 - 8 ≥ 0`,
+/// the full register tiles of a dynamic size), splits the range at a bound computed from
+/// the sizes, on CPU loops.
 pub fn split_versions(n: KNode) -> KNode {
-    split_loop(n.map_children(&mut split_versions))
+    let mut iters = Vec::new();
+    n.walk(&mut |x| {
+        if let KNode::For { iter, .. } = x {
+            if !iters.contains(iter) {
+                iters.push(iter.clone());
+            }
+        }
+    });
+    split_versions_in(n, &iters)
+}
+
+fn split_versions_in(n: KNode, iters: &[String]) -> KNode {
+    split_loop(n.map_children(&mut |c| split_versions_in(c, iters)), iters)
 }
 
 /// The conjuncts of a condition.
@@ -196,7 +225,7 @@ fn and_all(v: Vec<KExpr>) -> Option<KExpr> {
 }
 
 /// [`split_versions`] on one node whose children are done.
-fn split_loop(n: KNode) -> KNode {
+fn split_loop(n: KNode, iters: &[String]) -> KNode {
     let KNode::For {
         iter,
         init,
@@ -257,19 +286,56 @@ fn split_loop(n: KNode) -> KNode {
             invariant.push(c.clone());
             continue;
         }
-        // `a·iter + r ≥ 0` with a constant `r`.
+        // `a·iter + r ≥ 0` with `r` affine in other variables (sizes and outer loops).
         match nonneg_form(c) {
-            Some((m, r)) if m.len() == 1 && m.contains_key(iter) => {
+            Some((m, r)) if m.contains_key(iter) => {
                 let a = m[iter];
+                let mut rest = m.clone();
+                rest.remove(iter);
+                let symbolic = !rest.is_empty();
+                // Only sizes in the remainder; GPU block and thread loops keep their
+                // ranges whole (every thread of a block must reach the same barriers).
+                if symbolic
+                    && (rest.keys().any(|v| iters.contains(v))
+                        || !matches!(kind, LoopKind::Seq | LoopKind::Parallel))
+                {
+                    return n;
+                }
                 if a > 0 {
-                    lo.push((-r).div_euclid(a) + i64::from((-r).rem_euclid(a) != 0));
+                    // iter ≥ ⌈−r / a⌉ = ⌊(−r + a − 1) / a⌋
+                    lo.push(if symbolic {
+                        simplify(&KExpr::FloorDiv(
+                            Box::new(from_linear(&add(
+                                scale((rest, r), -1),
+                                (BTreeMap::new(), a - 1),
+                                1,
+                            ))),
+                            Box::new(KExpr::Int(a)),
+                        ))
+                    } else {
+                        KExpr::Int((-r).div_euclid(a) + i64::from((-r).rem_euclid(a) != 0))
+                    });
                 } else {
-                    hi.push(r.div_euclid(-a));
+                    // iter ≤ ⌊r / −a⌋
+                    hi.push(if symbolic {
+                        simplify(&KExpr::FloorDiv(
+                            Box::new(from_linear(&(rest, r))),
+                            Box::new(KExpr::Int(-a)),
+                        ))
+                    } else {
+                        KExpr::Int(r.div_euclid(-a))
+                    });
                 }
                 varying.push(c.clone());
             }
             _ => return n,
         }
+    }
+    // A range bounded on both sides with a symbolic bound could leave the partial ranges
+    // overlapping when it is empty: not split.
+    let symbolic = |v: &[KExpr]| v.iter().any(|e| !matches!(e, KExpr::Int(_)));
+    if !lo.is_empty() && !hi.is_empty() && (symbolic(&lo) || symbolic(&hi)) {
+        return n;
     }
     let els = els.as_deref().cloned();
     if !invariant.is_empty() {
@@ -282,7 +348,7 @@ fn split_loop(n: KNode) -> KNode {
             },
             None => (**then).clone(),
         };
-        let full = split_loop(with(init.clone(), upper.clone(), wrap(guarded)));
+        let full = split_loop(with(init.clone(), upper.clone(), wrap(guarded)), iters);
         let partial = els.map(|e| with(init.clone(), upper.clone(), wrap(e)));
         return KNode::If {
             cond: and_all(invariant).unwrap_or(KExpr::Int(1)),
@@ -290,25 +356,27 @@ fn split_loop(n: KNode) -> KNode {
             els: partial.map(Box::new),
         };
     }
-    let lo = lo.into_iter().max();
-    let hi = hi.into_iter().min();
-    let mut out = Vec::new();
     let bound = |e: KExpr| simplify(&e);
-    if let (Some(lo), Some(e)) = (lo, &els) {
-        let u = bound(KExpr::Min(vec![upper.clone(), KExpr::Int(lo - 1)]));
+    let lo = (!lo.is_empty()).then(|| bound(KExpr::Max(lo)));
+    let hi = (!hi.is_empty()).then(|| bound(KExpr::Min(hi)));
+    let mut out = Vec::new();
+    let plus =
+        |e: &KExpr, k: i64| simplify(&KExpr::Add(Box::new(e.clone()), Box::new(KExpr::Int(k))));
+    if let (Some(lo), Some(e)) = (&lo, &els) {
+        let u = bound(KExpr::Min(vec![upper.clone(), plus(lo, -1)]));
         out.push(with(init.clone(), u, wrap(e.clone())));
     }
-    let start = match lo {
-        Some(lo) => bound(KExpr::Max(vec![init.clone(), KExpr::Int(lo)])),
+    let start = match &lo {
+        Some(lo) => bound(KExpr::Max(vec![init.clone(), lo.clone()])),
         None => init.clone(),
     };
-    let end = match hi {
-        Some(hi) => bound(KExpr::Min(vec![upper.clone(), KExpr::Int(hi)])),
+    let end = match &hi {
+        Some(hi) => bound(KExpr::Min(vec![upper.clone(), hi.clone()])),
         None => upper.clone(),
     };
     out.push(with(start, end, wrap((**then).clone())));
-    if let (Some(hi), Some(e)) = (hi, &els) {
-        let s = bound(KExpr::Max(vec![init.clone(), KExpr::Int(hi + 1)]));
+    if let (Some(hi), Some(e)) = (&hi, &els) {
+        let s = bound(KExpr::Max(vec![init.clone(), plus(hi, 1)]));
         out.push(with(s, upper.clone(), wrap(e.clone())));
     }
     KNode::Block(out.into_iter().filter(|n| !empty_range(n)).collect())
@@ -326,9 +394,19 @@ fn empty_range(n: &KNode) -> bool {
 /// the constant bounds (which the C compiler unrolls and vectorises, keeping a register
 /// tile in registers) and, for the partial tiles at the edges, as it was.
 pub fn version_tiles(n: KNode) -> KNode {
+    version_tiles_with(n, &mut |_, _| None)
+}
+
+/// [`version_tiles`] with `partial(bufs, body)` offered every partial tile: when it returns
+/// a node, that node replaces the partial version (dynamic-shape kernels compose it from
+/// micro-kernels, see [`crate::microkernel`]).
+pub fn version_tiles_with(
+    n: KNode,
+    partial: &mut impl FnMut(&[crate::kir::LocalBuf], &KNode) -> Option<KNode>,
+) -> KNode {
     match n {
         KNode::Local { bufs, body } => {
-            let body = version_tiles(*body);
+            let body = version_tiles_with(*body, partial);
             let mut inner = Vec::new();
             body.walk(&mut |x| {
                 if let KNode::For { iter, .. } = x {
@@ -360,16 +438,17 @@ pub fn version_tiles(n: KNode) -> KNode {
                 .map(|(e, k)| KExpr::Cmp(KCmp::Ge, Box::new(e.clone()), Box::new(KExpr::Int(*k))))
                 .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
                 .unwrap_or(KExpr::Int(1));
+            let els = partial(&bufs, &body).unwrap_or(body);
             KNode::Local {
                 bufs,
                 body: Box::new(KNode::If {
                     cond,
                     then: Box::new(full),
-                    els: Some(Box::new(body)),
+                    els: Some(Box::new(els)),
                 }),
             }
         }
-        other => other.map_children(&mut version_tiles),
+        other => other.map_children(&mut |c| version_tiles_with(c, partial)),
     }
 }
 
@@ -587,7 +666,8 @@ fn node(n: KNode) -> KNode {
     }
 }
 
-fn mentions(e: &KExpr, name: &str) -> bool {
+/// Whether `e` mentions the variable `name`.
+pub(crate) fn mentions(e: &KExpr, name: &str) -> bool {
     let found = std::cell::Cell::new(false);
     e.substitute(&|n: &str| {
         if n == name {
@@ -772,7 +852,7 @@ mod tests {
 
     #[test]
     fn guards_mixing_loops_stay() {
-        // -(32 c1) + c0 >= 0 mentions c1 and c0 in one conjunct: left alone.
+        // -(32 c1) + c0 >= 0 mentions c1 and the outer loop c0 in one conjunct: left alone.
         let cond = KExpr::Cmp(
             KCmp::Ge,
             Box::new(KExpr::Add(
@@ -781,7 +861,7 @@ mod tests {
             )),
             i(0),
         );
-        let n = for_loop(
+        let inner = for_loop(
             "c1",
             0,
             63,
@@ -791,6 +871,58 @@ mod tests {
                 els: None,
             },
         );
+        let n = for_loop("c0", 0, 2047, inner);
         assert_eq!(split_versions(n.clone()), n);
+    }
+
+    #[test]
+    fn guards_on_sizes_split_at_a_computed_bound() {
+        // T - 8 c1 - 8 >= 0 (full tiles of a size T): full tiles for c1 <= floor((T - 8) / 8),
+        // the partial ones after.
+        let cond = KExpr::Cmp(
+            KCmp::Ge,
+            Box::new(KExpr::Sub(
+                Box::new(KExpr::Sub(v("T"), Box::new(KExpr::Mul(i(8), v("c1"))))),
+                i(8),
+            )),
+            i(0),
+        );
+        let n = for_loop(
+            "c1",
+            0,
+            15,
+            local(KNode::If {
+                cond,
+                then: Box::new(stmt(0)),
+                els: Some(Box::new(stmt(1))),
+            }),
+        );
+        let hi = KExpr::FloorDiv(Box::new(KExpr::Sub(v("T"), i(8))), i(8));
+        let hi_plus_1 = KExpr::Add(Box::new(hi.clone()), i(1));
+        assert_eq!(
+            split_versions(n),
+            KNode::Block(vec![
+                KNode::For {
+                    iter: "c1".into(),
+                    init: KExpr::Int(0),
+                    cond: KExpr::Cmp(
+                        KCmp::Le,
+                        v("c1"),
+                        Box::new(KExpr::Min(vec![hi, KExpr::Int(15)]))
+                    ),
+                    step: 1,
+                    body: Box::new(local(stmt(0))),
+                    kind: LoopKind::Seq,
+                },
+                KNode::For {
+                    iter: "c1".into(),
+                    init: KExpr::Max(vec![hi_plus_1, KExpr::Int(0)]),
+                    cond: KExpr::Cmp(KCmp::Le, v("c1"), i(15)),
+                    step: 1,
+                    body: Box::new(local(stmt(1))),
+                    kind: LoopKind::Seq,
+                },
+            ])
+        );
     }
 }

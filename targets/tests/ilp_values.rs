@@ -75,7 +75,10 @@ fn check_case(case: u64) {
         &prog,
         &scop.param_texts,
         &kernel,
-        &EmitOptions { poison_temps: true },
+        &EmitOptions {
+            poison_temps: true,
+            ..Default::default()
+        },
     );
     let compiled =
         compile_c(&c, &CcOptions::default()).unwrap_or_else(|e| panic!("{what}\n{e:?}\n{c}"));

@@ -145,7 +145,10 @@ fn poisoning_is_compiled_in_only_on_request() {
         &prog,
         &texts(&["37"]),
         &kernel,
-        &EmitOptions { poison_temps: true },
+        &EmitOptions {
+            poison_temps: true,
+            ..Default::default()
+        },
     );
     assert!(
         src.contains("#ifdef POLYC_POISON\n  memset(T, 0xFF"),

@@ -5,7 +5,7 @@
 use polyhedral::deps::{DepKind, Deps};
 use polyhedral::isl::ffi::model::union_set_text;
 use polyhedral::isl::isl_rs::{
-    Map, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionSet,
+    DimType, Map, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionSet,
 };
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::scop::Scop;
@@ -33,6 +33,10 @@ pub struct BandInfo {
     pub extents: Vec<Option<i64>>,
     /// Indices (in the band list) of the bands enclosing this one, outermost first.
     pub outer: Vec<usize>,
+    /// The largest extent of each member over every size the model's context allows,
+    /// when that is finite (a symbolic extent under `--dynamic T=1..128`); `None`
+    /// otherwise.
+    pub max_extents: Vec<Option<i64>>,
 }
 
 impl BandInfo {
@@ -88,6 +92,11 @@ pub fn collect_bands(
             }
         }
         let extents = member_extents(&map, b.n_members())?;
+        let max_extents = if extents.iter().any(Option::is_none) {
+            bounded_extents(&map, &scop.context, b.n_members())?
+        } else {
+            extents.clone()
+        };
         let outer = bands
             .iter()
             .enumerate()
@@ -105,6 +114,7 @@ pub fn collect_bands(
             prefix,
             extents,
             outer,
+            max_extents,
         });
     }
     Ok((schedule, bands))
@@ -118,6 +128,24 @@ fn value_set(map: &UnionMap) -> miette::Result<Option<Set>> {
         return Ok(None);
     }
     Ok(Some(Set::from_union_set(range).isl("band range as a set")?))
+}
+
+/// The extents of the members with the sizes restricted to `context` and then
+/// projected out: finite for a symbolic size with an upper bound.
+fn bounded_extents(map: &UnionMap, context: &Set, n: usize) -> miette::Result<Vec<Option<i64>>> {
+    let Some(set) = value_set(map)? else {
+        return Ok(vec![None; n]);
+    };
+    let set = set
+        .intersect_params(context.copy().isl("copying the context")?)
+        .isl("restricting a band's values to the context")?;
+    let np = set.dim(DimType::Param).isl("counting parameters")?;
+    let set = set
+        .project_out(DimType::Param, 0, np as u32)
+        .isl("projecting out the sizes")?;
+    let map = UnionMap::from_map(Map::from_range(set).isl("a band's values as a map")?)
+        .isl("a band's values as a union map")?;
+    member_extents(&map, n)
 }
 
 fn member_extents(map: &UnionMap, n: usize) -> miette::Result<Vec<Option<i64>>> {

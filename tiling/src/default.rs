@@ -113,9 +113,11 @@ pub fn default_spec(
             .iter()
             .map(|e| e.is_none())
             .collect();
+        // A symbolic extent with an upper bound (`--dynamic T=1..128`) is sized at it.
         let ext_all: Vec<i64> = band.extents[..tilable]
             .iter()
-            .map(|e| e.unwrap_or(ASSUMED_EXTENT))
+            .zip(&band.max_extents)
+            .map(|(e, b)| e.or(*b).unwrap_or(ASSUMED_EXTENT))
             .collect();
         // Whether a tile of `size` covers member `m` whole.
         let covers = |m: usize, size: i64| !sym[m] && size >= ext_all[m];

@@ -185,7 +185,10 @@ pub fn compile_and_run(
         prog,
         param_texts,
         kernel,
-        &EmitOptions { poison_temps: true },
+        &EmitOptions {
+            poison_temps: true,
+            ..Default::default()
+        },
     );
     let k = match compile_c(&src, &CcOptions::default()) {
         Ok(k) => k,

@@ -64,7 +64,10 @@ pub fn run_and_compare(
         prog,
         param_texts,
         &kernel,
-        &EmitOptions { poison_temps: true },
+        &EmitOptions {
+            poison_temps: true,
+            ..Default::default()
+        },
     );
     let k = compile_c(&c, &CcOptions::default()).expect("compiles");
     let (mut tensors, scalars) = generate_inputs(prog, &ex.sizes, 11);

@@ -1,0 +1,767 @@
+//! Dynamic-shape kernels in FTuner's manner (`--dynamic T=1..128`): one kernel for a range
+//! (or a set) of values of a size, whose partial tiles along that size are composed at run
+//! time from a small set of *micro-kernels*, full-tile bodies with fewer rows.
+//!
+//! # Where the micro-kernels come from
+//!
+//! Parametric tiling ([`crate::normalize::version_tiles`]) already emits every promoted
+//! tile twice: the full tile, whose loops have constant trip counts (a register tile of
+//! `R` rows stays in registers), and the partial tile at the edge, whose row loops run to
+//! `min(e, R − 1)` with `e` depending on the size. Along a dynamic size, the partial tile
+//! is what remains once the full tiles are done: `r = T mod R` rows (1 ≤ r < R). A loop
+//! with a run-time trip count keeps its accumulators in memory, so those rows run several
+//! times slower than full ones.
+//!
+//! [`compose_partial`] replaces the partial tile by a *composition*: for each micro-kernel
+//! size `m` of the chosen set, largest first, as many copies of the tile body with exactly
+//! `m` rows (constant trip counts, so the C compiler keeps them in registers) as fit in
+//! the rows left, each at its row offset. The set always holds `R` and 1, so every `r` is
+//! covered exactly: no padding and no row loop with a run-time trip count.
+//!
+//! # The model (after FTuner's alignment, padding and occupancy criteria)
+//!
+//! A micro-kernel of `m` rows × `c` columns keeps `m·⌈c / v⌉` vector accumulators (`v`
+//! elements per vector). Per reduction step it issues that many FMAs, loads `⌈c / v⌉`
+//! vectors of the shared operand and broadcasts `m` values. [`CpuModel::cycles`] takes the
+//! largest of three bounds: FMA throughput (`acc / fma_ports`), the FMA latency (each
+//! accumulator is a dependence chain: fewer than `latency · ports` accumulators leave the
+//! FMA units idle: FTuner's *occupancy*) and the load ports. A micro-kernel must fit the
+//! register file with its operands (FTuner's register bound). Its *efficiency* is the
+//! fraction of the FMA units it keeps busy.
+//!
+//! The set is chosen by [`choose_set`]: every set of at most [`MAX_MICRO_KERNELS`] sizes
+//! that holds `R` and 1 is scored by the modelled cycles of the remainders `T mod R` over
+//! every size the range (or set) allows, composed greedily as the emitted code does;
+//! the lowest total wins, then the smaller set, then sizes that divide `R` (*alignment*:
+//! the composed pieces of a power-of-two `R` then start at aligned rows). *Padding* is
+//! reported against the alternative of running the full `R`-row body on zero-padded
+//! rows.
+
+use crate::kir::{KCmp, KExpr, KNode, LocalBuf, LocalRef};
+
+/// The values a dynamic size may take at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizeValues {
+    /// Every integer in `lo..=hi`.
+    Range(i64, i64),
+    /// Exactly these values (sorted, distinct).
+    Set(Vec<i64>),
+}
+
+/// One `--dynamic NAME=…` size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DynamicSize {
+    /// The size's name in the program.
+    pub name: String,
+    /// The values it may take.
+    pub values: SizeValues,
+}
+
+impl DynamicSize {
+    /// The smallest value.
+    pub fn lo(&self) -> i64 {
+        match &self.values {
+            SizeValues::Range(lo, _) => *lo,
+            SizeValues::Set(v) => v.first().copied().unwrap_or(1),
+        }
+    }
+    /// The largest value.
+    pub fn hi(&self) -> i64 {
+        match &self.values {
+            SizeValues::Range(_, hi) => *hi,
+            SizeValues::Set(v) => v.last().copied().unwrap_or(1),
+        }
+    }
+    /// Whether `v` is one of the values.
+    pub fn contains(&self, v: i64) -> bool {
+        match &self.values {
+            SizeValues::Range(lo, hi) => *lo <= v && v <= *hi,
+            SizeValues::Set(s) => s.contains(&v),
+        }
+    }
+    /// Every value, in increasing order.
+    pub fn all(&self) -> Vec<i64> {
+        match &self.values {
+            SizeValues::Range(lo, hi) => (*lo..=*hi).collect(),
+            SizeValues::Set(s) => s.clone(),
+        }
+    }
+    /// The values as the flag writes them: `1..128` or `{1, 5, 24}`.
+    pub fn values_text(&self) -> String {
+        match &self.values {
+            SizeValues::Range(lo, hi) => format!("{lo}..{hi}"),
+            SizeValues::Set(s) => format!(
+                "{{{}}}",
+                s.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+    /// The C condition that holds exactly for the allowed values of the variable `var`.
+    pub fn c_condition(&self, var: &str) -> String {
+        match &self.values {
+            SizeValues::Range(lo, hi) => format!("{var} >= {lo} && {var} <= {hi}"),
+            SizeValues::Set(s) => s
+                .iter()
+                .map(|v| format!("{var} == {v}"))
+                .collect::<Vec<_>>()
+                .join(" || "),
+        }
+    }
+}
+
+/// At most this many micro-kernel sizes per tile (the full one and 1 included): each one
+/// is a copy of the tile body in the emitted code.
+pub const MAX_MICRO_KERNELS: usize = 4;
+
+/// Modelled cycles each piece of a composition adds (its loop's start and the tile's
+/// addressing), so that fewer, larger pieces win ties.
+pub const PIECE_OVERHEAD: i64 = 1;
+
+/// The analytic model of a CPU core's FMA pipeline that ranks micro-kernels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuModel {
+    /// Elements per SIMD vector.
+    pub vector_elems: i64,
+    /// Vector registers.
+    pub registers: i64,
+    /// Cycles from an FMA's issue to its result.
+    pub fma_latency: i64,
+    /// FMAs issued per cycle.
+    pub fma_ports: i64,
+    /// Vector loads (or broadcasts) issued per cycle.
+    pub load_ports: i64,
+}
+
+impl CpuModel {
+    /// The model for a CPU with `vector_bytes`-byte vectors, `registers` of them, and
+    /// elements of `elem_bytes` bytes. Latency 4 and two FMA and two load ports are those
+    /// of current x86 cores (Skylake-X to Zen 4).
+    pub fn new(vector_bytes: u32, registers: u64, elem_bytes: u32) -> CpuModel {
+        CpuModel {
+            vector_elems: (vector_bytes / elem_bytes.max(1)).max(1) as i64,
+            registers: registers.max(1) as i64,
+            fma_latency: 4,
+            fma_ports: 2,
+            load_ports: 2,
+        }
+    }
+    /// Vector accumulators of a micro-kernel of `rows × cols`.
+    pub fn accumulators(&self, rows: i64, cols: i64) -> i64 {
+        rows * self.vectors(cols)
+    }
+    fn vectors(&self, cols: i64) -> i64 {
+        (cols + self.vector_elems - 1) / self.vector_elems
+    }
+    /// Modelled cycles of one reduction step of a micro-kernel of `rows × cols`.
+    pub fn cycles(&self, rows: i64, cols: i64) -> i64 {
+        let acc = self.accumulators(rows, cols);
+        let fma = (acc + self.fma_ports - 1) / self.fma_ports;
+        let loads = (self.vectors(cols) + rows + self.load_ports - 1) / self.load_ports;
+        fma.max(self.fma_latency).max(loads)
+    }
+    /// [`CpuModel::cycles`] plus [`PIECE_OVERHEAD`]: what one piece of a composition
+    /// costs.
+    pub fn piece_cycles(&self, rows: i64, cols: i64) -> i64 {
+        self.cycles(rows, cols) + PIECE_OVERHEAD
+    }
+    /// The fraction of the FMA units a micro-kernel keeps busy (1 = peak).
+    pub fn efficiency(&self, rows: i64, cols: i64) -> f64 {
+        self.accumulators(rows, cols) as f64 / (self.fma_ports * self.cycles(rows, cols)) as f64
+    }
+    /// Whether the accumulators, one row of the shared operand and a broadcast fit the
+    /// register file.
+    pub fn fits(&self, rows: i64, cols: i64) -> bool {
+        self.accumulators(rows, cols) + self.vectors(cols) < self.registers
+    }
+}
+
+/// How `rows` rows are covered by the sizes `set` (largest first, greedily, as the
+/// emitted code does): `(size, count)` pairs with a non-zero count.
+pub fn compose(rows: i64, set: &[i64]) -> Vec<(i64, i64)> {
+    let mut left = rows;
+    let mut out = Vec::new();
+    for &m in set {
+        if m > 0 && left >= m {
+            out.push((m, left / m));
+            left %= m;
+        }
+    }
+    out
+}
+
+/// `43 = 5×8 + 2 + 1`.
+pub fn composition_text(rows: i64, pieces: &[(i64, i64)]) -> String {
+    let parts: Vec<String> = pieces
+        .iter()
+        .map(|&(m, n)| {
+            if n == 1 {
+                format!("{m}")
+            } else {
+                format!("{n}×{m}")
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("{rows} = 0")
+    } else {
+        format!("{rows} = {}", parts.join(" + "))
+    }
+}
+
+/// The micro-kernels chosen for one tile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MicroKernelSet {
+    /// The dynamic size the tile's rows run along.
+    pub size: DynamicSize,
+    /// Rows of the full tile.
+    pub full_rows: i64,
+    /// Columns of one row (the vectorised loop's trip count).
+    pub cols: i64,
+    /// The chosen sizes, largest first (the full one first, 1 last).
+    pub sizes: Vec<i64>,
+    /// The model.
+    pub model: CpuModel,
+}
+
+impl MicroKernelSet {
+    /// Modelled cycles per reduction step of the whole size `t`: full tiles, then the
+    /// composed remainder.
+    pub fn cycles(&self, t: i64) -> i64 {
+        compose(t, &self.sizes)
+            .iter()
+            .map(|&(m, n)| n * self.model.piece_cycles(m, self.cols))
+            .sum()
+    }
+    /// Modelled cycles with padding instead: `⌈t / R⌉` full tiles.
+    pub fn padded_cycles(&self, t: i64) -> i64 {
+        ((t + self.full_rows - 1) / self.full_rows)
+            * self.model.piece_cycles(self.full_rows, self.cols)
+    }
+    /// The `polyc explain` text: the micro-kernels and how sample sizes are composed.
+    pub fn explain(&self, stmts: &str, samples: &[i64]) -> String {
+        let mut s = format!(
+            "micro-kernels of {stmts} along {} = {} (tiles of {} rows × {} columns; model: {} elements per vector, {} registers, FMA latency {}, {} FMA ports):\n",
+            self.size.name,
+            self.size.values_text(),
+            self.full_rows,
+            self.cols,
+            self.model.vector_elems,
+            self.model.registers,
+            self.model.fma_latency,
+            self.model.fma_ports
+        );
+        s.push_str("  rows  accumulators  cycles/step  efficiency\n");
+        for &m in &self.sizes {
+            let _ = std::fmt::Write::write_fmt(
+                &mut s,
+                format_args!(
+                    "  {:>4}  {:>12}  {:>11}  {:>9.0}%\n",
+                    m,
+                    self.model.accumulators(m, self.cols),
+                    self.model.cycles(m, self.cols),
+                    100.0 * self.model.efficiency(m, self.cols)
+                ),
+            );
+        }
+        s.push_str("  composition at sample sizes (modelled cycles per reduction step, composed / padded to full tiles):\n");
+        for &t in samples {
+            let pieces = compose(t, &self.sizes);
+            let _ = std::fmt::Write::write_fmt(
+                &mut s,
+                format_args!(
+                    "  {}={}: {}  ({} / {})\n",
+                    self.size.name,
+                    t,
+                    composition_text(t, &pieces),
+                    self.cycles(t),
+                    self.padded_cycles(t)
+                ),
+            );
+        }
+        s
+    }
+}
+
+/// Chooses the micro-kernel sizes for tiles of `full_rows × cols` along `size` (see the
+/// module documentation).
+///
+/// `register_tile` says whether the tile lives in registers; a cache tile's micro-kernels
+/// need not fit the register file, and only divisors of `full_rows` are candidates
+/// (pieces start at aligned rows).
+pub fn choose_set(
+    size: &DynamicSize,
+    full_rows: i64,
+    cols: i64,
+    model: CpuModel,
+    register_tile: bool,
+) -> Vec<i64> {
+    let values = size.all();
+    let cost = |set: &[i64]| -> i64 {
+        values
+            .iter()
+            .map(|&t| {
+                compose(t % full_rows, set)
+                    .iter()
+                    .map(|&(m, n)| n * model.piece_cycles(m, cols))
+                    .sum::<i64>()
+            })
+            .sum()
+    };
+    // Candidate middle sizes: those that fit the registers.
+    let middle: Vec<i64> = (2..full_rows)
+        .rev()
+        .filter(|&m| {
+            if register_tile {
+                model.fits(m, cols)
+            } else {
+                full_rows % m == 0
+            }
+        })
+        .collect();
+    let mut best: Option<(i64, usize, usize, Vec<i64>)> = None;
+    let extra = MAX_MICRO_KERNELS.saturating_sub(2);
+    let mut consider = |mids: Vec<i64>| {
+        let mut set = vec![full_rows];
+        set.extend(mids.iter().copied());
+        if full_rows > 1 {
+            set.push(1);
+        }
+        let c = cost(&set);
+        let misaligned = mids.iter().filter(|&&m| full_rows % m != 0).count();
+        let key = (c, set.len(), misaligned);
+        if best
+            .as_ref()
+            .is_none_or(|(bc, bl, bm, _)| key < (*bc, *bl, *bm))
+        {
+            best = Some((c, set.len(), misaligned, set));
+        }
+    };
+    consider(Vec::new());
+    for (i, &a) in middle.iter().enumerate() {
+        if extra >= 1 {
+            consider(vec![a]);
+        }
+        if extra >= 2 {
+            for &b in &middle[i + 1..] {
+                consider(vec![a, b]);
+            }
+        }
+    }
+    best.map(|b| b.3).unwrap_or_else(|| vec![full_rows, 1])
+}
+
+/// The micro-kernel sets chosen for a kernel, each with the statements of its tiles.
+pub type ChosenSets = Vec<(MicroKernelSet, Vec<usize>)>;
+
+/// What [`compose_partial`] needs besides the tile.
+pub struct ComposeCx<'a> {
+    /// The dynamic sizes.
+    pub sizes: &'a [DynamicSize],
+    /// The model.
+    pub model: CpuModel,
+    /// A counter for fresh names.
+    pub next_id: usize,
+    /// The sets chosen so far, with the statements of their tiles.
+    pub chosen: ChosenSets,
+}
+
+fn mentions(e: &KExpr, name: &str) -> bool {
+    let mut found = false;
+    fn walk(e: &KExpr, name: &str, found: &mut bool) {
+        match e {
+            KExpr::Var(n) => *found |= n == name,
+            KExpr::Int(_) => {}
+            KExpr::Add(a, b)
+            | KExpr::Sub(a, b)
+            | KExpr::Mul(a, b)
+            | KExpr::FloorDiv(a, b)
+            | KExpr::Div(a, b)
+            | KExpr::Rem(a, b)
+            | KExpr::Cmp(_, a, b)
+            | KExpr::And(a, b)
+            | KExpr::Or(a, b) => {
+                walk(a, name, found);
+                walk(b, name, found);
+            }
+            KExpr::Neg(a) => walk(a, name, found),
+            KExpr::Min(v) | KExpr::Max(v) => v.iter().for_each(|x| walk(x, name, found)),
+            KExpr::Select(c, a, b) => {
+                walk(c, name, found);
+                walk(a, name, found);
+                walk(b, name, found);
+            }
+        }
+    }
+    walk(e, name, &mut found);
+    found
+}
+
+/// The row loops of a partial tile: loops `iter <= min(e, K)` whose `e` mentions a
+/// dynamic size, as `(iter, e, K)`.
+fn row_loops(n: &KNode, sizes: &[DynamicSize]) -> Vec<(String, KExpr, i64)> {
+    let mut out = Vec::new();
+    n.walk(&mut |x| {
+        if let KNode::For {
+            iter,
+            cond: KExpr::Cmp(KCmp::Le, _, u),
+            ..
+        } = x
+        {
+            if let KExpr::Min(v) = &**u {
+                if let [e, KExpr::Int(k)] = v.as_slice() {
+                    if sizes.iter().any(|s| mentions(e, &s.name)) {
+                        out.push((iter.clone(), e.clone(), *k));
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// The coefficient of `var` in the affine `e` (`None` if `e` is not affine in it).
+fn coefficient(e: &KExpr, var: &str) -> Option<i64> {
+    let at = |v: i64| e.eval(&|n: &str| Some(if n == var { v } else { 0 }));
+    let (a, b, c) = (at(0)?, at(1)?, at(2)?);
+    (c - b == b - a).then_some(b - a)
+}
+
+/// Replaces the partial tile `partial` (the body of a [`KNode::Local`] with buffers
+/// `bufs`, at a tile edge) by its composition from micro-kernels, when its rows run along
+/// one dynamic size; `None` when the tile does not qualify (see the module
+/// documentation).
+pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -> Option<KNode> {
+    // Only the innermost tiles.
+    let mut nested = false;
+    partial.walk(&mut |x| nested |= matches!(x, KNode::Local { .. }));
+    if nested || bufs.iter().any(|b| b.block.is_some()) {
+        return None;
+    }
+    let rows = row_loops(partial, cx.sizes);
+    let (_, edge, k) = rows.first()?.clone();
+    if rows.iter().any(|(_, e, kk)| *e != edge || *kk != k) {
+        return None;
+    }
+    let size = cx.sizes.iter().find(|s| mentions(&edge, &s.name))?.clone();
+    let full_rows = k + 1;
+    let row_iters: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    // How each promoted tile's origin moves with the rows: from its copies' coordinates.
+    let mut shifts: Vec<(usize, Vec<i64>)> = Vec::new();
+    for b in bufs {
+        let mut shift: Option<Vec<i64>> = None;
+        let mut ok = true;
+        copies_in_rows(
+            partial,
+            b.promo,
+            &(edge.clone(), k),
+            None,
+            &mut |args, iter| {
+                // A copy outside the rows cannot move with them.
+                let s: Option<Vec<i64>> =
+                    iter.and_then(|it| args.iter().map(|a| coefficient(a, it)).collect());
+                match (&shift, s) {
+                    (_, None) => ok = false,
+                    (None, Some(s)) => shift = Some(s),
+                    (Some(old), Some(s)) => ok &= *old == s,
+                }
+            },
+        );
+        match shift {
+            Some(s) if ok => shifts.push((b.promo, s)),
+            _ => return None,
+        }
+    }
+    // Columns: the longest constant loop directly inside a row loop.
+    let mut cols = 1;
+    partial.walk(&mut |x| {
+        if let KNode::For { iter, body, .. } = x {
+            if row_iters.contains(iter) {
+                body.walk(&mut |y| {
+                    if let KNode::For {
+                        init: KExpr::Int(0),
+                        cond: KExpr::Cmp(KCmp::Le, _, u),
+                        step: 1,
+                        ..
+                    } = y
+                    {
+                        if let KExpr::Int(b) = **u {
+                            cols = cols.max(b + 1);
+                        }
+                    }
+                });
+            }
+        }
+    });
+    // A register tile: its rows × columns fit the register file.
+    let register_tile = full_rows * cols <= cx.model.registers * cx.model.vector_elems;
+    let sizes = choose_set(&size, full_rows, cols, cx.model, register_tile);
+    let id = cx.next_id;
+    cx.next_id += 1;
+    let rows_var = format!("polyc_mk{id}_rows");
+    // The chain: for each size, `for (o = start; o <= rows - m; o += m) body(m, o)`.
+    let mut chain: Option<KNode> = None;
+    for (i, &m) in sizes.iter().enumerate().rev() {
+        let start = if i == 0 {
+            KExpr::Int(0)
+        } else {
+            KExpr::var(&format!("polyc_mk{id}_s{i}"))
+        };
+        let o = format!("polyc_mk{id}_o{i}");
+        let body = micro_kernel(partial, &edge, k, m, &o, &shifts);
+        let lp = KNode::For {
+            iter: o.clone(),
+            init: start.clone(),
+            cond: KExpr::Cmp(
+                KCmp::Le,
+                Box::new(KExpr::var(&o)),
+                Box::new(KExpr::Sub(
+                    Box::new(KExpr::var(&rows_var)),
+                    Box::new(KExpr::Int(m)),
+                )),
+            ),
+            step: m,
+            body: Box::new(body),
+            kind: Default::default(),
+        };
+        let node = match chain.take() {
+            None => lp,
+            Some(rest) => {
+                // The next start: past the pieces of size `m`.
+                let next = KExpr::Add(
+                    Box::new(start.clone()),
+                    Box::new(KExpr::Mul(
+                        Box::new(KExpr::Div(
+                            Box::new(KExpr::Sub(
+                                Box::new(KExpr::var(&rows_var)),
+                                Box::new(start.clone()),
+                            )),
+                            Box::new(KExpr::Int(m)),
+                        )),
+                        Box::new(KExpr::Int(m)),
+                    )),
+                );
+                KNode::Block(vec![
+                    lp,
+                    KNode::Let {
+                        name: format!("polyc_mk{id}_s{}", i + 1),
+                        value: next,
+                        body: Box::new(rest),
+                    },
+                ])
+            }
+        };
+        chain = Some(node);
+    }
+    let mut stmts = Vec::new();
+    partial.walk(&mut |x| {
+        if let KNode::Stmt { stmt, .. } = x {
+            if !stmts.contains(stmt) {
+                stmts.push(*stmt);
+            }
+        }
+    });
+    let set = MicroKernelSet {
+        size,
+        full_rows,
+        cols,
+        sizes,
+        model: cx.model,
+    };
+    if !cx.chosen.iter().any(|(s, st)| *s == set && *st == stmts) {
+        cx.chosen.push((set, stmts));
+    }
+    Some(KNode::Let {
+        name: rows_var,
+        value: KExpr::Add(
+            Box::new(KExpr::Min(vec![edge, KExpr::Int(k)])),
+            Box::new(KExpr::Int(1)),
+        ),
+        body: Box::new(chain?),
+    })
+}
+
+/// Whether a loop condition is `iter <= min(e, K)` with the row edge `(e, K)`.
+fn is_row_loop(cond: &KExpr, edge: &(KExpr, i64)) -> bool {
+    matches!(cond, KExpr::Cmp(KCmp::Le, _, u)
+        if matches!(&**u, KExpr::Min(v) if v.len() == 2 && v[0] == edge.0 && v[1] == KExpr::Int(edge.1)))
+}
+
+/// Calls `f(args, row_iter)` for every copy of `promo`, with the row loop around it if any.
+fn copies_in_rows(
+    n: &KNode,
+    promo: usize,
+    edge: &(KExpr, i64),
+    row: Option<&str>,
+    f: &mut impl FnMut(&[KExpr], Option<&str>),
+) {
+    match n {
+        KNode::For {
+            iter, cond, body, ..
+        } => {
+            let r = if is_row_loop(cond, edge) {
+                Some(iter.as_str())
+            } else {
+                row
+            };
+            copies_in_rows(body, promo, edge, r, f);
+        }
+        KNode::Copy { promo: p, args, .. } if *p == promo => {
+            f(args, row);
+        }
+        KNode::Block(v) => v
+            .iter()
+            .for_each(|c| copies_in_rows(c, promo, edge, row, f)),
+        KNode::If { then, els, .. } => {
+            copies_in_rows(then, promo, edge, row, f);
+            if let Some(e) = els {
+                copies_in_rows(e, promo, edge, row, f);
+            }
+        }
+        KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+            copies_in_rows(body, promo, edge, row, f)
+        }
+        _ => {}
+    }
+}
+
+/// The partial tile's body with exactly `m` rows starting at row `o` (a variable): each
+/// row loop runs `0..m` and its iterator `c` becomes `c + o` inside; the origins of the
+/// tile's own promoted buffers move by `o` times their shift.
+fn micro_kernel(
+    partial: &KNode,
+    edge: &KExpr,
+    k: i64,
+    m: i64,
+    o: &str,
+    shifts: &[(usize, Vec<i64>)],
+) -> KNode {
+    fn go(n: KNode, edge: &KExpr, k: i64, m: i64, o: &str, shifts: &[(usize, Vec<i64>)]) -> KNode {
+        let n = n.map_children(&mut |c| go(c, edge, k, m, o, shifts));
+        match n {
+            KNode::For {
+                iter,
+                init,
+                cond,
+                step,
+                body,
+                kind,
+            } if is_row_loop(&cond, &(edge.clone(), k)) => {
+                let it = iter.clone();
+                let body = body.map_exprs(&|e: &KExpr| {
+                    crate::normalize::simplify(&e.substitute(&|n: &str| {
+                        (n == it)
+                            .then(|| KExpr::Add(Box::new(KExpr::var(&it)), Box::new(KExpr::var(o))))
+                    }))
+                });
+                KNode::For {
+                    cond: KExpr::Cmp(
+                        KCmp::Le,
+                        Box::new(KExpr::var(&iter)),
+                        Box::new(KExpr::Int(m - 1)),
+                    ),
+                    iter,
+                    init,
+                    step,
+                    body: Box::new(body),
+                    kind,
+                }
+            }
+            KNode::Stmt { stmt, args, locals } => KNode::Stmt {
+                stmt,
+                args,
+                locals: shift_locals(locals, o, shifts),
+            },
+            KNode::Copy {
+                promo,
+                tensor,
+                copy_in,
+                args,
+                locals,
+            } => KNode::Copy {
+                promo,
+                tensor,
+                copy_in,
+                args,
+                locals: shift_locals(locals, o, shifts),
+            },
+            other => other,
+        }
+    }
+    go(partial.clone(), edge, k, m, o, shifts)
+}
+
+fn shift_locals(locals: Vec<LocalRef>, o: &str, shifts: &[(usize, Vec<i64>)]) -> Vec<LocalRef> {
+    locals
+        .into_iter()
+        .map(|mut l| {
+            if let Some((_, s)) = shifts.iter().find(|(p, _)| *p == l.promo) {
+                for (d, off) in l.offset.iter_mut().enumerate() {
+                    let c = s.get(d).copied().unwrap_or(0);
+                    if c != 0 {
+                        *off = crate::normalize::simplify(&KExpr::Add(
+                            Box::new(off.clone()),
+                            Box::new(KExpr::Mul(Box::new(KExpr::Int(c)), Box::new(KExpr::var(o)))),
+                        ));
+                    }
+                }
+            }
+            l
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(lo: i64, hi: i64) -> DynamicSize {
+        DynamicSize {
+            name: "T".into(),
+            values: SizeValues::Range(lo, hi),
+        }
+    }
+
+    #[test]
+    fn avx512_f32_register_tiles() {
+        let m = CpuModel::new(64, 32, 4);
+        // 8 × 32: 16 accumulators, 8 cycles, full efficiency; 1 × 32: latency-bound.
+        assert_eq!(m.cycles(8, 32), 8);
+        assert_eq!(m.cycles(4, 32), 4);
+        assert_eq!(m.cycles(1, 32), 4);
+        assert!((m.efficiency(1, 32) - 0.25).abs() < 1e-9);
+        assert!(m.fits(8, 32));
+        assert!(!m.fits(16, 32));
+    }
+
+    #[test]
+    fn composition_is_exact_and_greedy() {
+        assert_eq!(compose(43, &[8, 4, 2, 1]), vec![(8, 5), (2, 1), (1, 1)]);
+        assert_eq!(
+            composition_text(43, &compose(43, &[8, 4, 2, 1])),
+            "43 = 5×8 + 2 + 1"
+        );
+        for t in 1..200 {
+            let s: i64 = compose(t, &[8, 6, 3, 1]).iter().map(|(m, n)| m * n).sum();
+            assert_eq!(s, t);
+        }
+    }
+
+    #[test]
+    fn sets_follow_the_sizes() {
+        let m = CpuModel::new(64, 32, 4);
+        // Over 1..128 every remainder 1..7 occurs equally often.
+        let all = choose_set(&range(1, 128), 8, 32, m, true);
+        assert_eq!(all[0], 8);
+        assert_eq!(*all.last().unwrap(), 1);
+        assert!(all.len() <= MAX_MICRO_KERNELS);
+        // Only remainders 5 and 1: one 5-row kernel covers 5 in one latency-bound step.
+        let set = DynamicSize {
+            name: "T".into(),
+            values: SizeValues::Set(vec![1, 5, 24]),
+        };
+        assert_eq!(choose_set(&set, 8, 32, m, true), vec![8, 5, 1]);
+    }
+}
