@@ -25,7 +25,7 @@ fn fusion_is_decided_at_the_outer_level_and_pays() {
         "post-tiling fusion:
 fusion: live-out group {S_1, S_2, S_3, S_4}: fused
   fused S_0, per tile a 36 x 132 box, runs 4848400 instances for 4194304 (+15.6%)
-    recomputing 654096 instances x 3 ops costs 10.220 us; unfused, Ab would move 33554432 bytes through L3 (written, then read back), 345.922 us: fusion pays
+    recomputing 654096 instances of S_0 x 3 ops costs 10.220 us; unfused, Ab would move 33554432 bytes through L3 (written, then read back), 345.922 us: fusion pays
   tile-local Ab: global 16777216 bytes, one tile 19008 bytes, saves 16758208 bytes (promotion gives it a local buffer)"
     );
 }
@@ -38,7 +38,7 @@ fn fusion_that_does_not_pay_says_so() {
         "post-tiling fusion:
 fusion: no producer can be fused into the live-out tiles
 fusion: live-out group {S_1, S_2, S_3, S_4}: not fused
-  not fused S_0: recomputing the overlaps (a 6 x 6 block of S_0 per tile) runs 9363600 instances of S_0 instead of 1048576 (+793.0%); recomputing 8315024 instances x 3 ops costs 129.922 us; unfused, Ab would move 8388608 bytes through L3 (written, then read back), 86.480 us: fusion does not pay"
+  not fused S_0: recomputing the overlaps (a 6 x 6 block of S_0 per tile) runs 9363600 instances of S_0 instead of 1048576 (+793.0%); recomputing 8315024 instances of S_0 x 3 ops costs 129.922 us; unfused, Ab would move 8388608 bytes through L3 (written, then read back), 86.480 us: fusion does not pay"
     );
 }
 
@@ -51,7 +51,7 @@ fn default_policy_fuses_the_chain_with_a_temporary() {
         "post-tiling fusion:
 fusion: live-out group {S_1, S_2, S_3, S_4}: fused
   fused S_0, per tile a 8 x 36 box, runs 9402400 instances for 4194304 (+124.2%)
-    recomputing 5208096 instances x 3 ops costs 81.376 us; unfused, Ab would move 33554432 bytes through L3 (written, then read back), 345.922 us: fusion pays
+    recomputing 5208096 instances of S_0 x 3 ops costs 81.376 us; unfused, Ab would move 33554432 bytes through L3 (written, then read back), 345.922 us: fusion pays
   tile-local Ab: global 16777216 bytes, one tile 1152 bytes, saves 16776064 bytes (promotion gives it a local buffer)"
     );
 }
@@ -93,4 +93,89 @@ fn fused_chains_run_correctly() {
             );
         }
     }
+}
+
+/// The default policy plans softmax's and layer norm's row reductions for fusion: the
+/// live-out band keeps its columns whole at an `L2` row block, and every producer group
+/// moves into it with its temporaries in tile-local buffers.
+#[test]
+fn default_policy_fuses_row_reductions_per_row_block() {
+    for (prog, spec, temps) in [
+        (
+            "examples/softmax.tc",
+            "S_5: 32@L2 32@L1, 2048@L2 64@L1",
+            ["mx", "e", "s"],
+        ),
+        (
+            "examples/layernorm.tc",
+            "S_6: 32@L2 32@L1, 2048@L2 64@L1",
+            ["mean", "d", "var"],
+        ),
+    ] {
+        let out = polyc_ok(&["explain", prog, "--param", "R=2048,N=2048"]);
+        assert!(out.lines().any(|l| l == spec), "{out}");
+        assert!(
+            out.contains("(+0.0%)") && !out.contains("not fused"),
+            "{out}"
+        );
+        for t in temps {
+            assert!(
+                out.contains(&format!("tile-local {t}: global")),
+                "{prog} {t}: {out}"
+            );
+        }
+    }
+    for (prog, params) in [
+        ("examples/softmax.tc", "R=203,N=77"),
+        ("examples/softmax.tc", "R=7,N=300"),
+        ("examples/layernorm.tc", "R=203,N=77"),
+        ("examples/layernorm.tc", "R=3,N=2000"),
+    ] {
+        let out = polyc_ok(&["run", prog, "--param", params, "--check"]);
+        assert!(
+            out.contains("Y: max_abs_err=") && out.trim_end().ends_with("ok"),
+            "{out}"
+        );
+    }
+}
+
+/// A group of statements with register tiles of its own (2mm's `T = A·B`) is not fused:
+/// its copy would run untiled inside the live-out tiles.
+#[test]
+fn contraction_groups_keep_their_register_tiles() {
+    let out = polyc_ok(&[
+        "explain",
+        "examples/mm2.tc",
+        "--param",
+        "NI=1024,NJ=1024,NK=1024,NL=1024",
+    ]);
+    assert!(
+        out.contains("  not fused S_1: its group (S_0, S_1) has register tiles of its own, which its copy inside the live-out tiles would lose\n"),
+        "{out}"
+    );
+}
+
+/// Row sums are emitted as vector reductions: the sum in a scalar under `omp simd
+/// reduction`, beside the element-wise statement of the same loop.
+#[test]
+fn row_sums_are_vector_reductions() {
+    let c = polyc_ok(&["examples/layernorm.tc", "--param", "R=64,N=256"]);
+    let want = "          float polyc_red = polyc_tile4[(r - 0)];
+          #pragma omp simd reduction(+:polyc_red)
+          for (int64_t c3 = 255; c3 <= 510; c3 += 1) {
+            {
+              const int64_t r = c2;
+              const int64_t j = c3 - 255;
+              polyc_tile1[((r - 0)) * 272 + (j - 0)] = (X[r * 256 + j] - polyc_tile3[(r - 0)]);
+            }
+            {
+              const int64_t r = c2;
+              const int64_t j = c3 - 255;
+              polyc_red = fmaf(polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_red);
+            }
+          }
+          polyc_tile4[(r - 0)] = polyc_red;
+";
+    assert!(c.contains(want), "{c}");
+    assert_eq!(c.matches("#pragma omp simd").count(), 2, "{c}");
 }

@@ -139,6 +139,16 @@ pub enum Aff {
 }
 
 impl Aff {
+    /// Whether the expression mentions iterator `i` (syntactically: `0 * i` counts).
+    pub fn uses_iter(&self, i: usize) -> bool {
+        match self {
+            Aff::Const(_) | Aff::Param(_) => false,
+            Aff::Iter(j) => *j == i,
+            Aff::Add(a, b) | Aff::Sub(a, b) => a.uses_iter(i) || b.uses_iter(i),
+            Aff::Mul(_, a) | Aff::Neg(a) | Aff::FloorDiv(a, _) | Aff::Mod(a, _) => a.uses_iter(i),
+        }
+    }
+
     /// Evaluates with concrete iterator and parameter values.
     pub fn eval(&self, iters: &[i64], params: &[i64]) -> i64 {
         match self {

@@ -95,9 +95,17 @@ pub trait Target {
         cx: &tiling::TileCx,
         given: Option<&tiling::TileSpec>,
     ) -> Result<tiling::TileSpec>;
-    /// Post-tiling fusion settings.
+    /// Post-tiling fusion settings: by default, fusion is decided at the outermost memory
+    /// level of the live-out's tiles (inner levels, register tiles included, then tile the
+    /// fused tile), recomputed temporaries get tile-local buffers (so the tile loops stay
+    /// parallel), and recomputation is weighed with the description's cost figures.
     fn fuse_options(&self) -> tiling::fuse::FuseOptions {
-        tiling::fuse::FuseOptions::default()
+        tiling::fuse::FuseOptions {
+            outermost: true,
+            local_buffers: true,
+            cost: self.desc().fuse_cost(),
+            ..tiling::fuse::FuseOptions::default()
+        }
     }
     /// The promotion policy: how each level takes data.
     fn promote_options(&self, settings: &PromoteSettings) -> PromoteOptions;
@@ -225,17 +233,6 @@ impl Target for CpuTarget {
         given: Option<&tiling::TileSpec>,
     ) -> Result<tiling::TileSpec> {
         tiling::default_spec(tree, cx, given)
-    }
-    fn fuse_options(&self) -> tiling::fuse::FuseOptions {
-        // Fusion is decided at the outermost memory level of the live-out's tiles; inner
-        // levels (register tiles included) then tile the fused tile. Recomputed
-        // temporaries get tile-local buffers, so the tile loops stay parallel.
-        tiling::fuse::FuseOptions {
-            outermost: true,
-            local_buffers: true,
-            cost: self.desc.fuse_cost(),
-            ..tiling::fuse::FuseOptions::default()
-        }
     }
     fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
         cache_promote_options(&self.desc, s)

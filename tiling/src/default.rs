@@ -5,6 +5,8 @@ use crate::spec::{DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
 use crate::tile::TileCx;
 use polyhedral::deps::DepKind;
 use polyhedral::ir::Span;
+use polyhedral::ir::TensorRole;
+use polyhedral::isl::isl_rs::DimType;
 use schedule_tree::{Buffer, BufferRole, Level, ScheduleTree};
 
 /// The rule [`default_spec`] follows, in words (for `--help` texts and reports).
@@ -40,7 +42,12 @@ tile's sweep over it (footprint of u, v at their reg sizes) fits 3/4 of L1 (smal
 stay whole), v the whole extent if the tile (r rows) fits half of L2 (else halved until \
 it does), and u the largest multiple of r <= 256 for which the operand tiles (all but the \
 accumulator, which stays in registers) fit half of L2 and the whole L2 tile fits L2. \
-Trailing members that no level tiles are left out of the spec.";
+Trailing members that no level tiles are left out of the spec. \
+Fusion planning: when the live-out band (the one holding the last statement) reads a \
+temporary produced outside it at an index that leaves out a tiled member, that member is \
+made whole at an outermost `L2` level (added if absent), whose other sizes halve from their \
+`L2` sizes (or min(extent, 256)) down to their inner sizes until the tile fits half of \
+L2; inner sizes are clamped to the outer ones.";
 
 /// Rows of a default register tile.
 const REG_ROWS: i64 = 8;
@@ -284,7 +291,194 @@ pub fn default_spec(
             span: Span::default(),
         });
     }
+    if let Some(l2) = l2 {
+        plan_fusion(cx, &bands, &mut out, l2_buf, l2, &elem)?;
+    }
     Ok(out)
+}
+
+/// Fusion planning: the live-out band (the one holding the program's last statement) reads
+/// temporaries that earlier statements produce. Where such a read does not involve a band
+/// member (softmax's `s(r)` in `Y(r, j) = e(r, j) / s(r)`), every tile along that member
+/// needs the same producer instances, which post-tiling fusion would recompute once per
+/// tile. Such members stay whole at the outermost level (an `L2` row block; an `L2` level
+/// is added if the spec has none), whose other sizes halve until its footprint fits half
+/// of `L2`; inner levels keep their sizes, clamped to the outer ones. Nothing changes when
+/// no member qualifies, the qualifying ones are whole at the outermost level already, a
+/// qualifying member's extent is symbolic, every tiled member would be whole, or no row
+/// block fits.
+fn plan_fusion(
+    cx: &TileCx,
+    bands: &[BandInfo],
+    out: &mut TileSpec,
+    l2_buf: Buffer,
+    l2: u64,
+    elem: &[u64],
+) -> miette::Result<()> {
+    let scop = cx.scop;
+    let Some(last) = scop.stmt_names.len().checked_sub(1) else {
+        return Ok(());
+    };
+    let Some(bi) = bands
+        .iter()
+        .position(|b| b.outer.is_empty() && b.stmts.contains(&last))
+    else {
+        return Ok(());
+    };
+    let band = &bands[bi];
+    let Some(spec) = out
+        .stmts
+        .iter_mut()
+        .find(|st| band.stmts.iter().any(|&s| scop.stmt_names[s] == st.stmt))
+    else {
+        return Ok(());
+    };
+    let n = spec.dims.len();
+    let mut whole = vec![false; n];
+    for &s in &band.stmts {
+        if !identity_prefix(cx, band, s, n)? {
+            return Ok(());
+        }
+        for a in &scop.stmt_reads[s] {
+            let t = a.tensor;
+            let produced_elsewhere = (0..scop.stmt_names.len())
+                .any(|p| !band.stmts.contains(&p) && scop.stmt_writes[p].tensor == t);
+            if cx.program.tensors[t].role != TensorRole::Temp || !produced_elsewhere {
+                continue;
+            }
+            for (m, w) in whole.iter_mut().enumerate() {
+                *w |= !a.index.iter().any(|ix| ix.uses_iter(m));
+            }
+        }
+    }
+    if !whole.iter().any(|&w| w) || whole.iter().all(|&w| w) {
+        return Ok(());
+    }
+    let mut ext = Vec::with_capacity(n);
+    for (m, &w) in whole.iter().enumerate() {
+        match band.extents.get(m).copied().flatten() {
+            Some(e) => ext.push(e),
+            None if w => return Ok(()),
+            None => ext.push(ASSUMED_EXTENT),
+        }
+    }
+    let size_at = |d: &DimSpec, i: usize| match d.levels.get(i).map(|l| &l.size) {
+        Some(SizeSpec::Fixed(v)) => Some(*v),
+        _ => None,
+    };
+    // Nothing to do when every such member is whole at the outermost level already.
+    if (0..n).all(|m| !whole[m] || size_at(&spec.dims[m], 0).is_none_or(|v| v >= ext[m])) {
+        return Ok(());
+    }
+    let has_outer = spec
+        .dims
+        .iter()
+        .all(|d| d.levels.first().is_some_and(|l| l.buffer == l2_buf));
+    // Start from the outer sizes (or the extents), whole members whole.
+    let mut sizes: Vec<i64> = (0..n)
+        .map(|m| {
+            if whole[m] {
+                ext[m]
+            } else if has_outer {
+                size_at(&spec.dims[m], 0).unwrap_or(ext[m])
+            } else {
+                ext[m].min(256)
+            }
+        })
+        .collect();
+    // The smallest each member may shrink to: its next level's size.
+    let floor: Vec<i64> = (0..n)
+        .map(|m| {
+            let inner = if has_outer { 1 } else { 0 };
+            size_at(&spec.dims[m], inner).unwrap_or(1).max(1)
+        })
+        .collect();
+    let windows: Vec<Option<i64>> = (0..band.n_members())
+        .map(|m| sizes.get(m).copied())
+        .collect();
+    let mut fits = false;
+    let mut w = windows;
+    for _ in 0..64 {
+        for (m, s) in sizes.iter().enumerate() {
+            w[m] = Some(*s);
+        }
+        let fps = tile_footprint(cx.ctx, scop, bands, bi, &w, elem)?;
+        let bytes: Option<u64> = fps.iter().map(|f| f.bytes).sum();
+        if bytes.is_some_and(|b| b <= l2 / 2) {
+            fits = true;
+            break;
+        }
+        let Some(m) = (0..n)
+            .filter(|&m| !whole[m] && sizes[m] > floor[m])
+            .max_by_key(|&m| sizes[m])
+        else {
+            break;
+        };
+        sizes[m] = (sizes[m] / 2).max(floor[m]);
+    }
+    if !fits {
+        return Ok(());
+    }
+    for (m, d) in spec.dims.iter_mut().enumerate() {
+        if has_outer {
+            d.levels[0] = level(sizes[m], l2_buf);
+        } else {
+            d.levels.insert(0, level(sizes[m], l2_buf));
+        }
+        for l in d.levels.iter_mut().skip(1) {
+            if let SizeSpec::Fixed(v) = &mut l.size {
+                *v = (*v).min(sizes[m]);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the band's first `n` members are the first `n` iterators of statement `s`.
+fn identity_prefix(cx: &TileCx, band: &BandInfo, s: usize, n: usize) -> miette::Result<bool> {
+    let it = &cx.scop.iter_names[s];
+    if it.len() < n {
+        return Ok(false);
+    }
+    let prefix = cx.scop.param_prefix();
+    let text = format!(
+        "{prefix}{{ {}[{}] -> [{}] }}",
+        cx.scop.stmt_names[s],
+        it.join(", "),
+        it[..n].join(", ")
+    );
+    let want = polyhedral::isl::isl_rs::Map::read_from_str(&cx.ctx.isl, &text)
+        .map_err(|e| miette::miette!("{e}"))?;
+    let got = band
+        .map
+        .copy()
+        .map_err(|e| miette::miette!("{e}"))?
+        .intersect_domain(
+            polyhedral::isl::isl_rs::UnionSet::from_set(
+                cx.scop.stmt_domains[s]
+                    .copy()
+                    .map_err(|e| miette::miette!("{e}"))?,
+            )
+            .map_err(|e| miette::miette!("{e}"))?,
+        )
+        .map_err(|e| miette::miette!("{e}"))?;
+    let got =
+        polyhedral::isl::isl_rs::Map::from_union_map(got).map_err(|e| miette::miette!("{e}"))?;
+    let k = got.dim(DimType::Out).map_err(|e| miette::miette!("{e}"))?;
+    if (k as usize) < n {
+        return Ok(false);
+    }
+    let got = got
+        .project_out(DimType::Out, n as u32, k as u32 - n as u32)
+        .map_err(|e| miette::miette!("{e}"))?;
+    let want = want
+        .intersect_domain(
+            cx.scop.stmt_domains[s]
+                .copy()
+                .map_err(|e| miette::miette!("{e}"))?,
+        )
+        .map_err(|e| miette::miette!("{e}"))?;
+    got.is_equal(&want).map_err(|e| miette::miette!("{e}"))
 }
 
 /// A fixed `size@buffer` level (no source span).

@@ -88,7 +88,7 @@
 //! buffer in each tile, with no copies, and code generation no longer allocates the
 //! global array.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -96,7 +96,7 @@ use polyhedral::deps::DepKind;
 use polyhedral::ir::TensorRole;
 use polyhedral::isl::ffi::count::set_count;
 use polyhedral::isl::ffi::model::union_map_text;
-use polyhedral::isl::isl_rs::{Map, Set, UnionMap, UnionSet};
+use polyhedral::isl::isl_rs::{DimType, Map, Set, UnionMap, UnionSet};
 use polyhedral::isl::IslResultExt;
 use schedule_tree::{Mark, Node, NodeKind, ScheduleTree};
 
@@ -166,19 +166,15 @@ pub struct FuseCost {
 /// Both sides of a fusion decision by cost, and the verdict.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CostVerdict {
-    /// Instances run more than once, over all tiles.
-    pub extra_instances: u64,
-    /// Operations per instance: FLOPs plus one per read and one for the write.
-    pub ops_per_instance: u64,
-    /// The temporary whose traffic fusion saves.
-    pub tensor: String,
-    /// Bytes it no longer moves: written once and read back once, unfused.
-    pub saved_bytes: u64,
-    /// Where it would live unfused.
-    pub home: String,
+    /// The recomputed statements: name, instances run more than once over all tiles,
+    /// and operations per instance (FLOPs plus one per read and one for the write).
+    pub work: Vec<(String, u64, u64)>,
+    /// The temporaries whose traffic fusion saves: name, bytes no longer moved (written
+    /// once and read back once, unfused), and the level they would live in.
+    pub saved: Vec<(String, u64, String)>,
     /// Seconds the recomputation costs at [`FuseCost::gops`].
     pub recompute_s: f64,
-    /// Seconds the saved traffic costs at the home's bandwidth.
+    /// Seconds the saved traffic costs at the levels' bandwidths.
     pub saved_s: f64,
 }
 
@@ -191,17 +187,32 @@ impl CostVerdict {
 
 impl fmt::Display for CostVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let work: Vec<String> = self
+            .work
+            .iter()
+            .map(|(s, n, ops)| format!("{n} instances of {s} x {ops} ops"))
+            .collect();
+        let saved: Vec<String> = self
+            .saved
+            .iter()
+            .map(|(t, b, home)| format!("{t} would move {b} bytes through {home}"))
+            .collect();
         write!(
             f,
-            "recomputing {} instances x {} ops costs {}; unfused, {} would move {} bytes through {} (written, then read back), {}: {}",
-            self.extra_instances,
-            self.ops_per_instance,
+            "recomputing {} costs {}; unfused, {} (written, then read back), {}: {}",
+            work.join(", "),
             seconds(self.recompute_s),
-            self.tensor,
-            self.saved_bytes,
-            self.home,
+            if saved.is_empty() {
+                "no temporary is saved".to_string()
+            } else {
+                saved.join(", ")
+            },
             seconds(self.saved_s),
-            if self.pays() { "fusion pays" } else { "fusion does not pay" }
+            if self.pays() {
+                "fusion pays"
+            } else {
+                "fusion does not pay"
+            }
         )
     }
 }
@@ -216,27 +227,30 @@ fn seconds(s: f64) -> String {
 }
 
 impl FuseCost {
-    /// Weighs recomputing `extra` instances of `ops` operations each against the traffic
-    /// of a temporary of `tensor_bytes` bytes: unfused, the producer writes it to the
-    /// smallest home that holds it and the consumers read it back from there.
-    pub fn weigh(&self, extra: u64, ops: u64, tensor: &str, tensor_bytes: u64) -> CostVerdict {
-        let home = self
-            .homes
-            .iter()
-            .find(|h| h.bytes.is_none_or(|b| b >= tensor_bytes))
-            .or(self.homes.last());
-        let (name, bw) = home.map_or(("memory".to_string(), f64::INFINITY), |h| {
-            (h.name.clone(), h.gbytes_per_s)
-        });
-        let saved = 2 * tensor_bytes;
+    /// Weighs recomputing `work` (statement, extra instances, operations per instance)
+    /// against the traffic of the temporaries `temps` (name, bytes): unfused, each is
+    /// written to the smallest home that holds it and read back from there.
+    pub fn weigh(&self, work: Vec<(String, u64, u64)>, temps: &[(String, u64)]) -> CostVerdict {
+        let mut saved = Vec::new();
+        let mut saved_s = 0.0;
+        for (t, bytes) in temps {
+            let home = self
+                .homes
+                .iter()
+                .find(|h| h.bytes.is_none_or(|b| b >= *bytes))
+                .or(self.homes.last());
+            let (name, bw) = home.map_or(("memory".to_string(), f64::INFINITY), |h| {
+                (h.name.clone(), h.gbytes_per_s)
+            });
+            saved_s += 2.0 * *bytes as f64 / (bw * 1e9);
+            saved.push((t.clone(), 2 * bytes, name));
+        }
+        let ops: f64 = work.iter().map(|(_, n, o)| *n as f64 * *o as f64).sum();
         CostVerdict {
-            extra_instances: extra,
-            ops_per_instance: ops,
-            tensor: tensor.to_string(),
-            saved_bytes: saved,
-            home: name,
-            recompute_s: (extra as f64 * ops as f64) / (self.gops * 1e9),
-            saved_s: saved as f64 / (bw * 1e9),
+            work,
+            saved,
+            recompute_s: ops / (self.gops * 1e9),
+            saved_s,
         }
     }
 }
@@ -424,21 +438,37 @@ pub fn fuse(
         live_out: live.iter().map(|&s| names[s].clone()).collect(),
         ..FuseReport::default()
     };
-    // A producer filter must hold one statement.
+    // A producer filter moves as a whole: every statement of it must be a candidate. A
+    // group of statements with register tiles of its own is not fused: its copy runs
+    // untiled inside the live-out's tiles, which costs a contraction (2mm's `T = A·B`)
+    // far more than the traffic fusion saves.
+    let seq_node = tree.node_at(&shape.seq).cloned();
     for &p in candidates.clone().iter() {
         let f = filter_of(p).unwrap_or(0);
-        if shape.filters[f].len() != 1 {
+        let group = &shape.filters[f];
+        if group.len() > 1
+            && seq_node
+                .as_ref()
+                .and_then(|n| n.children.get(f))
+                .is_some_and(|n| holds_register_tile(n, cx))
+        {
             candidates.remove(&p);
             rep.fallbacks.push(Fallback {
                 stmt: names[p].clone(),
                 reason: format!(
-                    "its filter also holds {}; only single-statement producer filters are fused",
-                    shape.filters[f]
-                        .iter()
-                        .filter(|&&s| s != p)
-                        .map(|&s| names[s].as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "its group ({}) has register tiles of its own, which its copy inside the live-out tiles would lose",
+                    group.iter().map(|&s| names[s].as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            });
+            continue;
+        }
+        if let Some(&q) = group.iter().find(|q| !candidates.contains(q)) {
+            candidates.remove(&p);
+            rep.fallbacks.push(Fallback {
+                stmt: names[p].clone(),
+                reason: format!(
+                    "its filter also holds {}, which the live-out group does not read; a group of statements is fused as a whole",
+                    names[q]
                 ),
             });
         }
@@ -507,6 +537,41 @@ pub fn fuse(
                 }
             }
         }
+        if let Some(c) = &opts.cost {
+            weigh_groups(
+                cx,
+                c,
+                &shape,
+                &fused,
+                &live,
+                &recomputed,
+                &mut info,
+                &mut failures,
+            );
+        }
+        // A filter moves as a whole: the rest of a failing statement's filter fails with
+        // it, and so does a filter some statement of which the tiles do not reach.
+        let mut out: Vec<usize> = failures.iter().map(|f| f.0).collect();
+        for &p in &fused {
+            let f = filter_of(p).unwrap_or(0);
+            if let Some(&q) = shape.filters[f].iter().find(|q| !fused.contains(q)) {
+                out.push(q);
+            }
+        }
+        for &q in out.clone().iter() {
+            let f = filter_of(q).unwrap_or(0);
+            for &p in &shape.filters[f] {
+                if fused.contains(&p) && !failures.iter().any(|x| x.0 == p) {
+                    failures.push((
+                        p,
+                        format!(
+                            "its filter also holds {}, which is not fused; a group of statements is fused as a whole",
+                            names[q]
+                        ),
+                    ));
+                }
+            }
+        }
         if assigned && failures.is_empty() {
             continue;
         }
@@ -553,7 +618,17 @@ pub fn fuse(
     };
 
     // Exact legality of the new order for the instances that run once.
-    if let Some(why) = check_order(cx, &need, &tile_of, &fused, &recomputed, &live, &shape)? {
+    let orders = filter_orders(cx, &tree, &shape, &fused)?;
+    if let Some(why) = check_order(
+        cx,
+        &need,
+        &tile_of,
+        &fused,
+        &recomputed,
+        &live,
+        &shape,
+        &orders,
+    )? {
         for &p in &fused {
             rep.fallbacks.push(Fallback {
                 stmt: names[p].clone(),
@@ -894,7 +969,6 @@ fn check_producer(
         ), false)));
     }
     let overlap = !np.is_injective().isl("testing for overlapping tiles")?;
-    let mut verdict = None;
     let instances = set_count(dom);
     let executed = set_count(&np.copy().isl("copying a map")?.wrap().isl("wrapping")?);
     let recompute = match (instances, executed) {
@@ -952,14 +1026,10 @@ fn check_producer(
                     instances.unwrap_or(0),
                     r * 100.0,
                 );
+                // With cost figures, the producer's filter is weighed as a whole once
+                // every producer is checked (`weigh_groups`).
                 match &opts.cost {
-                    Some(c) => {
-                        let v = weigh(cx, c, p, executed, instances);
-                        if !v.pays() {
-                            return Ok(Err((format!("{runs}; {v}"), false)));
-                        }
-                        verdict = Some(v);
-                    }
+                    Some(_) => {}
                     None if r > opts.max_recompute => {
                         return Ok(Err((
                             format!("{runs}, over the limit of {:.1}%", opts.max_recompute * 100.0),
@@ -978,34 +1048,132 @@ fn check_producer(
             executed,
             recompute,
             tile_box,
-            cost: verdict,
+            cost: None,
         },
         overlap,
     )))
 }
 
-/// The cost verdict for recomputing producer `p`: its extra instances against the traffic
-/// of the temporary it writes.
-fn weigh(
+/// The decision by cost for every producer filter whose statements all passed the other
+/// checks and some of which are recomputed: the filter's extra work against the traffic
+/// of the temporaries it writes. A filter that does not pay adds a failure for its first
+/// recomputed statement (the rest of the filter fails with it); one that pays gets the
+/// verdict on its last statement's report.
+#[allow(clippy::too_many_arguments)]
+fn weigh_groups(
     cx: &TileCx,
     cost: &FuseCost,
-    p: usize,
-    executed: Option<u64>,
-    instances: Option<u64>,
-) -> CostVerdict {
+    shape: &Shape,
+    fused: &BTreeSet<usize>,
+    live: &[usize],
+    recomputed: &BTreeSet<usize>,
+    info: &mut [FusedProducer],
+    failures: &mut Vec<(usize, String)>,
+) {
     let scop = cx.scop;
-    let stmt = &cx.program.stmts[p];
-    let t = scop.stmt_writes[p].tensor;
-    let tensor = &cx.program.tensors[t];
-    let ops = polyhedral::ir::flops_per_instance(stmt) + scop.stmt_reads[p].len() as u64 + 1;
-    let elems = set_count(&scop.tensor_extents[t]).unwrap_or(0);
-    let extra = executed.unwrap_or(0).saturating_sub(instances.unwrap_or(0));
-    cost.weigh(
-        extra,
-        ops,
-        &tensor.name,
-        elems * tensor.dtype.size_bytes() as u64,
-    )
+    let nf = shape.filters.len();
+    for stmts in shape.filters.iter().take(nf - 1) {
+        if !stmts.iter().all(|s| fused.contains(s))
+            || stmts.iter().any(|s| failures.iter().any(|f| f.0 == *s))
+        {
+            continue;
+        }
+        let mut work = Vec::new();
+        for &p in stmts.iter().filter(|p| recomputed.contains(p)) {
+            let Some(fp) = info.iter().find(|i| i.stmt == scop.stmt_names[p]) else {
+                continue;
+            };
+            let extra = fp
+                .executed
+                .unwrap_or(0)
+                .saturating_sub(fp.instances.unwrap_or(0));
+            let ops = polyhedral::ir::flops_per_instance(&cx.program.stmts[p])
+                + scop.stmt_reads[p].len() as u64
+                + 1;
+            work.push((scop.stmt_names[p].clone(), extra, ops));
+        }
+        if work.is_empty() {
+            continue;
+        }
+        let mut temps: Vec<(String, u64)> = Vec::new();
+        for &p in stmts {
+            let t = scop.stmt_writes[p].tensor;
+            let tensor = &cx.program.tensors[t];
+            if !tile_local(cx, t, fused, live) || temps.iter().any(|x| x.0 == tensor.name) {
+                continue;
+            }
+            let elems = set_count(&scop.tensor_extents[t]).unwrap_or(0);
+            temps.push((
+                tensor.name.clone(),
+                elems * tensor.dtype.size_bytes() as u64,
+            ));
+        }
+        let v = cost.weigh(work, &temps);
+        if v.pays() {
+            let last = &scop.stmt_names[stmts[stmts.len() - 1]];
+            if let Some(fp) = info.iter_mut().find(|i| &i.stmt == last) {
+                fp.cost = Some(v);
+            }
+        } else if let Some(&p) = stmts.iter().find(|p| recomputed.contains(p)) {
+            let fp = info.iter().find(|i| i.stmt == scop.stmt_names[p]);
+            let runs = fp
+                .map(|fp| {
+                    let b = fp
+                        .tile_box
+                        .as_ref()
+                        .map(|b| {
+                            let v: Vec<String> = b.iter().map(|x| x.to_string()).collect();
+                            format!(" (a {} block of {} per tile)", v.join(" x "), fp.stmt)
+                        })
+                        .unwrap_or_default();
+                    format!(
+                        "recomputing the overlaps{b} runs {} instances of {} instead of {} (+{:.1}%); ",
+                        fp.executed.unwrap_or(0),
+                        fp.stmt,
+                        fp.instances.unwrap_or(0),
+                        fp.recompute.unwrap_or(0.0) * 100.0
+                    )
+                })
+                .unwrap_or_default();
+            failures.push((p, format!("{runs}{v}")));
+        }
+    }
+}
+
+/// For every statement of a fused producer filter with several statements: its order in
+/// the filter's copy (the untiled subtree), a map from its instances to a flat vector.
+fn filter_orders(
+    cx: &TileCx,
+    tree: &ScheduleTree,
+    shape: &Shape,
+    fused: &BTreeSet<usize>,
+) -> miette::Result<BTreeMap<usize, Map>> {
+    let mut out = BTreeMap::new();
+    let internal = || miette::miette!("internal error: the fusion shape changed");
+    let seq = tree.node_at(&shape.seq).ok_or_else(internal)?;
+    let nf = shape.filters.len();
+    for (f, stmts) in shape.filters.iter().enumerate().take(nf - 1) {
+        if stmts.len() < 2 || !stmts.iter().all(|s| fused.contains(s)) {
+            continue;
+        }
+        let filter = &seq.children[f];
+        let domain = domains(cx, &stmts.iter().copied().collect())?;
+        let sub = ScheduleTree::new(Node::with_child(
+            NodeKind::Domain {
+                domain: polyhedral::isl::ffi::model::union_set_text(&domain),
+            },
+            untiled(filter.children[0].clone()),
+        ));
+        let map = sub
+            .to_isl(cx.ctx)?
+            .get_map()
+            .isl("reading a filter's order")?;
+        for &s in stmts {
+            let m = Map::from_union_map(dom_part(&map, cx, s)?).isl("a statement's order")?;
+            out.insert(s, m);
+        }
+    }
+    Ok(out)
 }
 
 /// The sizes of the fixed-size box of the range of `m` for one domain point.
@@ -1029,6 +1197,7 @@ fn range_box(m: &Map) -> miette::Result<Option<Vec<u64>>> {
 /// Checks the new order of every instance that runs once (fused producers without
 /// overlap, and the live-out group) against the dependences between them. `Some(why)` on
 /// a violation.
+#[allow(clippy::too_many_arguments)]
 fn check_order(
     cx: &TileCx,
     need: &UnionMap,
@@ -1037,6 +1206,7 @@ fn check_order(
     recomputed: &BTreeSet<usize>,
     live: &[usize],
     shape: &Shape,
+    orders: &BTreeMap<usize, Map>,
 ) -> miette::Result<Option<String>> {
     let scop = cx.scop;
     let once: Vec<usize> = fused
@@ -1044,31 +1214,61 @@ fn check_order(
         .filter(|p| !recomputed.contains(p))
         .copied()
         .collect();
-    let width = once
+    let mut width = once
         .iter()
         .chain(live.iter())
         .map(|&s| scop.iter_names[s].len())
         .max()
         .unwrap_or(0);
+    for o in orders.values() {
+        width = width.max(o.dim(DimType::Out).isl("reading a dimension")? as usize);
+    }
     let prefix = scop.param_prefix();
-    // The new schedule of statement s: [tile, position, iterators, 0...].
+    // The new schedule of statement s: [tile, position, order, 0...], where the order is
+    // the statement's iterators, or its order inside a multi-statement filter's copy.
     let sched = |s: usize, pos: usize, tile: UnionMap| -> miette::Result<Map> {
         let it = &scop.iter_names[s];
-        let mut outs = vec![pos.to_string()];
-        for d in 0..width {
-            outs.push(if d < it.len() {
-                it[d].clone()
-            } else {
-                "0".into()
-            });
-        }
-        let text = format!(
-            "{prefix}{{ {}[{}] -> [{}] }}",
-            scop.stmt_names[s],
-            it.join(", "),
-            outs.join(", ")
-        );
-        let rest = Map::read_from_str(&cx.ctx.isl, &text).isl("reading a schedule")?;
+        let rest = match orders.get(&s) {
+            Some(o) => {
+                let n = o.dim(DimType::Out).isl("reading a dimension")? as usize;
+                let mut o = o
+                    .copy()
+                    .isl("copying a map")?
+                    .add_dims(DimType::Out, (width - n) as u32)
+                    .isl("padding an order")?;
+                for d in n..width {
+                    o = o
+                        .fix_si(DimType::Out, d as u32, 0)
+                        .isl("padding an order")?;
+                }
+                let text = format!(
+                    "{prefix}{{ {}[{}] -> [{pos}] }}",
+                    scop.stmt_names[s],
+                    it.join(", ")
+                );
+                Map::read_from_str(&cx.ctx.isl, &text)
+                    .isl("reading a schedule")?
+                    .flat_range_product(o)
+                    .isl("a filter's order")?
+            }
+            None => {
+                let mut outs = vec![pos.to_string()];
+                for d in 0..width {
+                    outs.push(if d < it.len() {
+                        it[d].clone()
+                    } else {
+                        "0".into()
+                    });
+                }
+                let text = format!(
+                    "{prefix}{{ {}[{}] -> [{}] }}",
+                    scop.stmt_names[s],
+                    it.join(", "),
+                    outs.join(", ")
+                );
+                Map::read_from_str(&cx.ctx.isl, &text).isl("reading a schedule")?
+            }
+        };
         let tile = Map::from_union_map(
             tile.intersect_domain(
                 UnionSet::from_set(scop.stmt_domains[s].copy().isl("copying a domain")?)
@@ -1275,6 +1475,12 @@ fn untiled(mut node: Node) -> Node {
     node
 }
 
+/// Whether a subtree holds a memory mark of a register file.
+fn holds_register_tile(n: &Node, cx: &TileCx) -> bool {
+    matches!(n.kind, NodeKind::Mark(Mark::Mem(b)) if cx.is_register_file(b))
+        || n.children.iter().any(|c| holds_register_tile(c, cx))
+}
+
 /// Builds the fused tree: skipped marks over the fused producers' subtrees, and the
 /// extension with copies of them above the live-out point subtree.
 fn rewrite(
@@ -1308,7 +1514,7 @@ fn rewrite(
     let nf = seq.children.len();
     let mut copies = Vec::new();
     for (f, stmts) in shape.filters.iter().enumerate().take(nf - 1) {
-        if stmts.len() == 1 && fused.contains(&stmts[0]) {
+        if stmts.iter().all(|s| fused.contains(s)) {
             copies.push(untiled(seq.children[f].clone()));
         }
     }
@@ -1341,7 +1547,7 @@ fn rewrite(
     );
     let seq = tree.node_at_mut(&shape.seq).ok_or_else(internal)?;
     for (f, stmts) in shape.filters.iter().enumerate().take(nf - 1) {
-        if stmts.len() == 1 && fused.contains(&stmts[0]) {
+        if stmts.iter().all(|s| fused.contains(s)) {
             let filter = &mut seq.children[f];
             let sub = std::mem::replace(&mut filter.children[0], Node::leaf());
             filter.children[0] = Node::with_child(NodeKind::Mark(Mark::Skipped), sub);

@@ -107,16 +107,6 @@ impl Target for GpuTarget {
     ) -> Result<tiling::TileSpec> {
         policy::default_spec(tree, cx, given)
     }
-    fn fuse_options(&self) -> tiling::fuse::FuseOptions {
-        // Blocks compute their tile's producers (a convolution's halo) into shared
-        // memory; threads and register tiles are inner levels of that tile.
-        tiling::fuse::FuseOptions {
-            outermost: true,
-            local_buffers: true,
-            cost: self.desc.fuse_cost(),
-            ..tiling::fuse::FuseOptions::default()
-        }
-    }
     fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
         PromoteOptions {
             levels: self
