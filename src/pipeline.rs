@@ -199,6 +199,13 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     timer.lap("deps");
 
     let target = load_target(opts)?;
+    if !opts.dynamic.is_empty() && target.micro_kernel_model(&program).is_none() {
+        return Err(miette!(
+            help = "compile for --target cpu, or leave the size symbolic without --dynamic (parametric tiling works on every target)",
+            "--dynamic is not supported yet on target `{}` (only on CPUs)",
+            target.name()
+        ));
+    }
     let loads = validate_load_requests(opts, target.as_ref())?;
     let tile_spec = match &opts.tile_spec {
         Some(path) => {
@@ -417,7 +424,9 @@ pub fn finish(
             &schedule,
             &target.lower_options(),
             &opts.dynamic,
-            cpu_model(target, program),
+            target.micro_kernel_model(program).ok_or_else(|| {
+                miette!("internal error: --dynamic reached a target without a micro-kernel model")
+            })?,
         )?;
         if let Some(text) = explain.as_mut() {
             text.push('\n');
@@ -514,37 +523,7 @@ fn check_dynamic(
             ));
         }
     }
-    if !opts.dynamic.is_empty() {
-        let desc = TargetDesc::resolve(opts.target.as_deref().unwrap_or("cpu"))?;
-        if desc.kind != targets::desc::TargetKind::Cpu {
-            return Err(miette!(
-                help = "compile for --target cpu, or leave the size symbolic without --dynamic (parametric tiling works on every target)",
-                "--dynamic is not supported yet on target `{}` (only on CPUs)",
-                desc.name
-            ));
-        }
-    }
     Ok(())
-}
-
-/// The analytic model micro-kernels are chosen with: the target's vector width (64 bytes
-/// if it gives none), its register file, and the program's widest element type.
-fn cpu_model(target: &dyn Target, program: &Program) -> targets::microkernel::CpuModel {
-    let desc = target.desc();
-    let vector_bytes = desc.vector_bytes.unwrap_or(64);
-    let registers = desc
-        .buffers
-        .iter()
-        .find(|b| b.role == "registers")
-        .and_then(|b| b.registers)
-        .unwrap_or(16);
-    let elem = program
-        .tensors
-        .iter()
-        .map(|t| t.dtype.size_bytes() as u32)
-        .max()
-        .unwrap_or(4);
-    targets::microkernel::CpuModel::new(vector_bytes, registers, elem)
 }
 
 /// The sizes at which `polyc explain` shows the composition: every value of a set; for a

@@ -141,6 +141,11 @@ pub trait Target {
     }
     /// Builds the compiled program into something that runs.
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>>;
+    /// The analytic model `--dynamic` chooses micro-kernels with, for `program`; `None`
+    /// where dynamic-shape kernels are not supported (yet).
+    fn micro_kernel_model(&self, _program: &Program) -> Option<crate::microkernel::CpuModel> {
+        None
+    }
     /// What `polyc explain` adds about the lowered program (per kernel, for targets with
     /// several); `sizes` holds every size's value when all are bound.
     fn explain_kernels(
@@ -236,6 +241,29 @@ impl Target for CpuTarget {
     }
     fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
         cache_promote_options(&self.desc, s)
+    }
+    /// The description's vector width (64 bytes when unset), its register file's
+    /// registers (16 when unset) and the program's widest element.
+    fn micro_kernel_model(&self, program: &Program) -> Option<crate::microkernel::CpuModel> {
+        let vector_bytes = self.desc.vector_bytes.unwrap_or(64);
+        let registers = self
+            .desc
+            .buffers
+            .iter()
+            .find(|b| b.role() == BufferRole::Registers)
+            .and_then(|b| b.registers)
+            .unwrap_or(16);
+        let elem = program
+            .tensors
+            .iter()
+            .map(|t| t.dtype.size_bytes() as u32)
+            .max()
+            .unwrap_or(4);
+        Some(crate::microkernel::CpuModel::new(
+            vector_bytes,
+            registers,
+            elem,
+        ))
     }
     fn emit_formats(&self) -> &'static [&'static str] {
         &["c"]
