@@ -179,3 +179,22 @@ fn row_sums_are_vector_reductions() {
     assert!(c.contains(want), "{c}");
     assert_eq!(c.matches("#pragma omp simd").count(), 2, "{c}");
 }
+
+/// A temporary that isl's schedule already fused with its consumer (the depthwise
+/// convolution under its ReLU6) lives in the register tile and never reaches memory.
+#[test]
+fn fused_temporaries_never_reach_memory() {
+    let prog = "examples/depthwise_relu6.tc";
+    let params = "C=32,H=112,W=112,KH=3,KW=3";
+    let out = polyc_ok(&["explain", prog, "--param", params]);
+    assert!(
+        out.contains("  #1 T in reg below S_0, S_1, S_2: 1 x 4 x 32 = 512 bytes, 20.0 accesses per element, no copies; tile-local: the global array (1548800 bytes) is not allocated, saving 1548288 bytes\n"),
+        "{out}"
+    );
+    let c = polyc_ok(&[prog, "--param", params]);
+    assert!(!c.contains("malloc") && !c.contains("T["), "{c}");
+    for params in ["C=5,H=37,W=23,KH=3,KW=3", "C=2,H=9,W=70,KH=2,KW=5"] {
+        let out = polyc_ok(&["run", prog, "--param", params, "--check"]);
+        assert!(out.contains("O: max_abs_err=0.000e0"), "{out}");
+    }
+}

@@ -165,8 +165,20 @@ impl<'a> Pass<PassCx<'a>> for Promote {
         "promoted"
     }
     fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        let fused = cx.fuse_locals.borrow().clone();
+        // Every other temporary becomes tile-local too where that is exact (one that
+        // isl's schedule already fused with its consumers into one tile, such as a
+        // depthwise convolution's result under its ReLU6).
+        let exclusive_locals = cx
+            .program
+            .tensors
+            .iter()
+            .filter(|t| t.role == polyhedral::ir::TensorRole::Temp && !fused.contains(&t.name))
+            .map(|t| t.name.clone())
+            .collect();
         let opts = crate::promote::PromoteOptions {
-            locals: cx.fuse_locals.borrow().clone(),
+            locals: fused,
+            exclusive_locals,
             ..cx.promote.clone()
         };
         let tree = if opts.hoist {

@@ -110,6 +110,11 @@ pub struct PromoteOptions {
     /// Each becomes a local buffer of the deepest memory mark below which all its
     /// accesses run, with no copies at all, and its global array is not allocated.
     pub locals: Vec<String>,
+    /// Other temporaries to make tile-local where that is exact: all their accesses run
+    /// below one memory mark, each tile writes every element it reads, and each element
+    /// is written in one tile only (a sum split across tiles stays global). Those that
+    /// cannot be placed stay global silently.
+    pub exclusive_locals: Vec<String>,
 }
 
 /// The tile of one tensor below one mark.
@@ -690,7 +695,9 @@ pub fn promote(
     let mut analyses: Vec<Option<MarkAnalysis>> = Vec::with_capacity(marks.len());
     for m in &marks {
         analyses.push(match m.mark {
-            Mark::Mem(_) if !opts.locals.is_empty() => analyse_mark(scop, m)?,
+            Mark::Mem(_) if !opts.locals.is_empty() || !opts.exclusive_locals.is_empty() => {
+                analyse_mark(scop, m)?
+            }
             _ => None,
         });
     }
@@ -698,9 +705,14 @@ pub fn promote(
     // Tile-local temporaries: (mark index, tile index) for each that can be placed.
     let mut locals: Vec<(usize, usize)> = Vec::new();
     for name in &opts.locals {
-        match place_local(prog, scop, &marks, &analyses, name)? {
+        match place_local(prog, scop, &marks, &analyses, name, false)? {
             Ok(at) => locals.push(at),
             Err(why) => report.kept_global.push((name.clone(), why)),
+        }
+    }
+    for name in &opts.exclusive_locals {
+        if let Ok(at) = place_local(prog, scop, &marks, &analyses, name, true)? {
+            locals.push(at);
         }
     }
     let local_tensors: BTreeSet<usize> = locals
@@ -1021,6 +1033,7 @@ fn place_local(
     marks: &[MarkTiles],
     analyses: &[Option<MarkAnalysis>],
     name: &str,
+    exclusive: bool,
 ) -> Result<std::result::Result<(usize, usize), String>> {
     let Some(t) = prog.tensors.iter().position(|x| x.name == name) else {
         return Ok(Err("the program has no such tensor".into()));
@@ -1060,6 +1073,21 @@ fn place_local(
         return Ok(Err(
             "a tile reads elements of it that the same tile does not write".into(),
         ));
+    }
+    if exclusive {
+        let one_tile = match &tile.writes {
+            Some(w) => w
+                .copy()
+                .isl("copying a map")?
+                .reverse()
+                .isl("reversing a map")?
+                .is_single_valued()
+                .isl("testing writes")?,
+            None => false,
+        };
+        if !one_tile {
+            return Ok(Err("several tiles write one element of it".into()));
+        }
     }
     Ok(Ok((mi, i)))
 }

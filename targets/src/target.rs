@@ -200,6 +200,7 @@ pub(crate) fn cache_promote_options(desc: &TargetDesc, s: &PromoteSettings) -> P
         registers: s.registers,
         hoist: s.hoist,
         locals: Vec::new(),
+        exclusive_locals: Vec::new(),
     }
 }
 

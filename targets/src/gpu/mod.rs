@@ -130,6 +130,7 @@ impl Target for GpuTarget {
             // above block-mapped loops; every block loads its own tiles.
             hoist: false,
             locals: Vec::new(),
+            exclusive_locals: Vec::new(),
         }
     }
     fn lower_options(&self) -> LowerOptions {
