@@ -214,8 +214,12 @@ pub fn resolve_tile_spec(opts: &CompileOptions, front: &Front) -> Result<SpecCho
             budget: opts.search.budget.max(1),
         },
     )?;
+    let bound = front.param_values.iter().all(|v| v.is_some());
     let (sizes, how) = match opts.search.mode {
-        SearchMode::Model => (result.best().sizes.clone(), result.summary("model")),
+        SearchMode::Model => match front.target.cost_model().filter(|_| bound) {
+            Some(name) => rank_by_target_cost(opts, front, &spec, &file, &result, name)?,
+            None => (result.best().sizes.clone(), result.summary("model")),
+        },
         SearchMode::Measure => {
             let (sizes, measured, ms) = measure(opts, front, &spec, &file, &result)?;
             let part = match opts.search.shard {
@@ -385,6 +389,57 @@ fn measure_at(
 
 /// Finishes the pipeline with the fixed spec `resolved`, builds it and returns the
 /// fastest of [`RUNS_PER_POINT`] runs in ms.
+/// `--search model` on a target with a cost model of its own ([`targets::Target::cost_model`],
+/// Gemmini's EDP): every legal point is compiled and ranked by that figure, ties broken by
+/// the data-movement model's order. Returns the best point's sizes and the summary.
+fn rank_by_target_cost(
+    opts: &CompileOptions,
+    front: &Front,
+    spec: &TileSpec,
+    file: &SourceFile,
+    result: &tiling::SearchResult,
+    name: &str,
+) -> Result<(Vec<i64>, String)> {
+    let sizes: Vec<i64> = front.param_values.iter().map(|v| v.unwrap_or(0)).collect();
+    let mut best: Option<(f64, &tiling::search::Point)> = None;
+    for p in &result.ranked {
+        let resolved = resolve(spec, &result.vars, &p.sizes);
+        let mut o = opts.clone();
+        o.explain = false;
+        let choice = SpecChoice {
+            spec: Some((resolved, file.clone())),
+            note: None,
+            explain: None,
+        };
+        let compiled = finish(front, &o, Mode::Optimised, &choice)?;
+        let input = targets::BuildInput {
+            program: &front.program,
+            param_texts: &compiled.param_texts,
+            kernel: compiled
+                .kernel
+                .as_ref()
+                .ok_or_else(|| miette!("internal error: no kernel IR"))?,
+            source: &compiled.code,
+            poison: false,
+            via: o.via.as_deref(),
+        };
+        let cost = front.target.model_cost(&input, &sizes)?;
+        if best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, p));
+        }
+    }
+    let (cost, p) = best.ok_or_else(|| miette!("internal error: no legal point"))?;
+    Ok((
+        p.sizes.clone(),
+        format!(
+            "{}, ranked by the target's {name} ({} point{} compiled; best {name} {cost:.4e})",
+            result.summary("model"),
+            result.ranked.len(),
+            if result.ranked.len() == 1 { "" } else { "s" }
+        ),
+    ))
+}
+
 fn time_point(
     opts: &CompileOptions,
     front: &Front,

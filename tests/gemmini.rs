@@ -499,3 +499,73 @@ fn many_small_tiles_from_a_spec_run_exactly() {
         "{ex}"
     );
 }
+
+/// The EDP in a Gemmini explain report.
+fn edp(report: &str) -> f64 {
+    let line = report
+        .lines()
+        .find(|l| l.contains("BACO: latency"))
+        .unwrap_or_else(|| panic!("no BACO line: {report}"));
+    line.rsplit("EDP ").next().unwrap().trim().parse().unwrap()
+}
+
+/// Search entries are ranked by the model's EDP: the picked point has the smallest EDP of
+/// all eight points, each compiled on its own.
+#[test]
+fn search_entries_are_ranked_by_edp() {
+    let dir = tempdir();
+    let prog = "examples/gemmini/gemm.tc";
+    let params = "M=37,N=29,K=70";
+    let spec = write(
+        dir.path(),
+        "s.tiles",
+        "S_1: {16,32}@accumulator, {16,32}@accumulator, {16,64}@scratchpad\n",
+    );
+    let out = polyc_ok(&[
+        "explain",
+        prog,
+        "--param",
+        params,
+        "--target",
+        "gemmini",
+        "--tile-spec",
+        &spec,
+    ]);
+    let note = out
+        .lines()
+        .find(|l| l.starts_with("search: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        note.starts_with(
+            "search: 8 candidates, 8 legal (model, exhaustive), ranked by the target's EDP (8 points compiled; best EDP "
+        ),
+        "{note}"
+    );
+    let picked = edp(&out);
+    let mut all = Vec::new();
+    for i in [16, 32] {
+        for j in [16, 32] {
+            for k in [16, 64] {
+                let one = write(
+                    dir.path(),
+                    "one.tiles",
+                    &format!("S_1: {i}@accumulator, {j}@accumulator, {k}@scratchpad\n"),
+                );
+                let r = polyc_ok(&[
+                    "explain",
+                    prog,
+                    "--param",
+                    params,
+                    "--target",
+                    "gemmini",
+                    "--tile-spec",
+                    &one,
+                ]);
+                all.push(edp(&r));
+            }
+        }
+    }
+    let min = all.iter().cloned().fold(f64::INFINITY, f64::min);
+    assert_eq!(picked, min, "{all:?}");
+    assert!(all.iter().any(|&e| e > min), "the points differ: {all:?}");
+}

@@ -415,6 +415,34 @@ impl KNode {
             _ => false,
         }
     }
+    /// A statement or copy with `f` applied to the local buffers in its scope (`f` also
+    /// gets a copy's tensor); other nodes come back as they are, children unvisited.
+    pub fn map_locals(
+        self,
+        f: impl FnOnce(Vec<LocalRef>, Option<usize>) -> Vec<LocalRef>,
+    ) -> KNode {
+        match self {
+            KNode::Stmt { stmt, args, locals } => KNode::Stmt {
+                stmt,
+                args,
+                locals: f(locals, None),
+            },
+            KNode::Copy {
+                promo,
+                tensor,
+                copy_in,
+                args,
+                locals,
+            } => KNode::Copy {
+                promo,
+                tensor,
+                copy_in,
+                args,
+                locals: f(locals, Some(tensor)),
+            },
+            other => other,
+        }
+    }
     /// The node with `f` applied to each of its child nodes (block items, loop bodies,
     /// branches, the body of a local scope); statements and copies come back as they are.
     pub fn map_children(self, f: &mut impl FnMut(KNode) -> KNode) -> KNode {

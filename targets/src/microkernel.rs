@@ -669,25 +669,7 @@ fn micro_kernel(
                     kind,
                 }
             }
-            KNode::Stmt { stmt, args, locals } => KNode::Stmt {
-                stmt,
-                args,
-                locals: shift_locals(locals, o, shifts),
-            },
-            KNode::Copy {
-                promo,
-                tensor,
-                copy_in,
-                args,
-                locals,
-            } => KNode::Copy {
-                promo,
-                tensor,
-                copy_in,
-                args,
-                locals: shift_locals(locals, o, shifts),
-            },
-            other => other,
+            other => other.map_locals(|locals, _| shift_locals(locals, o, shifts)),
         }
     }
     go(partial.clone(), edge, k, m, o, shifts)

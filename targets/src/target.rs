@@ -141,6 +141,20 @@ pub trait Target {
     }
     /// Builds the compiled program into something that runs.
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>>;
+    /// The name of the figure the target's own cost model gives a compiled program
+    /// (`EDP` for Gemmini), which the tile-size search then ranks points by; `None`
+    /// when the search's data-movement model decides alone.
+    fn cost_model(&self) -> Option<&'static str> {
+        None
+    }
+    /// The figure [`Target::cost_model`] names for a compiled program, at the bound
+    /// `sizes` (lower is better).
+    fn model_cost(&self, _input: &BuildInput, _sizes: &[i64]) -> Result<f64> {
+        Err(miette!(
+            "internal error: target `{}` has no cost model",
+            self.name()
+        ))
+    }
     /// The analytic model `--dynamic` chooses micro-kernels with, for `program`; `None`
     /// where dynamic-shape kernels are not supported (yet).
     fn micro_kernel_model(&self, _program: &Program) -> Option<crate::microkernel::CpuModel> {

@@ -435,6 +435,17 @@ impl Target for GemminiTarget {
     fn run_ways(&self) -> &'static [&'static str] {
         &["model", "c"]
     }
+    fn cost_model(&self) -> Option<&'static str> {
+        self.desc.cost.as_ref().map(|_| "EDP")
+    }
+    /// BACO's EDP of the instruction program, counted without running it.
+    fn model_cost(&self, input: &BuildInput, sizes: &[i64]) -> Result<f64> {
+        let (geo, _, _) = self.memories()?;
+        let counts = super::run::count(input.program, input.kernel, sizes, geo.dim)?;
+        super::cost::cost(&self.desc, &geo, &counts)
+            .map(|c| c.edp)
+            .ok_or_else(|| miette!("target `{}` has no cost model", self.desc.name))
+    }
     fn explain_kernels(&self, input: &BuildInput, sizes: Option<&[i64]>) -> Result<Option<String>> {
         let Some(sizes) = sizes else {
             return Ok(None);

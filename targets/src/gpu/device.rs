@@ -851,22 +851,11 @@ fn try_hoist(prog: &Program, l: &KNode, block: &[i64; 3]) -> Option<KNode> {
     // (A copy sees every tile in scope; only the tiles of its own tensor matter.)
     let own_tiles = |n: &KNode| -> KNode {
         fn strip(n: KNode) -> KNode {
-            match n.map_children(&mut strip) {
-                KNode::Copy {
-                    promo,
-                    tensor,
-                    copy_in,
-                    args,
-                    locals,
-                } => KNode::Copy {
-                    promo,
-                    tensor,
-                    copy_in,
-                    args,
-                    locals: locals.into_iter().filter(|l| l.tensor == tensor).collect(),
-                },
-                other => other,
-            }
+            n.map_children(&mut strip)
+                .map_locals(|locals, copy| match copy {
+                    Some(tensor) => locals.into_iter().filter(|l| l.tensor == tensor).collect(),
+                    None => locals,
+                })
         }
         strip(n.clone())
     };
