@@ -359,17 +359,33 @@ fn too_many_threads_per_block_is_an_error() {
         "t.tiles",
         "S_1: 64@shared, 64@shared, 16@shared\n",
     );
-    let e = polyc_err(&[
-        "examples/matmul.tc",
-        "--param",
-        "M=128,N=128,K=64",
-        "--target",
-        "gpu",
-        "--tile-spec",
-        &spec,
-    ]);
+    assert!(spec.ends_with("t.tiles"));
+    // Run from the spec's folder so that the located message names `t.tiles`.
+    let o = polyc_in(
+        dir.path(),
+        &[
+            &abs("examples/matmul.tc"),
+            "--param",
+            "M=128,N=128,K=64",
+            "--target",
+            "gpu",
+            "--tile-spec",
+            "t.tiles",
+        ],
+    );
+    assert_code(&o, 1);
+    let e = stderr(&o);
     assert!(
-        e.contains("× kernel 0 maps 64 x 64 x 1 = 4096 threads to a block, more than the 1024 threads per block the"),
+        e.contains("× t.tiles:1:1: kernel 0 maps 64 x 64 x 1 = 4096 threads to a block, more than the 1024 threads\n  │ per block the target allows\n"),
+        "{e}"
+    );
+    assert!(
+        e.contains(" 1 │ S_1: 64@shared, 64@shared, 16@shared\n"),
+        "{e}"
+    );
+    assert!(e.contains("╰── these tiles\n"), "{e}");
+    assert!(
+        e.contains("help: give the thread-mapped level smaller tiles, or add a register level"),
         "{e}"
     );
 }

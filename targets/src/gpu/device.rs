@@ -308,6 +308,46 @@ fn split(
     })
 }
 
+/// A kernel whose block would have more threads than the target allows. The GPU target
+/// locates it in the tile spec (see `GpuTarget::rewrite_kernel`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooManyThreads {
+    /// The kernel's number.
+    pub kernel: usize,
+    /// Threads per block along x, y, z.
+    pub block: [i64; 3],
+    /// The target's limit.
+    pub max: i64,
+    /// The kernel's statements.
+    pub stmts: Vec<usize>,
+}
+
+impl TooManyThreads {
+    /// The remedy.
+    pub const HELP: &'static str = "give the thread-mapped level smaller tiles, or add a register level so that each thread computes several points (e.g. `64@shared 4@register` gives 16 threads along that dimension)";
+}
+
+impl std::fmt::Display for TooManyThreads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [x, y, z] = self.block;
+        write!(
+            f,
+            "kernel {} maps {x} x {y} x {z} = {} threads to a block, more than the {} threads per block the target allows",
+            self.kernel,
+            x * y * z,
+            self.max
+        )
+    }
+}
+
+impl std::error::Error for TooManyThreads {}
+
+impl miette::Diagnostic for TooManyThreads {
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Some(Box::new(Self::HELP))
+    }
+}
+
 fn device_kernel(
     prog: &Program,
     id: usize,
@@ -390,13 +430,13 @@ fn device_kernel(
     }
     let threads: i64 = block.iter().product();
     if threads > max_threads.max(1) && with_tiles.iter().chain(&with_stmts).any(Option::is_some) {
-        return Err(miette!(
-            help = "give the thread-mapped level smaller tiles, or add a register level so that each thread computes several points (e.g. `64@shared 4@register` gives 16 threads along that dimension)",
-            "kernel {id} maps {} x {} x {} = {threads} threads to a block, more than the {max_threads} threads per block the target allows",
-            block[0],
-            block[1],
-            block[2]
-        ));
+        return Err(TooManyThreads {
+            kernel: id,
+            block,
+            max: max_threads,
+            stmts: body.stmts(),
+        }
+        .into());
     }
     while block.iter().product::<i64>() > max_threads.max(1) {
         let (d, _) = block

@@ -133,6 +133,38 @@ impl Target for GpuTarget {
             exclusive_locals: Vec::new(),
         }
     }
+    /// Checks the threads per block of every kernel now, so that a block with too many
+    /// threads is an error located at the tile spec's entry for one of its statements.
+    fn rewrite_kernel(
+        &self,
+        cx: &crate::target::RewriteCx,
+        kernel: Kernel,
+    ) -> Result<(Kernel, Vec<String>)> {
+        if !cx.optimised {
+            return Ok((kernel, Vec::new()));
+        }
+        if let Err(e) = self.module(cx.program, &kernel) {
+            let Some(t) = e.downcast_ref::<device::TooManyThreads>() else {
+                return Err(e);
+            };
+            let located = cx.spec.and_then(|(spec, file)| {
+                let ss = t
+                    .stmts
+                    .iter()
+                    .find_map(|&s| spec.get(&cx.program.stmts[s].name))?;
+                (ss.span != polyhedral::ir::Span::default()).then(|| {
+                    miette::Report::new(file.error(
+                        ss.span,
+                        t.to_string(),
+                        "these tiles",
+                        device::TooManyThreads::HELP,
+                    ))
+                })
+            });
+            return Err(located.unwrap_or(e));
+        }
+        Ok((kernel, Vec::new()))
+    }
     fn lower_options(&self) -> LowerOptions {
         LowerOptions {
             levels: self.desc.levels(),
