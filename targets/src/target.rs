@@ -88,13 +88,17 @@ pub trait Target {
     }
     /// The passes after scheduling, in order.
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>>;
-    /// The default tiling policy: a spec for the bands `given` leaves untouched.
+    /// The default tiling policy: a spec for the bands `given` leaves untouched. By
+    /// default the cache policy of [`tiling::default_spec`] (over the description's
+    /// cache and register levels).
     fn default_spec(
         &self,
         tree: &ScheduleTree,
         cx: &tiling::TileCx,
         given: Option<&tiling::TileSpec>,
-    ) -> Result<tiling::TileSpec>;
+    ) -> Result<tiling::TileSpec> {
+        tiling::default_spec(tree, cx, given)
+    }
     /// Post-tiling fusion settings: by default, fusion is decided at the outermost memory
     /// level of the live-out's tiles (inner levels, register tiles included, then tile the
     /// fused tile), recomputed temporaries get tile-local buffers (so the tile loops stay
@@ -107,8 +111,11 @@ pub trait Target {
             ..tiling::fuse::FuseOptions::default()
         }
     }
-    /// The promotion policy: how each level takes data.
-    fn promote_options(&self, settings: &PromoteSettings) -> PromoteOptions;
+    /// The promotion policy: how each level takes data. By default caches pack and
+    /// register files take register tiles ([`cache_promote_options`]).
+    fn promote_options(&self, settings: &PromoteSettings) -> PromoteOptions {
+        cache_promote_options(self.desc(), settings)
+    }
     /// How lowering treats the target.
     fn lower_options(&self) -> LowerOptions {
         LowerOptions {
@@ -246,17 +253,6 @@ impl Target for CpuTarget {
             Box::new(MarkParallel),
         ]
     }
-    fn default_spec(
-        &self,
-        tree: &ScheduleTree,
-        cx: &tiling::TileCx,
-        given: Option<&tiling::TileSpec>,
-    ) -> Result<tiling::TileSpec> {
-        tiling::default_spec(tree, cx, given)
-    }
-    fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
-        cache_promote_options(&self.desc, s)
-    }
     /// The description's vector width (64 bytes when unset), its register file's
     /// registers (16 when unset) and the program's widest element.
     fn micro_kernel_model(&self, program: &Program) -> Option<crate::microkernel::CpuModel> {
@@ -328,17 +324,6 @@ impl Target for AnalysisTarget {
     }
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
         vec![Box::new(Tile), Box::new(Fuse), Box::new(Promote)]
-    }
-    fn default_spec(
-        &self,
-        tree: &ScheduleTree,
-        cx: &tiling::TileCx,
-        given: Option<&tiling::TileSpec>,
-    ) -> Result<tiling::TileSpec> {
-        tiling::default_spec(tree, cx, given)
-    }
-    fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
-        cache_promote_options(&self.desc, s)
     }
     fn emit_formats(&self) -> &'static [&'static str] {
         &[]

@@ -9,9 +9,8 @@ use schedule_tree::{BufferRole, Pass, ScheduleTree};
 use crate::desc::TargetDesc;
 use crate::kir::{KNode, Kernel};
 use crate::passes::{PassCx, Tile};
-use crate::promote::PromoteOptions;
-use crate::target::{cache_promote_options, BuildInput, RewriteCx, Target};
-use crate::{EmitOptions, Executable, PromoteSettings};
+use crate::target::{BuildInput, RewriteCx, Target};
+use crate::{EmitOptions, Executable};
 
 use super::codegen::{gemm_program, Geometry, Tiles};
 use super::recognise::{recognise, Gemm};
@@ -259,17 +258,6 @@ impl Target for GemminiTarget {
     }
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
         vec![Box::new(Tile)]
-    }
-    fn default_spec(
-        &self,
-        tree: &ScheduleTree,
-        cx: &tiling::TileCx,
-        given: Option<&tiling::TileSpec>,
-    ) -> Result<tiling::TileSpec> {
-        tiling::default_spec(tree, cx, given)
-    }
-    fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
-        cache_promote_options(&self.desc, s)
     }
     fn emit_formats(&self) -> &'static [&'static str] {
         &["c"]
