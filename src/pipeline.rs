@@ -160,6 +160,8 @@ pub struct Front {
     pub target: Box<dyn Target>,
     /// The parsed `--tile-spec` and its file (search entries unresolved).
     pub tile_spec: Option<(tiling::TileSpec, SourceFile)>,
+    /// Notes on the scheduling choices (printed with the pipeline's notes).
+    pub schedule_notes: Vec<String>,
     // isl objects below; the context must be dropped last (fields drop in order).
     /// Dependences.
     pub deps: Deps,
@@ -242,6 +244,7 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
             scheduler.name()
         ));
     }
+    let mut schedule_notes = Vec::new();
     match scheduler {
         SchedulerKind::Initial => {}
         SchedulerKind::Isl => {
@@ -250,6 +253,19 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
             let sched_opts = polyhedral::sched::IslSchedOptions::parse(&all)?;
             let s = isl_schedule(&ctx, &scop, &deps, &sched_opts)?;
             tree = ScheduleTree::from_isl(&s)?;
+            let has_registers = target
+                .desc()
+                .levels()
+                .iter()
+                .any(|l| l.role.is_register_file());
+            if mode == Mode::Optimised && has_registers && sched_opts.serialize_sccs.is_none() {
+                if let Some((apart, note)) =
+                    keep_register_shapes(&ctx, &scop, &deps, &sched_opts, &tree)?
+                {
+                    tree = apart;
+                    schedule_notes.push(note);
+                }
+            }
         }
         SchedulerKind::Ilp => {
             let s = ilp_schedule(&ctx, &scop, &deps, &ilp_options(opts, &scop)?)?;
@@ -277,10 +293,63 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
         loads,
         target,
         tile_spec,
+        schedule_notes,
         deps,
         scop,
         ctx,
     })
+}
+
+/// isl's scheduler fuses strongly connected components where it can, and may pay for a
+/// fusion with the register-tile shape of a contraction (two coincident members and a
+/// reduction; see `tiling::regshape`). When some statement loses that shape, this
+/// schedules the components apart (`serialize_sccs`): post-tiling fusion then fuses the
+/// tiled producers into the live-out tiles, AKG's order, and the contraction keeps its
+/// register tiles. Returns the other tree and a note, or `None` to keep `tree` (no shape
+/// lost, or none regained apart).
+fn keep_register_shapes(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    opts: &polyhedral::sched::IslSchedOptions,
+    tree: &ScheduleTree,
+) -> Result<Option<(ScheduleTree, String)>> {
+    let candidates = tiling::regshape::register_candidates(scop);
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let fused = tiling::regshape::register_shaped(ctx, scop, tree, &candidates)?;
+    let lost: Vec<usize> = candidates
+        .iter()
+        .zip(&fused)
+        .filter(|(_, &kept)| !kept)
+        .map(|(&s, _)| s)
+        .collect();
+    if lost.is_empty() {
+        return Ok(None);
+    }
+    let mut apart_opts = opts.clone();
+    apart_opts.serialize_sccs = Some(true);
+    let apart = ScheduleTree::from_isl(&isl_schedule(ctx, scop, deps, &apart_opts)?)?;
+    let shaped = tiling::regshape::register_shaped(ctx, scop, &apart, &lost)?;
+    let regained: Vec<&str> = lost
+        .iter()
+        .zip(&shaped)
+        .filter(|(_, &kept)| kept)
+        .map(|(&s, _)| scop.stmt_names[s].as_str())
+        .collect();
+    if regained.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((
+        apart,
+        format!(
+            "note: isl's fused schedule leaves {} no register-tile shape (two parallel members and a reduction); \
+             polyc schedules the components apart and lets post-tiling fusion fuse them after tiling \
+             (--isl-option serialize_sccs=0 keeps isl's fusion)",
+            regained.join(", ")
+        ),
+    )))
 }
 
 /// What the tile-size search resolved, for [`finish`].
@@ -346,7 +415,14 @@ pub fn finish(
             levels: &levels,
             tile_spec: choice.spec.as_ref(),
             default_tiling: !opts.no_default_tiling,
-            notes: std::cell::RefCell::new(choice.note.iter().cloned().collect()),
+            notes: std::cell::RefCell::new(
+                front
+                    .schedule_notes
+                    .iter()
+                    .chain(&choice.note)
+                    .cloned()
+                    .collect(),
+            ),
             tile_fusion: TileFusion {
                 enabled: !opts.no_tile_fusion,
                 one_nest: opts.tile_fusion_one_nest,

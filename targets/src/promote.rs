@@ -715,9 +715,10 @@ pub fn promote(
             locals.push(at);
         }
     }
-    let local_tensors: BTreeSet<usize> = locals
+    // Each tile-local temporary: the mark that holds it, and the tensor.
+    let local_tensors: Vec<(usize, usize)> = locals
         .iter()
-        .filter_map(|&(m, i)| Some(analyses[m].as_ref()?.tiles[i].tensor))
+        .filter_map(|&(m, i)| Some((m, analyses[m].as_ref()?.tiles[i].tensor)))
         .collect();
     let mut plans: Vec<Graft> = Vec::new();
     // Register tiles made so far: nothing below them is promoted again (a fused
@@ -751,7 +752,18 @@ pub fn promote(
             // A tensor packed at an enclosing mark of the same buffer is not packed again,
             // and its bytes stay taken; a tensor whose box grows with the tile loops
             // between this mark and a nested one of the same buffer waits for that one.
-            let mut skip = local_tensors.clone();
+            // A tile-local temporary is not packed again, except into register tiles
+            // below the mark that holds it (a fused contraction's accumulator:
+            // attention's `S` row block).
+            let mut skip: BTreeSet<usize> = local_tensors
+                .iter()
+                .filter(|&&(at, _)| {
+                    let strictly_below =
+                        m.path.len() > marks[at].path.len() && m.path.starts_with(&marks[at].path);
+                    level.kind != PromoteKind::Registers || !strictly_below
+                })
+                .map(|&(_, t)| t)
+                .collect();
             let mut used = 0;
             for (path, b, tensor, bytes) in &packed {
                 if *b == buf && m.path.starts_with(path) {

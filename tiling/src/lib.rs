@@ -9,6 +9,7 @@
 //! - [`default_spec`]: the default policy when no spec is given.
 //! - [`search()`]: the tile-size search that resolves `?`, `[lo..hi]` and `{a, b}` entries
 //!   (candidates, legality, a data-movement cost model).
+//! - [`regshape`]: which statements keep a register-tile shape under a schedule.
 //! - [`fuse()`]: reverse strategy and post-tiling fusion of the producers into the
 //!   live-out tiles (an extension node, `skipped` marks), with fallbacks and a report.
 //!
@@ -23,6 +24,7 @@
 pub mod analysis;
 mod default;
 pub mod fuse;
+pub mod regshape;
 pub mod report;
 pub mod search;
 pub mod spec;
