@@ -745,19 +745,16 @@ fn find_shape(
     path.push(0);
     n = &n.children[0];
     let mut mark = None;
-    loop {
-        match (&n.kind, n.children.first().map(|c| &c.kind)) {
-            (NodeKind::Band(_), Some(NodeKind::Mark(Mark::Mem(b)))) => {
-                path.push(0);
-                mark = Some((path.clone(), *b));
-                if outermost {
-                    break;
-                }
-                path.push(0);
-                n = &n.children[0].children[0];
-            }
-            _ => break,
+    while let (NodeKind::Band(_), Some(NodeKind::Mark(Mark::Mem(b)))) =
+        (&n.kind, n.children.first().map(|c| &c.kind))
+    {
+        path.push(0);
+        mark = Some((path.clone(), *b));
+        if outermost {
+            break;
         }
+        path.push(0);
+        n = &n.children[0].children[0];
     }
     let Some((mark, buffer)) = mark else {
         return Ok(Err(
