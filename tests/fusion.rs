@@ -221,6 +221,12 @@ fn default_policy_fuses_attention_per_row_block() {
         text.contains("fusion: live-out group {S_9}: fused\n"),
         "{text}"
     );
+    assert!(
+        text.contains(
+            "  copy of S_1 runs without its register tiles: they would read K across its rows, and no level inside the fused tile packs it\n  copy of S_8 keeps its register tiles inside the fused tile\n"
+        ),
+        "{text}"
+    );
     assert!(!text.contains("not fused"), "{text}");
     for t in ["S", "mx", "P", "l"] {
         assert!(

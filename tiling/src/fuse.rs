@@ -309,6 +309,8 @@ pub struct FuseReport {
     pub buffers: Vec<LocalBuffer>,
     /// Why fusion does not apply at all, or other remarks.
     pub notes: Vec<String>,
+    /// What the producer copies keep of their register tiles inside the fused tiles.
+    pub copies: Vec<String>,
 }
 
 impl FuseReport {
@@ -344,6 +346,9 @@ impl FuseReport {
             if let Some(v) = &f.cost {
                 out.push_str(&format!("    {v}\n"));
             }
+        }
+        for c in &self.copies {
+            out.push_str(&format!("  {c}\n"));
         }
         for f in &self.fallbacks {
             out.push_str(&format!("  not fused {}: {}\n", f.stmt, f.reason));
@@ -678,7 +683,7 @@ pub fn fuse(
                 .join(", ")
         ));
     }
-    let tree = rewrite(tree, &shape, &fused, &need, cx, &parallel)?;
+    let tree = rewrite(tree, &shape, &fused, &need, cx, &parallel, &mut rep.copies)?;
     rep.applied = true;
     Ok((tree, rep))
 }
@@ -1164,7 +1169,12 @@ fn filter_orders(
             NodeKind::Domain {
                 domain: polyhedral::isl::ffi::model::union_set_text(&domain),
             },
-            copy_inside(filter.children[0].clone(), shape.buffer, cx)?,
+            copy_inside(
+                filter.children[0].clone(),
+                shape.buffer,
+                cx,
+                &mut Vec::new(),
+            )?,
         ));
         let map = sub
             .to_isl(cx.ctx)?
@@ -1469,11 +1479,16 @@ fn local_buffers(
 /// tile's share exactly where the unfused tiles would. (Inner cache levels are dropped
 /// too: promotion places a fused temporary at the fused tile's mark, and a nested mark of
 /// the copy would split it.)
-fn copy_inside(mut node: Node, buffer: Buffer, cx: &TileCx) -> miette::Result<Node> {
+fn copy_inside(
+    mut node: Node,
+    buffer: Buffer,
+    cx: &TileCx,
+    log: &mut Vec<String>,
+) -> miette::Result<Node> {
     let fused_at = cx.levels.iter().position(|l| l.buffer == buffer);
     // A level at or outside the fusion level (or unknown to the target) is dropped, and
     // so is a register tile over strided data (see [`streams_contiguously`]).
-    let dropped = |n: &Node| -> miette::Result<bool> {
+    let mut dropped = |n: &Node| -> miette::Result<bool> {
         let (NodeKind::Band(tile), [mark]) = (&n.kind, n.children.as_slice()) else {
             return Ok(false);
         };
@@ -1488,9 +1503,24 @@ fn copy_inside(mut node: Node, buffer: Buffer, cx: &TileCx) -> miette::Result<No
         if outside || !cx.is_register_file(b) {
             return Ok(true);
         }
-        match mark.children.first().map(|c| &c.kind) {
-            Some(NodeKind::Band(point)) => Ok(!streams_contiguously(tile, point, cx)?),
-            _ => Ok(false),
+        let Some(NodeKind::Band(point)) = mark.children.first().map(|c| &c.kind) else {
+            return Ok(false);
+        };
+        let stmts = band_statements(point, cx)?;
+        match streams_contiguously(tile, point, cx)? {
+            None => {
+                log.push(format!(
+                    "copy of {stmts} keeps its register tiles inside the fused tile"
+                ));
+                Ok(false)
+            }
+            Some(t) => {
+                log.push(format!(
+                    "copy of {stmts} runs without its register tiles: they would read {} across its rows, and no level inside the fused tile packs it",
+                    cx.program.tensors[t].name
+                ));
+                Ok(true)
+            }
         }
     };
     while dropped(&node)? {
@@ -1500,15 +1530,34 @@ fn copy_inside(mut node: Node, buffer: Buffer, cx: &TileCx) -> miette::Result<No
     node.children = node
         .children
         .into_iter()
-        .map(|c| copy_inside(c, buffer, cx))
+        .map(|c| copy_inside(c, buffer, cx, log))
         .collect::<miette::Result<_>>()?;
     Ok(node)
+}
+
+/// The statements a band schedules, by name (`S_1, S_2`).
+fn band_statements(band: &schedule_tree::Band, cx: &TileCx) -> miette::Result<String> {
+    let mupa = MultiUnionPwAff::read_from_str(&cx.ctx.isl, &band.schedule).isl("reading a band")?;
+    let dom = mupa.domain().isl("a band's statements")?;
+    let mut names = Vec::new();
+    for (i, name) in cx.scop.stmt_names.iter().enumerate() {
+        let part = dom
+            .copy()
+            .isl("copying a set")?
+            .extract_set(cx.scop.stmt_space(i)?)
+            .isl("extracting a statement's instances")?;
+        if !part.is_empty().isl("testing a set for emptiness")? {
+            names.push(name.as_str());
+        }
+    }
+    Ok(names.join(", "))
 }
 
 /// Whether a register tile (tile band `tile` over the `point` band below its mark) reads
 /// and writes contiguous data along its vector member, the last coincident member of
 /// `tile`: one step of that member leaves every access of every statement in place or
-/// moves it by one along its tensor's last index. Inside a fused tile no packing level
+/// moves it by one along its tensor's last index. `None` when it does, else the first
+/// tensor that breaks it. Inside a fused tile no packing level
 /// reorders a strided operand for the register tile (attention's `K` in `Q·Kᵀ`, read
 /// across its rows), so such a tile would gather; the copy then runs untiled, where the
 /// statement's own loop order reads it along its rows.
@@ -1516,43 +1565,81 @@ fn streams_contiguously(
     tile: &schedule_tree::Band,
     point: &schedule_tree::Band,
     cx: &TileCx,
-) -> miette::Result<bool> {
+) -> miette::Result<Option<usize>> {
     let Some(m) = tile.coincident.iter().rposition(|&c| c) else {
-        return Ok(true);
+        return Ok(None);
     };
     let n = point.n_members();
     if m >= n {
-        return Ok(true);
+        return Ok(None);
     }
     let isl = &cx.ctx.isl;
     let mupa =
         MultiUnionPwAff::read_from_str(isl, &point.schedule).isl("reading a band schedule")?;
     let sched = UnionMap::from_multi_union_pw_aff(mupa).isl("a band schedule as a map")?;
-    let ys: Vec<String> = (0..n).map(|k| format!("y{k}")).collect();
-    let zs: Vec<String> = (0..n)
-        .map(|k| {
-            if k == m {
-                format!("y{k} + 1")
-            } else {
-                format!("y{k}")
-            }
-        })
-        .collect();
-    let step = UnionMap::read_from_str(
-        isl,
-        &format!("{{ [{}] -> [{}] }}", ys.join(", "), zs.join(", ")),
-    )
-    .isl("reading a step map")?;
-    // Pairs of instances one step apart along member m.
-    let next = sched
-        .copy()
-        .isl("copying a map")?
-        .apply_range(step)
-        .isl("stepping a schedule")?
-        .apply_range(sched.reverse().isl("reversing a schedule")?)
-        .isl("instances one step apart")?;
     let prefix = cx.scop.param_prefix();
+    let unit: Vec<&str> = (0..n).map(|k| if k == m { "1" } else { "0" }).collect();
+    let unit = UnionSet::read_from_str(isl, &format!("{prefix}{{ [{}] }}", unit.join(", ")))
+        .isl("reading a unit step")?;
     for s in 0..cx.scop.stmt_names.len() {
+        let dom = UnionSet::from_set(cx.scop.stmt_domains[s].copy().isl("copying a domain")?)
+            .isl("a domain as a union set")?;
+        let sched_s = sched
+            .copy()
+            .isl("copying a map")?
+            .intersect_domain(dom.copy().isl("copying a set")?)
+            .isl("a statement's band schedule")?;
+        if sched_s.is_empty().isl("testing a map for emptiness")? {
+            continue;
+        }
+        // The iterator whose step is one step of member m (none: the statement does not
+        // move along m, and its accesses stay put).
+        let name = &cx.scop.stmt_names[s];
+        let its = &cx.scop.iter_names[s];
+        let mut next = None;
+        for k in 0..its.len() {
+            let after: Vec<String> = its
+                .iter()
+                .enumerate()
+                .map(|(j, v)| {
+                    if j == k {
+                        format!("{v} + 1")
+                    } else {
+                        v.clone()
+                    }
+                })
+                .collect();
+            let r = UnionMap::read_from_str(
+                isl,
+                &format!(
+                    "{prefix}{{ {name}[{}] -> {name}[{}] }}",
+                    its.join(", "),
+                    after.join(", ")
+                ),
+            )
+            .isl("reading an iterator step")?
+            .intersect_domain(dom.copy().isl("copying a set")?)
+            .isl("restricting a step")?
+            .intersect_range(dom.copy().isl("copying a set")?)
+            .isl("restricting a step")?;
+            if r.is_empty().isl("testing a map for emptiness")? {
+                continue;
+            }
+            let moves = r
+                .copy()
+                .isl("copying a map")?
+                .apply_domain(sched_s.copy().isl("copying a map")?)
+                .isl("scheduling a step")?
+                .apply_range(sched_s.copy().isl("copying a map")?)
+                .isl("scheduling a step")?
+                .deltas()
+                .isl("a step's schedule distance")?;
+            if moves.is_equal(&unit).isl("comparing a step")? {
+                next = Some(r);
+                break;
+            }
+        }
+        let Some(next) = next else { continue };
         let accesses = cx.scop.stmt_reads[s]
             .iter()
             .chain(std::iter::once(&cx.scop.stmt_writes[s]));
@@ -1587,11 +1674,11 @@ fn streams_contiguously(
             )
             .isl("reading the contiguous steps")?;
             if !deltas.is_subset(&allowed).isl("testing the access steps")? {
-                return Ok(false);
+                return Ok(Some(a.tensor));
             }
         }
     }
-    Ok(true)
+    Ok(None)
 }
 
 /// Whether a subtree holds a memory mark of a register file.
@@ -1602,6 +1689,7 @@ fn holds_register_tile(n: &Node, cx: &TileCx) -> bool {
 
 /// Builds the fused tree: skipped marks over the fused producers' subtrees, and the
 /// extension with copies of them above the live-out point subtree.
+#[allow(clippy::too_many_arguments)]
 fn rewrite(
     mut tree: ScheduleTree,
     shape: &Shape,
@@ -1609,6 +1697,7 @@ fn rewrite(
     need: &UnionMap,
     cx: &TileCx,
     parallel: &[bool],
+    copy_log: &mut Vec<String>,
 ) -> miette::Result<ScheduleTree> {
     let internal = || miette::miette!("internal error: the fusion shape changed");
     // Tile bands: a member stays coincident only if the fused tiles keep it parallel.
@@ -1634,7 +1723,12 @@ fn rewrite(
     let mut copies = Vec::new();
     for (f, stmts) in shape.filters.iter().enumerate().take(nf - 1) {
         if stmts.iter().all(|s| fused.contains(s)) {
-            copies.push(copy_inside(seq.children[f].clone(), shape.buffer, cx)?);
+            copies.push(copy_inside(
+                seq.children[f].clone(),
+                shape.buffer,
+                cx,
+                copy_log,
+            )?);
         }
     }
     // Extension text: restricted to the fused producers.
