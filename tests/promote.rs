@@ -473,7 +473,7 @@ fn explain_register_level_counts_only_register_tiles() {
     );
     assert!(!e.contains("(-"), "{e}");
     assert!(
-        e.contains("  #0 C in reg below S_0, S_1: 8 x 32 = 1024 bytes, 129.0 accesses per element, copy in and out\n"),
+        e.contains("  #0 C in reg below S_0, S_1: 8 x 32 = 1024 bytes, 129.0 accesses per element, copy out\n"),
         "{e}"
     );
 }

@@ -191,7 +191,8 @@ impl<'a> Pass<PassCx<'a>> for Promote {
         } else {
             tree
         };
-        let (tree, report) = crate::promote::promote(cx.ctx, cx.program, cx.scop, &tree, &opts)?;
+        let (tree, report) =
+            crate::promote::promote(cx.ctx, cx.program, cx.scop, cx.deps, &tree, &opts)?;
         // Fusion counted on tile-local buffers for these: without them the tiles would
         // race on one global array.
         if cx.target.fuse_options().local_buffers {

@@ -44,8 +44,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use isl_rs::{DimType, Map, Schedule, ScheduleNode, ScheduleNodeType, Set, UnionMap};
+use isl_rs::{DimType, Map, Schedule, ScheduleNode, ScheduleNodeType, Set, UnionMap, UnionSet};
 use miette::{miette, Result};
+use polyhedral::deps::Deps;
 use polyhedral::ir::Program;
 use polyhedral::isl::ffi::model::map_text;
 use polyhedral::isl::{Ctx, IslResultExt};
@@ -592,6 +593,88 @@ pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> 
     Ok(Some(MarkAnalysis { depth, tiles }))
 }
 
+/// What a copy-in of `t` must bring: `None` when every element a tile reads was written
+/// before by an instance of the same tile, else the whole footprint `t.reads`. A read is
+/// covered when its exact (last-writer) source, from the RAW dependences, writes that
+/// element in the same tile: the dependences order that write before the read in any
+/// legal schedule, and the write goes to the tile's buffer. The conv chain's register
+/// tile of `C` is covered whole by its initialisation `C = 0`, so it is not read from
+/// memory.
+fn exposed_reads(scop: &Scop, deps: &Deps, m: &MarkTiles, t: &TensorTile) -> Result<Option<Map>> {
+    let Some(reads) = &t.reads else {
+        return Ok(None);
+    };
+    let of_tensor = |u: &UnionMap| -> Result<UnionMap> {
+        let ext = UnionSet::from_set(
+            scop.tensor_extents[t.tensor]
+                .copy()
+                .isl("copying a tensor's extent")?,
+        )
+        .isl("a tensor's extent")?;
+        u.copy()
+            .isl("copying accesses")?
+            .intersect_range(ext)
+            .isl("accesses of one tensor")
+    };
+    let r = of_tensor(&scop.reads)?;
+    let w = of_tensor(&scop.writes)?;
+    let inst_rev = m
+        .inst
+        .copy()
+        .isl("copying a map")?
+        .reverse()
+        .isl("tiles to instances")?;
+    // t -> [r -> x]: the read accesses of each tile.
+    let to_pair = r
+        .copy()
+        .isl("copying reads")?
+        .domain_map()
+        .isl("read pairs")?
+        .reverse()
+        .isl("read pairs")?;
+    let all = inst_rev
+        .copy()
+        .isl("copying a map")?
+        .apply_range(to_pair.copy().isl("copying a map")?)
+        .isl("the reads of each tile")?;
+    // w -> [r -> x]: w is r's source and writes x.
+    let by_source = deps
+        .raw
+        .copy()
+        .isl("copying RAW dependences")?
+        .apply_range(to_pair)
+        .isl("sources of read pairs")?;
+    let by_element = w
+        .apply_range(
+            r.range_map()
+                .isl("read pairs by element")?
+                .reverse()
+                .isl("read pairs by element")?,
+        )
+        .isl("writers of read elements")?;
+    let sourced = by_source
+        .intersect(by_element)
+        .isl("read pairs with their source")?;
+    // t -> [r -> x] whose source runs in the tile t too.
+    let covered = inst_rev
+        .apply_range(sourced)
+        .isl("read pairs sourced in a tile")?
+        .intersect(all.copy().isl("copying a map")?)
+        .isl("covered reads of each tile")?;
+    let exposed = all
+        .subtract(covered)
+        .isl("exposed reads of each tile")?
+        .range_factor_range()
+        .isl("exposed elements of each tile")?;
+    if exposed.is_empty().isl("testing a map for emptiness")? {
+        return Ok(None);
+    }
+    // Some tile reads a value it did not write: the copy-in keeps the whole footprint,
+    // whose box does not vary with the loops hoisting may move it above (a GEMM's `C`
+    // register tile is covered in the first reduction step only).
+    Ok(Some(reads.copy().isl("copying a map")?))
+}
+
 fn by_domain_name(u: &UnionMap) -> Result<BTreeMap<String, Map>> {
     let rev = u
         .copy()
@@ -686,6 +769,7 @@ pub fn promote(
     ctx: &Ctx,
     prog: &Program,
     scop: &Scop,
+    deps: &Deps,
     tree: &ScheduleTree,
     opts: &PromoteOptions,
 ) -> Result<(ScheduleTree, PromoteReport)> {
@@ -786,7 +870,13 @@ pub fn promote(
         let mut chosen = Vec::new();
         let mut tiles: Vec<Option<TensorTile>> = a.tiles.into_iter().map(Some).collect();
         for (i, local) in picks {
-            let Some(t) = tiles[i].take() else { continue };
+            let Some(mut t) = tiles[i].take() else {
+                continue;
+            };
+            // No copy-in when each tile writes what it reads before reading it.
+            if !local && t.reads.is_some() {
+                t.reads = exposed_reads(scop, deps, m, &t)?;
+            }
             // Shared memory keeps tiles row-major: its copies are spread over threads, and
             // blocks of register tiles would only shorten the rows they stride along.
             let block = if local || level.is_some_and(|l| l.kind == PromoteKind::Shared) {
