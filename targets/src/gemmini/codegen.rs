@@ -226,10 +226,30 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         .iter()
         .map(|&b| (b, var(&v(&format!("b{b}")))))
         .collect();
+    // The filter offsets (the other reduction iterators): host loops around the
+    // reduction steps.
+    let outer_at: Vec<(usize, KExpr)> = g
+        .outer
+        .iter()
+        .map(|&r| (r, var(&v(&format!("r{r}")))))
+        .collect();
     let at = |extra: &[(usize, KExpr)]| {
         let mut all = batch_at.clone();
+        all.extend(outer_at.iter().cloned());
         all.extend(extra.iter().cloned());
         all
+    };
+    // The first point of the filter offsets (true without any).
+    let outer_first = outer_at.iter().fold(None, |acc: Option<KExpr>, (r, x)| {
+        let eq = KExpr::Cmp(KCmp::Eq, Box::new(x.clone()), Box::new(int(g.bounds[*r].0)));
+        Some(match acc {
+            None => eq,
+            Some(a) => KExpr::And(Box::new(a), Box::new(eq)),
+        })
+    });
+    let and_first = |c: KExpr| match &outer_first {
+        None => c,
+        Some(f) => KExpr::And(Box::new(f.clone()), Box::new(c)),
     };
     let rows_left = |x: &str, hi: i64| min2(int(d), sub(int(hi), var(x)));
     // Block numbers within the tile.
@@ -238,10 +258,14 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     // Scratchpad bases: A in the first half of the banks, B in the second half; with
     // double buffering, the step's parity picks one of two banks.
     let half = (geo.sp_banks / 2).max(1) * geo.sp_bank_rows;
-    let step_parity = KExpr::Rem(
-        Box::new(div(sub(var(&k0), int(bk.0)), t.tk)),
-        Box::new(int(2)),
-    );
+    // The step number: the filter offsets' point, then the reduction step.
+    let k_steps = (bk.1 - bk.0 + t.tk - 1) / t.tk;
+    let mut step = int(0);
+    for (r, x) in &outer_at {
+        step = add(mul(step, g.extent(*r)), sub(x.clone(), int(g.bounds[*r].0)));
+    }
+    let step = add(mul(step, k_steps), div(sub(var(&k0), int(bk.0)), t.tk));
+    let step_parity = KExpr::Rem(Box::new(step), Box::new(int(2)));
     let (a_base, b_base) = if p.sp_double {
         (
             mul(step_parity.clone(), geo.sp_bank_rows),
@@ -333,14 +357,14 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let acc = int(ACC_BIT as i64);
     let accumulate = int((ACC_BIT | ACCUMULATE_BIT) as i64);
     let c_addr = if g.init.is_some() {
-        let first = KExpr::And(
+        let first = and_first(KExpr::And(
             Box::new(KExpr::Cmp(
                 KCmp::Eq,
                 Box::new(var(&k0)),
                 Box::new(int(bk.0)),
             )),
             Box::new(KExpr::Cmp(KCmp::Eq, Box::new(var(&kk)), Box::new(var(&k0)))),
-        );
+        ));
         add(
             KExpr::Select(
                 Box::new(first),
@@ -358,11 +382,11 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let c_addr_os = if g.init.is_some() {
         add(
             KExpr::Select(
-                Box::new(KExpr::Cmp(
+                Box::new(and_first(KExpr::Cmp(
                     KCmp::Eq,
                     Box::new(var(&k0)),
                     Box::new(int(bk.0)),
-                )),
+                ))),
                 Box::new(acc.clone()),
                 Box::new(accumulate.clone()),
             ),
@@ -503,13 +527,22 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             ),
         )
     };
-    let k_loop = for_lt(
+    let mut k_loop = for_lt(
         &k0,
         int(bk.0),
         int(bk.1),
         t.tk,
         KNode::Block(vec![load_a, load_b, computes]),
     );
+    for &r in g.outer.iter().rev() {
+        k_loop = for_lt(
+            &v(&format!("r{r}")),
+            int(g.bounds[r].0),
+            int(g.bounds[r].1),
+            1,
+            k_loop,
+        );
+    }
     let c_at = at(&[(g.i, var(&ii)), (g.j, var(&jj))]);
     let c_blocks = |node: KNode| {
         for_lt(
@@ -533,13 +566,19 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         ],
     ));
     let mut tile_body = Vec::new();
+    // Without an init, the accumulator starts from `C` itself, or from the folded
+    // `C(…) = X(…)`'s `X`.
+    let (start_tensor, start_off) = match &g.preload {
+        Some(p) => (p.tensor, &p.off),
+        None => (g.c, &g.c_off),
+    };
     if g.init.is_none() {
         tile_body.push(c_blocks(call(
             "gemmini_extended_mvin3",
             vec![
                 IntrinsicArg::Addr {
-                    tensor: g.c,
-                    offset: offset(&g.c_off, &c_at),
+                    tensor: start_tensor,
+                    offset: offset(start_off, &c_at),
                 },
                 i(add(acc.clone(), c_row)),
                 i(j_cols),
@@ -624,7 +663,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         prog.push(call(
             "gemmini_extended3_config_ld",
             vec![
-                i(int(c_stride)),
+                i(int(row(start_off, g.i) * 4)),
                 IntrinsicArg::Float(1.0),
                 i(int(0)),
                 i(int(2)),

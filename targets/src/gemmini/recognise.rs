@@ -31,6 +31,17 @@ pub struct Lin {
     pub coef: Vec<i64>,
 }
 
+/// A folded `C(…) = X(…)`: the accumulator starts from `X`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preload {
+    /// The folded statement.
+    pub stmt: usize,
+    /// The tensor read.
+    pub tensor: usize,
+    /// Its flat offset over the GEMM statement's iterators (and the unit column).
+    pub off: Lin,
+}
+
 /// A recognised GEMM statement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gemm {
@@ -53,7 +64,16 @@ pub struct Gemm {
     pub k: usize,
     /// The batch iterators (positions), outermost first.
     pub batch: Vec<usize>,
-    /// Per iterator: `[lo, hi)`.
+    /// The other reduction iterators (positions), outermost first: the filter offsets of
+    /// a convolution. Per point of them, the operands are read through strided `mvin`
+    /// rows (implicit im2col) and the products accumulate in the accumulator.
+    pub outer: Vec<usize>,
+    /// A statement `C(…) = X(…)` just before the update (no init), folded into the
+    /// accumulator's first contents: `X` is moved in with `mvin3` (a row stride of 0
+    /// broadcasts one row, as for a bias).
+    pub preload: Option<Preload>,
+    /// Per iterator: `[lo, hi)`, then the unit column `(0, 1)` at position
+    /// `stmt.iters.len()` (what `j` is when each row of `C` has one element).
     pub bounds: Vec<(i64, i64)>,
     /// Flat offsets of the three accesses.
     pub a_off: Lin,
@@ -212,6 +232,7 @@ pub fn recognise(
     sizes: &[i64],
     elem: DType,
     acc: DType,
+    dim: i64,
 ) -> Result<Gemm, String> {
     let st = &prog.stmts[s];
     let e = match &st.body {
@@ -223,13 +244,9 @@ pub fn recognise(
         return Err("its right side is not a product of two tensor reads".into());
     }
     let n = st.iters.len();
-    if n - st.n_lhs_iters != 1 {
-        return Err(format!(
-            "it has {} reduction iterators; the array reduces over exactly one",
-            n - st.n_lhs_iters
-        ));
+    if n == st.n_lhs_iters {
+        return Err("it has no reduction iterator".into());
     }
-    let k = st.n_lhs_iters;
     let mut bounds = Vec::new();
     for it in &st.iters {
         let all = it.lower.iter().chain(&it.upper);
@@ -286,117 +303,91 @@ pub fn recognise(
             ));
         }
     }
-    // Each operand: its dims' iterators.
+    // Each operand: its flat offset (any affine index, sliding windows included).
     let mut forms = Vec::new();
     for r in &reads {
-        let (dims, off) = access_form(prog, r.tensor, &r.index, n, sizes)?;
-        forms.push((r.tensor, dims, off));
+        let off = flat_offset(prog, r.tensor, &r.index, n, sizes)?;
+        forms.push((r.tensor, off));
     }
-    if cdims.len() < 2 {
-        return Err(format!(
-            "`{}` has fewer than two dimensions",
-            prog.tensors[c].name
-        ));
+    if cdims.is_empty() {
+        return Err(format!("`{}` is a scalar", prog.tensors[c].name));
     }
-    let (j, jc) = dim_iter(&cdims[cdims.len() - 1])
-        .ok_or_else(|| format!("the last index of `{}` is a constant", prog.tensors[c].name))?;
-    if jc != 1 {
-        return Err(format!(
-            "the last index of `{}` is strided",
-            prog.tensors[c].name
-        ));
-    }
-    let (i, _) = dim_iter(&cdims[cdims.len() - 2]).ok_or_else(|| {
-        format!(
-            "the second-to-last index of `{}` is a constant",
-            prog.tensors[c].name
-        )
-    })?;
-    let mut batch = Vec::new();
-    for d in &cdims[..cdims.len() - 2] {
-        if let Some((t, _)) = dim_iter(d) {
-            batch.push(t);
-        }
-    }
-    let mut used = batch.clone();
-    used.extend([i, j]);
-    used.sort_unstable();
-    used.dedup();
-    if used.len() != batch.len() + 2 || used.len() != st.n_lhs_iters {
+    let mut lhs_used: Vec<usize> = cdims.iter().filter_map(dim_iter).map(|x| x.0).collect();
+    let before = lhs_used.len();
+    lhs_used.sort_unstable();
+    lhs_used.dedup();
+    if lhs_used.len() != before || lhs_used.len() != st.n_lhs_iters {
         return Err(format!(
             "`{}` repeats an iterator across its dimensions",
             prog.tensors[c].name
         ));
     }
-    let holds =
-        |dims: &[DimIndex], t: usize| dims.iter().any(|d| dim_iter(d).map(|x| x.0) == Some(t));
-    let (ai, bi) = if holds(&forms[0].1, i) {
-        (0, 1)
-    } else {
-        (1, 0)
-    };
-    let (a, adims, a_off) = forms[ai].clone();
-    let (b, bdims, b_off) = forms[bi].clone();
-    let name = |t: usize| prog.tensors[t].name.clone();
-    if !holds(&adims, i) || !holds(&adims, k) || holds(&adims, j) {
-        return Err(format!(
-            "operand `{}` does not hold exactly the row and reduction iterators",
-            name(a)
-        ));
+    // The unit column: a pseudo-iterator at position `n` with one point, which no access
+    // uses (a result with one column per row).
+    let unit = n;
+    let mut c_off = c_off;
+    c_off.coef.push(0);
+    for f in &mut forms {
+        f.1.coef.push(0);
     }
-    if !holds(&bdims, j) || !holds(&bdims, k) || holds(&bdims, i) {
-        return Err(format!(
-            "operand `{}` does not hold exactly the reduction and column iterators",
-            name(b)
-        ));
-    }
-    let last = |dims: &[DimIndex]| dims.last().and_then(dim_iter);
-    let a_transposed = match last(&adims) {
-        Some((t, 1)) if t == k => false,
-        Some((t, 1)) if t == i => true,
-        _ => {
-            return Err(format!(
-            "the last index of `{}` is neither its row nor its reduction iterator with stride 1",
-            name(a)
-        ))
-        }
+    bounds.push((0, 1));
+    let ext = |t: usize| bounds[t].1 - bounds[t].0;
+    // The canonical assignment first (`j` = the result's last index, `i` the one before),
+    // then every other one, best array use first.
+    let last_iter = |k: usize| cdims.get(cdims.len().wrapping_sub(k)).and_then(dim_iter);
+    let canonical = match (last_iter(2), last_iter(1)) {
+        (Some((i, _)), Some((j, 1))) => Some((i, j)),
+        _ => None,
     };
-    let b_transposed = match last(&bdims) {
-        Some((t, 1)) if t == j => false,
-        Some((t, 1)) if t == k => true,
-        _ => {
-            return Err(format!(
-            "the last index of `{}` is neither its reduction nor its column iterator with stride 1",
-            name(b)
-        ))
-        }
-    };
-    for (t, dims) in [(a, &adims), (b, &bdims)] {
-        for d in dims {
-            if let Some((it, _)) = dim_iter(d) {
-                if it != i && it != j && it != k && !batch.contains(&it) {
-                    return Err(format!(
-                        "`{}` is indexed by an unexpected iterator",
-                        name(t)
-                    ));
-                }
+    let reductions: Vec<usize> = (st.n_lhs_iters..n).collect();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for j in (0..st.n_lhs_iters).chain([unit]) {
+        for i in 0..st.n_lhs_iters {
+            if i != j && !pairs.contains(&(i, j)) {
+                pairs.push((i, j));
             }
         }
-        let mut seen: Vec<usize> = dims.iter().filter_map(dim_iter).map(|x| x.0).collect();
-        let before = seen.len();
-        seen.sort_unstable();
-        seen.dedup();
-        if seen.len() != before {
-            return Err(format!(
-                "`{}` repeats an iterator across its dimensions",
-                name(t)
-            ));
+    }
+    let mut best: Option<(i64, Cand)> = None;
+    for (i, j) in pairs {
+        for &k in &reductions {
+            let Some(mut cand) = assign(&c_off, &forms, i, j, k, unit) else {
+                continue;
+            };
+            let d = dim.max(1);
+            let mut score = ext(i).min(d) * ext(j).min(d) * ext(k).min(d);
+            if canonical == Some((i, j)) {
+                cand.canonical = true;
+                score += i64::MAX / 2;
+            }
+            if best.as_ref().is_none_or(|b| score > b.0) {
+                best = Some((score, cand));
+            }
         }
     }
-    let init = s.checked_sub(1).filter(|&p| {
+    let Some((_, cand)) = best else {
+        return Err(why_not(prog, &c_off, &forms, st.n_lhs_iters, n, &st.iter_names()));
+    };
+    let Cand {
+        i,
+        j,
+        k,
+        a_first,
+        a_transposed,
+        b_transposed,
+        ..
+    } = cand;
+    let ((a, a_off), (b, b_off)) = if a_first {
+        (forms[0].clone(), forms[1].clone())
+    } else {
+        (forms[1].clone(), forms[0].clone())
+    };
+    let batch: Vec<usize> = (0..st.n_lhs_iters).filter(|&t| t != i && t != j).collect();
+    let outer: Vec<usize> = reductions.iter().copied().filter(|&t| t != k).collect();
+    // The statement just before, over the same points of `C`.
+    let same_points = |p: usize| {
         let ps = &prog.stmts[p];
-        matches!(ps.body, StmtBody::Init(AssignOp::Add))
-            && ps.lhs == c
+        ps.lhs == c
             && ps.lhs_index == st.lhs_index
             && ps.iters.len() == st.n_lhs_iters
             && ps
@@ -404,8 +395,20 @@ pub fn recognise(
                 .iter()
                 .zip(&st.iters)
                 .all(|(x, y)| x.lower == y.lower && x.upper == y.upper)
+    };
+    let init = s.checked_sub(1).filter(|&p| {
+        matches!(prog.stmts[p].body, StmtBody::Init(AssignOp::Add)) && same_points(p)
     });
+    // `C(…) = X(…)` just before a plain `+=`: `X` goes straight into the accumulator.
+    let preload = match s.checked_sub(1) {
+        Some(p) if init.is_none() && same_points(p) => {
+            preload_of(prog, scop, p, c, n, sizes, acc, i, j, unit)
+        }
+        _ => None,
+    };
     Ok(Gemm {
+        preload,
+        outer,
         stmt: s,
         init,
         c,
@@ -421,5 +424,171 @@ pub fn recognise(
         c_off,
         a_transposed,
         b_transposed,
+    })
+}
+
+/// One way to run a statement on the array: which iterators are the rows, columns and
+/// reduction, and which operand is `A`.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    i: usize,
+    j: usize,
+    k: usize,
+    a_first: bool,
+    a_transposed: bool,
+    b_transposed: bool,
+    canonical: bool,
+}
+
+/// Whether rows `i`, columns `j` (maybe the unit column) and reduction `k` fit the array:
+/// `C`'s rows contiguous along `j`, one operand (`A`) holding `i` and `k` but not `j`, the
+/// other (`B`) `k` and `j` but not `i`, each contiguous along one of its two.
+fn assign(c: &Lin, forms: &[(usize, Lin)], i: usize, j: usize, k: usize, unit: usize) -> Option<Cand> {
+    if c.coef[i] <= 0 || (j != unit && c.coef[j] != 1) {
+        return None;
+    }
+    for a_first in [true, false] {
+        let (a, b) = if a_first {
+            (&forms[0].1, &forms[1].1)
+        } else {
+            (&forms[1].1, &forms[0].1)
+        };
+        if a.coef[i] <= 0 || a.coef[k] <= 0 || a.coef[j] != 0 {
+            continue;
+        }
+        if b.coef[k] <= 0 || b.coef[i] != 0 || (j != unit && b.coef[j] <= 0) {
+            continue;
+        }
+        let a_transposed = if a.coef[k] == 1 {
+            false
+        } else if a.coef[i] == 1 {
+            true
+        } else {
+            continue;
+        };
+        let b_transposed = if j == unit || b.coef[j] == 1 {
+            false
+        } else if b.coef[k] == 1 {
+            true
+        } else {
+            continue;
+        };
+        return Some(Cand {
+            i,
+            j,
+            k,
+            a_first,
+            a_transposed,
+            b_transposed,
+            canonical: false,
+        });
+    }
+    None
+}
+
+/// Why no assignment fits, in the terms of the statement.
+fn why_not(
+    prog: &Program,
+    c: &Lin,
+    forms: &[(usize, Lin)],
+    n_lhs: usize,
+    n: usize,
+    names: &[String],
+) -> String {
+    let name = |t: usize| prog.tensors[t].name.clone();
+    // An iterator of the result that indexes both operands: no product pairs rows with
+    // columns through it (a depthwise convolution when it is the channel).
+    if let Some(t) = (0..n_lhs).find(|&t| c.coef[t] != 0 && forms.iter().all(|f| f.1.coef[t] != 0)) {
+        return format!(
+            "`{}` indexes the result and both operands (`{}`, `{}`): nothing is reduced across it (a depthwise convolution when it is the channel), so it can be neither the array's rows nor its columns, and no other assignment reads contiguous DRAM rows; mapping it onto the array would need a diagonal weight block laid out in DRAM (a copy)",
+            names[t],
+            name(forms[0].0),
+            name(forms[1].0)
+        );
+    }
+    if (n_lhs..n).all(|k| forms.iter().all(|f| f.1.coef[k] != 1)) {
+        return format!(
+            "no reduction iterator has stride 1 in `{}` or `{}`, and no row iterator lets an operand be read transposed: the array's operand rows must be contiguous in DRAM",
+            name(forms[0].0),
+            name(forms[1].0)
+        );
+    }
+    format!(
+        "no choice of rows, columns and reduction among its iterators reads `{}` and `{}` and writes the result in contiguous DRAM rows",
+        name(forms[0].0),
+        name(forms[1].0)
+    )
+}
+
+/// The flat element offset of an access with any affine indices (several iterators in one
+/// dimension, as a sliding window has), or why not.
+fn flat_offset(
+    prog: &Program,
+    tensor: usize,
+    index: &[Aff],
+    n: usize,
+    sizes: &[i64],
+) -> Result<Lin, String> {
+    let ten = &prog.tensors[tensor];
+    let shape: Vec<i64> = ten.shape.iter().map(|a| a.eval(&[], sizes)).collect();
+    let mut flat = Lin {
+        c0: 0,
+        coef: vec![0; n],
+    };
+    for (d, ix) in index.iter().enumerate() {
+        let (c, coef) = linearize(ix, n, sizes).ok_or_else(|| {
+            format!(
+                "the index of dimension {d} of `{}` divides an iterator",
+                ten.name
+            )
+        })?;
+        let stride: i64 = shape[d + 1..].iter().product();
+        flat.c0 += c * stride;
+        for (f, c) in flat.coef.iter_mut().zip(&coef) {
+            *f += c * stride;
+        }
+    }
+    Ok(flat)
+}
+
+/// Statement `p`, `C(…) = X(…)` over the points of `C`, as a preload of the accumulator:
+/// `X` in the accumulator's type, read along `j` contiguously (or one element per row),
+/// along `i` with any non-negative stride, and over the batch iterators.
+#[allow(clippy::too_many_arguments)]
+fn preload_of(
+    prog: &Program,
+    scop: &Scop,
+    p: usize,
+    c: usize,
+    n: usize,
+    sizes: &[i64],
+    acc: DType,
+    i: usize,
+    j: usize,
+    unit: usize,
+) -> Option<Preload> {
+    let ps = &prog.stmts[p];
+    let StmtBody::Update(AssignOp::Assign, Expr::Read { .. }) = &ps.body else {
+        return None;
+    };
+    let reads = &scop.stmt_reads[p];
+    let [r] = reads.as_slice() else {
+        return None;
+    };
+    if r.tensor == c || prog.tensors[r.tensor].dtype != acc {
+        return None;
+    }
+    let mut off = flat_offset(prog, r.tensor, &r.index, ps.iters.len(), sizes).ok()?;
+    off.coef.resize(n + 1, 0);
+    if off.coef[i] < 0 || (j != unit && off.coef[j] != 1) {
+        return None;
+    }
+    if off.coef.iter().any(|&x| x < 0) {
+        return None;
+    }
+    Some(Preload {
+        stmt: p,
+        tensor: r.tensor,
+        off,
     })
 }

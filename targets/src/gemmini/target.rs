@@ -294,7 +294,7 @@ impl Target for GemminiTarget {
         let mut folded = vec![false; n];
         #[allow(clippy::needless_range_loop)]
         for s in 0..n {
-            match recognise(prog, cx.scop, s, &sizes, elem, acc) {
+            match recognise(prog, cx.scop, s, &sizes, elem, acc, geo.dim) {
                 Ok(g) => {
                     let (t, how) = self.tiles(prog, &g, &geo, cx.spec, cx.scheduled)?;
                     let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
