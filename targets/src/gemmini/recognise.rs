@@ -355,7 +355,10 @@ pub fn recognise(
                 continue;
             };
             let d = dim.max(1);
-            let mut score = ext(i).min(d) * ext(j).min(d) * ext(k).min(d);
+            // Array use first; then operands read as stored rather than transposed.
+            let mut score = (ext(i).min(d) * ext(j).min(d) * ext(k).min(d)) * 4
+                + 2 * i64::from(!cand.a_transposed)
+                + i64::from(!cand.b_transposed);
             if canonical == Some((i, j)) {
                 cand.canonical = true;
                 score += i64::MAX / 2;

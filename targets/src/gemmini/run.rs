@@ -636,7 +636,11 @@ impl crate::Executable for ModelRun {
             }
         }
         it.exec(&self.kernel.body)?;
-        for &t in &prog.outputs {
+        // Outputs, and inputs a statement updates in place, come back from DRAM.
+        for t in 0..prog.tensors.len().min(tensors.len()) {
+            if prog.tensors[t].role == polyhedral::ir::TensorRole::Temp {
+                continue;
+            }
             let o = it.offs[t];
             let n = tensors[t].len() * prog.tensors[t].dtype.size_bytes();
             from_bytes(&mut tensors[t], &it.mem.bytes[o..o + n]);

@@ -232,10 +232,16 @@ fn retain_stmts(node: KNode, keep: &dyn Fn(usize) -> bool) -> KNode {
 
 /// What `explain` says a recognised GEMM is: its tensors, their layout and its iterators.
 pub(crate) fn describe_gemm(prog: &Program, g: &Gemm) -> String {
-    let it = |t: usize| prog.stmts[g.stmt].iters[t].name.clone();
-    let batch: Vec<String> = g.batch.iter().map(|&b| it(b)).collect();
-    format!(
-        "C = `{}`, A = `{}`{}, B = `{}`{}, i = {}, j = {}, k = {}{}",
+    let st = &prog.stmts[g.stmt];
+    let it = |t: usize| {
+        st.iters
+            .get(t)
+            .map(|x| x.name.clone())
+            .unwrap_or_else(|| "one column".into())
+    };
+    let list = |v: &[usize]| v.iter().map(|&b| it(b)).collect::<Vec<_>>().join(", ");
+    let mut text = format!(
+        "C = `{}`, A = `{}`{}, B = `{}`{}, i = {}, j = {}, k = {}",
         prog.tensors[g.c].name,
         prog.tensors[g.a].name,
         if g.a_transposed { " (transposed)" } else { "" },
@@ -244,12 +250,19 @@ pub(crate) fn describe_gemm(prog: &Program, g: &Gemm) -> String {
         it(g.i),
         it(g.j),
         it(g.k),
-        if batch.is_empty() {
-            String::new()
-        } else {
-            format!(", batch {}", batch.join(", "))
-        }
-    )
+    );
+    if !g.batch.is_empty() {
+        text += &format!(", batch {}", list(&g.batch));
+    }
+    if !g.outer.is_empty() {
+        text += &format!(
+            ", filter offsets {} (implicit im2col: per offset, strided mvin rows of `{}` and `{}`, accumulated)",
+            list(&g.outer),
+            prog.tensors[g.a].name,
+            prog.tensors[g.b].name
+        );
+    }
+    text
 }
 
 impl Target for GemminiTarget {
@@ -319,6 +332,15 @@ impl Target for GemminiTarget {
                         p.c_rows,
                         if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
                     ));
+                    if let Some(p) = &g.preload {
+                        folded[p.stmt] = true;
+                        notes.push(format!(
+                            "    {} is folded: `{}` is moved into the accumulator (mvin3{}) before the reduction",
+                            prog.stmts[p.stmt].name,
+                            prog.tensors[p.tensor].name,
+                            if p.off.coef[g.i] == 0 { ", row stride 0: one row broadcast to every row" } else { "" }
+                        ));
+                    }
                     if let Some(i) = g.init {
                         folded[i] = true;
                         notes.push(format!(
@@ -337,6 +359,11 @@ impl Target for GemminiTarget {
                     }
                 }
             }
+        }
+        // A folded statement was looked at before the GEMM that folds it.
+        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| **f) {
+            let host = format!("  {}: runs on the host", st.name);
+            notes.retain(|n| !n.starts_with(&host));
         }
         for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| !**f) {
             if matches!(st.body, StmtBody::Init(_)) {
