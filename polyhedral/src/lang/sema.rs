@@ -522,7 +522,6 @@ impl<'a> Sema<'a> {
 
         // Explicit ranges.
         let mut fixed: Vec<Option<Bounds>> = vec![None; self.iters.len()];
-        let mut where_span: Vec<Option<Span>> = vec![None; self.iters.len()];
         for r in &st.ranges {
             let Some(pos) = self.iters.iter().position(|(x, _)| *x == r.iter.name) else {
                 let list = self
@@ -544,30 +543,22 @@ impl<'a> Sema<'a> {
                     },
                 ));
             };
-            if let Some(prev) = where_span[pos] {
-                return Err(Box::new(
-                    self.src
-                        .error(
-                            r.iter.span,
-                            format!("`{}` has two ranges", r.iter.name),
-                            "second range",
-                            "give each index at most one `where` range",
-                        )
-                        .with_related(super::note(
-                            self.src,
-                            prev,
-                            "the first range",
-                            "first range here",
-                        )),
-                ));
-            }
+            // Several ranges of one index intersect (`kh in 0:KH, kh in 1 - oh : H + 1 - oh`:
+            // the filter rows that stay inside a padded image).
             let lo = self.lin(&r.lo, Mode::Where(pos))?;
             let hi = self.lin(&r.hi, Mode::Where(pos))?;
-            fixed[pos] = Some(Bounds {
-                lower: vec![lo],
-                upper: vec![hi],
-            });
-            where_span[pos] = Some(r.span);
+            match &mut fixed[pos] {
+                Some(b) => {
+                    b.lower.push(lo);
+                    b.upper.push(hi);
+                }
+                None => {
+                    fixed[pos] = Some(Bounds {
+                        lower: vec![lo],
+                        upper: vec![hi],
+                    })
+                }
+            }
         }
         if self.tc && st.op == AssignOp::Assign && self.iters.len() > n_lhs {
             let (r, span) = self.iters[n_lhs].clone();

@@ -296,17 +296,52 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let c_row = add(c_base, mul(add(mul(blk(&ii, &i0), njb), blk(&jj, &j0)), d));
 
     let i_rows = rows_left(&ii, bi.1);
+    // Padding: per filter offset, the rows of the block it reaches, and whether the
+    // offset reaches the batch point at all.
+    let guards = guard_parts(g, &v);
+    let row_guarded = !guards.i_lo.is_empty() || !guards.i_hi.is_empty();
+    let i_start = if guards.i_lo.is_empty() {
+        var(&ii)
+    } else {
+        let mut v = vec![var(&ii)];
+        v.extend(guards.i_lo.iter().cloned());
+        KExpr::Max(v)
+    };
+    let i_rows_step = if row_guarded {
+        let mut v = vec![add(var(&ii), int(d)), int(bi.1)];
+        v.extend(guards.i_hi.iter().cloned());
+        sub(KExpr::Min(v), i_start.clone())
+    } else {
+        i_rows.clone()
+    };
+    let some_rows = |n: KNode| {
+        if row_guarded {
+            KNode::If {
+                cond: KExpr::Cmp(KCmp::Gt, Box::new(i_rows_step.clone()), Box::new(int(0))),
+                then: Box::new(n),
+                els: None,
+            }
+        } else {
+            n
+        }
+    };
+    // The accumulator row of the first reached row of the block.
+    let c_row_step = if row_guarded {
+        add(c_row.clone(), sub(i_start.clone(), var(&ii)))
+    } else {
+        c_row.clone()
+    };
     let j_cols = rows_left(&jj, bj.1);
     let k_rows = rows_left(&kk, bk.1);
     let end = |x0: &str, tile: i64, hi: i64| min2(add(var(x0), int(tile)), int(hi));
 
     // mvin A: normal, a DRAM row is a row of A along k (rows = i); transposed, along i
     // (rows = k).
-    let a_at = at(&[(g.i, var(&ii)), (g.k, var(&kk))]);
+    let a_at = at(&[(g.i, i_start.clone()), (g.k, var(&kk))]);
     let (a_cols, a_rows_arg) = if g.a_transposed {
-        (i_rows.clone(), k_rows.clone())
+        (i_rows_step.clone(), k_rows.clone())
     } else {
-        (k_rows.clone(), i_rows.clone())
+        (k_rows.clone(), i_rows_step.clone())
     };
     let mvin_a = call(
         "gemmini_extended_mvin",
@@ -320,6 +355,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             i(a_rows_arg),
         ],
     );
+    let mvin_a = some_rows(mvin_a);
     let b_at = at(&[(g.k, var(&kk)), (g.j, var(&jj))]);
     let (b_cols, b_rows_arg) = if g.b_transposed {
         (k_rows.clone(), j_cols.clone())
@@ -356,7 +392,10 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     // accumulate.
     let acc = int(ACC_BIT as i64);
     let accumulate = int((ACC_BIT | ACCUMULATE_BIT) as i64);
-    let c_addr = if g.init.is_some() {
+    let padded = !g.guards.is_empty();
+    let c_addr = if padded {
+        add(accumulate.clone(), c_row_step.clone())
+    } else if g.init.is_some() {
         let first = and_first(KExpr::And(
             Box::new(KExpr::Cmp(
                 KCmp::Eq,
@@ -397,9 +436,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     };
     let garbage = i(int(GARBAGE_ADDR as i64));
     let first_row = KExpr::Cmp(KCmp::Eq, Box::new(var(&ii)), Box::new(var(&i0)));
-    let compute = KNode::If {
-        cond: first_row,
-        then: Box::new(KNode::Block(vec![
+    let preload_compute = KNode::Block(vec![
             call(
                 "gemmini_extended_preload",
                 vec![
@@ -408,7 +445,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
                     i(j_cols.clone()),
                     i(k_rows.clone()),
                     i(j_cols.clone()),
-                    i(i_rows.clone()),
+                    i(i_rows_step.clone()),
                 ],
             ),
             call(
@@ -417,13 +454,13 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
                     i(a_addr.clone()),
                     garbage.clone(),
                     i(k_rows.clone()),
-                    i(i_rows.clone()),
+                    i(i_rows_step.clone()),
                     i(int(d)),
                     i(int(d)),
                 ],
             ),
-        ])),
-        els: Some(Box::new(KNode::Block(vec![
+        ]);
+    let accumulate_compute = KNode::Block(vec![
             call(
                 "gemmini_extended_preload",
                 vec![
@@ -432,7 +469,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
                     i(int(d)),
                     i(int(d)),
                     i(j_cols.clone()),
-                    i(i_rows.clone()),
+                    i(i_rows_step.clone()),
                 ],
             ),
             call(
@@ -441,12 +478,22 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
                     i(a_addr),
                     garbage,
                     i(k_rows.clone()),
-                    i(i_rows.clone()),
+                    i(i_rows_step.clone()),
                     i(int(d)),
                     i(int(d)),
                 ],
             ),
-        ]))),
+        ]);
+    // Padded, a block may start past its first row or be skipped: every reached block
+    // preloads its weights.
+    let compute = if row_guarded {
+        some_rows(preload_compute)
+    } else {
+        KNode::If {
+            cond: first_row,
+            then: Box::new(preload_compute),
+            els: Some(Box::new(accumulate_compute)),
+        }
     };
     // Output-stationary (both operands stored transposed, which WS cannot read): per C
     // block, the step's k blocks accumulate in the PEs (`compute_preloaded` on the first,
@@ -527,13 +574,16 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             ),
         )
     };
-    let mut k_loop = for_lt(
-        &k0,
-        int(bk.0),
-        int(bk.1),
-        t.tk,
-        KNode::Block(vec![load_a, load_b, computes]),
-    );
+    let step_body = KNode::Block(vec![load_a, load_b, computes]);
+    let step_body = match guards.step.into_iter().reduce(|a, b| KExpr::And(Box::new(a), Box::new(b))) {
+        Some(cond) => KNode::If {
+            cond,
+            then: Box::new(step_body),
+            els: None,
+        },
+        None => step_body,
+    };
+    let mut k_loop = for_lt(&k0, int(bk.0), int(bk.1), t.tk, step_body);
     for &r in g.outer.iter().rev() {
         k_loop = for_lt(
             &v(&format!("r{r}")),
@@ -572,6 +622,19 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         Some(p) => (p.tensor, &p.off),
         None => (g.c, &g.c_off),
     };
+    if padded && g.init.is_some() {
+        // Padded, a filter offset may reach only some rows: the accumulator starts from
+        // zeros (an mvin from DRAM address 0 writes zeros).
+        tile_body.push(c_blocks(call(
+            "gemmini_extended_mvin3",
+            vec![
+                i(int(0)),
+                i(add(acc.clone(), c_row.clone())),
+                i(j_cols.clone()),
+                i(i_rows.clone()),
+            ],
+        )));
+    }
     if g.init.is_none() {
         tile_body.push(c_blocks(call(
             "gemmini_extended_mvin3",
@@ -659,7 +722,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             ],
         ),
     ];
-    if g.init.is_none() {
+    if g.init.is_none() || padded {
         prog.push(call(
             "gemmini_extended3_config_ld",
             vec![
@@ -673,6 +736,56 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     prog.push(body);
     prog.push(call("gemmini_fence", vec![]));
     KNode::Block(prog)
+}
+
+/// The guards of a padded convolution as kernel expressions over the loop variables of
+/// [`gemm_program`] (`{prefix}b{t}` for batch iterators, `{prefix}r{t}` for filter
+/// offsets).
+struct GuardParts {
+    /// Conditions on the batch point and the filter offset only.
+    step: Vec<KExpr>,
+    /// Lower bounds of the rows `i` the filter offset reaches.
+    i_lo: Vec<KExpr>,
+    /// Upper bounds (exclusive) of those rows.
+    i_hi: Vec<KExpr>,
+}
+
+fn guard_parts(g: &Gemm, v: &dyn Fn(&str) -> String) -> GuardParts {
+    let mut out = GuardParts {
+        step: Vec::new(),
+        i_lo: Vec::new(),
+        i_hi: Vec::new(),
+    };
+    for gd in &g.guards {
+        let r = var(&v(&format!("r{}", gd.iter)));
+        // X = r − (the bound without its `i` term).
+        let mut rest = int(gd.bound.c0);
+        for &b in &g.batch {
+            rest = add(rest, mul(var(&v(&format!("b{b}"))), gd.bound.coef[b]));
+        }
+        let x = sub(r.clone(), rest.clone());
+        let a = gd.bound.coef[g.i];
+        let floor = |e: KExpr, m: i64| {
+            if m == 1 {
+                e
+            } else {
+                KExpr::FloorDiv(Box::new(e), Box::new(int(m)))
+            }
+        };
+        let neg = |e: KExpr| KExpr::Neg(Box::new(e));
+        match (gd.lower, a.signum()) {
+            // r ≥ rest, r < rest.
+            (true, 0) => out.step.push(KExpr::Cmp(KCmp::Ge, Box::new(r), Box::new(rest))),
+            (false, 0) => out.step.push(KExpr::Cmp(KCmp::Lt, Box::new(r), Box::new(rest))),
+            // r ≥ a·i + rest ⇔ a·i ≤ X.
+            (true, 1) => out.i_hi.push(add(floor(x, a), int(1))),
+            (true, _) => out.i_lo.push(neg(floor(x, -a))),
+            // r < a·i + rest ⇔ a·i ≥ X + 1.
+            (false, 1) => out.i_lo.push(neg(floor(neg(add(x, int(1))), a))),
+            (false, _) => out.i_hi.push(add(floor(neg(add(x, int(1))), -a), int(1))),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

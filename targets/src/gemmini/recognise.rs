@@ -31,6 +31,18 @@ pub struct Lin {
     pub coef: Vec<i64>,
 }
 
+/// A bound of a filter offset that depends on the left-hand iterators (padding):
+/// `iter >= bound` (lower) or `iter < bound` (upper).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Guard {
+    /// The filter offset (an iterator of [`Gemm::outer`]).
+    pub iter: usize,
+    /// A lower bound (else an upper one).
+    pub lower: bool,
+    /// The bound, over the left-hand iterators.
+    pub bound: Lin,
+}
+
 /// A folded `C(…) = X(…)`: the accumulator starts from `X`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preload {
@@ -68,6 +80,11 @@ pub struct Gemm {
     /// a convolution. Per point of them, the operands are read through strided `mvin`
     /// rows (implicit im2col) and the products accumulate in the accumulator.
     pub outer: Vec<usize>,
+    /// Bounds of the filter offsets that depend on the left-hand iterators (a padded
+    /// convolution): per offset, the rows of `C` it reaches are a sub-range of each block,
+    /// so the `mvin` and the compute cover only those rows (nothing is padded in DRAM),
+    /// and the accumulator starts from zeros.
+    pub guards: Vec<Guard>,
     /// A statement `C(…) = X(…)` just before the update (no init), folded into the
     /// accumulator's first contents: `X` is moved in with `mvin3` (a row stride of 0
     /// broadcasts one row, as for a bias).
@@ -248,26 +265,47 @@ pub fn recognise(
         return Err("it has no reduction iterator".into());
     }
     let mut bounds = Vec::new();
-    for it in &st.iters {
-        let all = it.lower.iter().chain(&it.upper);
-        if all.clone().any(|a| !a.is_param_only()) {
-            return Err(format!(
+    let mut guards = Vec::new();
+    for (t, it) in st.iters.iter().enumerate() {
+        let not_box = || {
+            format!(
                 "the range of `{}` depends on another iterator (not a box)",
                 it.name
-            ));
+            )
+        };
+        // A reduction iterator's range may also depend on the left-hand iterators (a
+        // padded convolution's filter offsets): those bounds become guards.
+        for (lower, list) in [(true, &it.lower), (false, &it.upper)] {
+            for a in list.iter().filter(|a| !a.is_param_only()) {
+                let (c0, coef) = linearize(a, n, sizes).ok_or_else(not_box)?;
+                if t < st.n_lhs_iters || coef[st.n_lhs_iters..].iter().any(|&x| x != 0) {
+                    return Err(not_box());
+                }
+                guards.push(Guard {
+                    iter: t,
+                    lower,
+                    bound: Lin { c0, coef },
+                });
+            }
         }
         let lo = it
             .lower
             .iter()
+            .filter(|a| a.is_param_only())
             .map(|a| a.eval(&[], sizes))
-            .max()
-            .unwrap_or(0);
+            .max();
         let hi = it
             .upper
             .iter()
+            .filter(|a| a.is_param_only())
             .map(|a| a.eval(&[], sizes))
-            .min()
-            .unwrap_or(0);
+            .min();
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Err(format!(
+                "the range of `{}` has no bound made of sizes only on one side (give it one, e.g. `{} in 0:K` besides the range that depends on other iterators)",
+                it.name, it.name
+            ));
+        };
         if hi <= lo {
             return Err(format!("`{}` has an empty range", it.name));
         }
@@ -351,9 +389,19 @@ pub fn recognise(
     let mut best: Option<(i64, Cand)> = None;
     for (i, j) in pairs {
         for &k in &reductions {
+            // The reduction runs over a box; the guards may restrict rows, not columns.
+            if guards
+                .iter()
+                .any(|g| g.iter == k || (j != unit && g.bound.coef[j] != 0))
+            {
+                continue;
+            }
             let Some(mut cand) = assign(&c_off, &forms, i, j, k, unit) else {
                 continue;
             };
+            if !guards.is_empty() && cand.a_transposed && cand.b_transposed {
+                continue;
+            }
             let d = dim.max(1);
             // Array use first; then operands read as stored rather than transposed.
             let mut score = (ext(i).min(d) * ext(j).min(d) * ext(k).min(d)) * 4
@@ -369,6 +417,14 @@ pub fn recognise(
         }
     }
     let Some((_, cand)) = best else {
+        if let Some(g) = guards.first() {
+            if reductions.iter().all(|r| guards.iter().any(|g| g.iter == *r)) {
+                return Err(format!(
+                    "the range of `{}` depends on another iterator (not a box)",
+                    st.iters[g.iter].name
+                ));
+            }
+        }
         return Err(why_not(prog, &c_off, &forms, st.n_lhs_iters, n, &st.iter_names()));
     };
     let Cand {
@@ -409,7 +465,11 @@ pub fn recognise(
         }
         _ => None,
     };
+    for g in &mut guards {
+        g.bound.coef.push(0);
+    }
     Ok(Gemm {
+        guards,
         preload,
         outer,
         stmt: s,

@@ -341,12 +341,31 @@ impl Target for GemminiTarget {
                             if p.off.coef[g.i] == 0 { ", row stride 0: one row broadcast to every row" } else { "" }
                         ));
                     }
+                    if !g.guards.is_empty() {
+                        let names: Vec<String> = g
+                            .outer
+                            .iter()
+                            .filter(|r| g.guards.iter().any(|x| x.iter == **r))
+                            .map(|&r| format!("`{}`", prog.stmts[s].iters[r].name))
+                            .collect();
+                        notes.push(format!(
+                            "    padding: the ranges of {} depend on the output position, so per filter offset each block's mvin and compute cover only the rows it reaches (nothing is padded in DRAM)",
+                            names.join(", ")
+                        ));
+                    }
                     if let Some(i) = g.init {
                         folded[i] = true;
-                        notes.push(format!(
-                            "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
-                            prog.stmts[i].name, prog.tensors[g.c].name
-                        ));
+                        notes.push(if g.guards.is_empty() {
+                            format!(
+                                "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
+                                prog.stmts[i].name, prog.tensors[g.c].name
+                            )
+                        } else {
+                            format!(
+                                "    {} (the init of `{}`) is folded: the accumulator starts from zeros (mvin3 from DRAM address 0), since the first filter offset may not reach every row",
+                                prog.stmts[i].name, prog.tensors[g.c].name
+                            )
+                        });
                     }
                     gemms[s] = Some((g, t));
                 }
