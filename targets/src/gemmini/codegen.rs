@@ -437,53 +437,53 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let garbage = i(int(GARBAGE_ADDR as i64));
     let first_row = KExpr::Cmp(KCmp::Eq, Box::new(var(&ii)), Box::new(var(&i0)));
     let preload_compute = KNode::Block(vec![
-            call(
-                "gemmini_extended_preload",
-                vec![
-                    i(b_addr.clone()),
-                    i(c_addr.clone()),
-                    i(j_cols.clone()),
-                    i(k_rows.clone()),
-                    i(j_cols.clone()),
-                    i(i_rows_step.clone()),
-                ],
-            ),
-            call(
-                "gemmini_extended_compute_preloaded",
-                vec![
-                    i(a_addr.clone()),
-                    garbage.clone(),
-                    i(k_rows.clone()),
-                    i(i_rows_step.clone()),
-                    i(int(d)),
-                    i(int(d)),
-                ],
-            ),
-        ]);
+        call(
+            "gemmini_extended_preload",
+            vec![
+                i(b_addr.clone()),
+                i(c_addr.clone()),
+                i(j_cols.clone()),
+                i(k_rows.clone()),
+                i(j_cols.clone()),
+                i(i_rows_step.clone()),
+            ],
+        ),
+        call(
+            "gemmini_extended_compute_preloaded",
+            vec![
+                i(a_addr.clone()),
+                garbage.clone(),
+                i(k_rows.clone()),
+                i(i_rows_step.clone()),
+                i(int(d)),
+                i(int(d)),
+            ],
+        ),
+    ]);
     let accumulate_compute = KNode::Block(vec![
-            call(
-                "gemmini_extended_preload",
-                vec![
-                    garbage.clone(),
-                    i(c_addr),
-                    i(int(d)),
-                    i(int(d)),
-                    i(j_cols.clone()),
-                    i(i_rows_step.clone()),
-                ],
-            ),
-            call(
-                "gemmini_extended_compute_accumulated",
-                vec![
-                    i(a_addr),
-                    garbage,
-                    i(k_rows.clone()),
-                    i(i_rows_step.clone()),
-                    i(int(d)),
-                    i(int(d)),
-                ],
-            ),
-        ]);
+        call(
+            "gemmini_extended_preload",
+            vec![
+                garbage.clone(),
+                i(c_addr),
+                i(int(d)),
+                i(int(d)),
+                i(j_cols.clone()),
+                i(i_rows_step.clone()),
+            ],
+        ),
+        call(
+            "gemmini_extended_compute_accumulated",
+            vec![
+                i(a_addr),
+                garbage,
+                i(k_rows.clone()),
+                i(i_rows_step.clone()),
+                i(int(d)),
+                i(int(d)),
+            ],
+        ),
+    ]);
     // Padded, a block may start past its first row or be skipped: every reached block
     // preloads its weights.
     let compute = if row_guarded {
@@ -575,7 +575,11 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         )
     };
     let step_body = KNode::Block(vec![load_a, load_b, computes]);
-    let step_body = match guards.step.into_iter().reduce(|a, b| KExpr::And(Box::new(a), Box::new(b))) {
+    let step_body = match guards
+        .step
+        .into_iter()
+        .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
+    {
         Some(cond) => KNode::If {
             cond,
             then: Box::new(step_body),
@@ -775,8 +779,12 @@ fn guard_parts(g: &Gemm, v: &dyn Fn(&str) -> String) -> GuardParts {
         let neg = |e: KExpr| KExpr::Neg(Box::new(e));
         match (gd.lower, a.signum()) {
             // r ≥ rest, r < rest.
-            (true, 0) => out.step.push(KExpr::Cmp(KCmp::Ge, Box::new(r), Box::new(rest))),
-            (false, 0) => out.step.push(KExpr::Cmp(KCmp::Lt, Box::new(r), Box::new(rest))),
+            (true, 0) => out
+                .step
+                .push(KExpr::Cmp(KCmp::Ge, Box::new(r), Box::new(rest))),
+            (false, 0) => out
+                .step
+                .push(KExpr::Cmp(KCmp::Lt, Box::new(r), Box::new(rest))),
             // r ≥ a·i + rest ⇔ a·i ≤ X.
             (true, 1) => out.i_hi.push(add(floor(x, a), int(1))),
             (true, _) => out.i_lo.push(neg(floor(x, -a))),

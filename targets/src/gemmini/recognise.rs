@@ -300,11 +300,9 @@ pub fn recognise(
             .filter(|a| a.is_param_only())
             .map(|a| a.eval(&[], sizes))
             .min();
+        // Without a bound made of sizes only on one side, there is no box to loop over.
         let (Some(lo), Some(hi)) = (lo, hi) else {
-            return Err(format!(
-                "the range of `{}` has no bound made of sizes only on one side (give it one, e.g. `{} in 0:K` besides the range that depends on other iterators)",
-                it.name, it.name
-            ));
+            return Err(not_box());
         };
         if hi <= lo {
             return Err(format!("`{}` has an empty range", it.name));
@@ -418,14 +416,24 @@ pub fn recognise(
     }
     let Some((_, cand)) = best else {
         if let Some(g) = guards.first() {
-            if reductions.iter().all(|r| guards.iter().any(|g| g.iter == *r)) {
+            if reductions
+                .iter()
+                .all(|r| guards.iter().any(|g| g.iter == *r))
+            {
                 return Err(format!(
                     "the range of `{}` depends on another iterator (not a box)",
                     st.iters[g.iter].name
                 ));
             }
         }
-        return Err(why_not(prog, &c_off, &forms, st.n_lhs_iters, n, &st.iter_names()));
+        return Err(why_not(
+            prog,
+            &c_off,
+            &forms,
+            st.n_lhs_iters,
+            n,
+            &st.iter_names(),
+        ));
     };
     let Cand {
         i,
@@ -455,9 +463,9 @@ pub fn recognise(
                 .zip(&st.iters)
                 .all(|(x, y)| x.lower == y.lower && x.upper == y.upper)
     };
-    let init = s.checked_sub(1).filter(|&p| {
-        matches!(prog.stmts[p].body, StmtBody::Init(AssignOp::Add)) && same_points(p)
-    });
+    let init = s
+        .checked_sub(1)
+        .filter(|&p| matches!(prog.stmts[p].body, StmtBody::Init(AssignOp::Add)) && same_points(p));
     // `C(…) = X(…)` just before a plain `+=`: `X` goes straight into the accumulator.
     let preload = match s.checked_sub(1) {
         Some(p) if init.is_none() && same_points(p) => {
@@ -506,7 +514,14 @@ struct Cand {
 /// Whether rows `i`, columns `j` (maybe the unit column) and reduction `k` fit the array:
 /// `C`'s rows contiguous along `j`, one operand (`A`) holding `i` and `k` but not `j`, the
 /// other (`B`) `k` and `j` but not `i`, each contiguous along one of its two.
-fn assign(c: &Lin, forms: &[(usize, Lin)], i: usize, j: usize, k: usize, unit: usize) -> Option<Cand> {
+fn assign(
+    c: &Lin,
+    forms: &[(usize, Lin)],
+    i: usize,
+    j: usize,
+    k: usize,
+    unit: usize,
+) -> Option<Cand> {
     if c.coef[i] <= 0 || (j != unit && c.coef[j] != 1) {
         return None;
     }
@@ -561,7 +576,8 @@ fn why_not(
     let name = |t: usize| prog.tensors[t].name.clone();
     // An iterator of the result that indexes both operands: no product pairs rows with
     // columns through it (a depthwise convolution when it is the channel).
-    if let Some(t) = (0..n_lhs).find(|&t| c.coef[t] != 0 && forms.iter().all(|f| f.1.coef[t] != 0)) {
+    if let Some(t) = (0..n_lhs).find(|&t| c.coef[t] != 0 && forms.iter().all(|f| f.1.coef[t] != 0))
+    {
         return format!(
             "`{}` indexes the result and both operands (`{}`, `{}`): nothing is reduced across it (a depthwise convolution when it is the channel), so it can be neither the array's rows nor its columns, and no other assignment reads contiguous DRAM rows; mapping it onto the array would need a diagonal weight block laid out in DRAM (a copy)",
             names[t],

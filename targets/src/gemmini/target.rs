@@ -256,7 +256,7 @@ pub(crate) fn describe_gemm(prog: &Program, g: &Gemm) -> String {
     }
     if !g.outer.is_empty() {
         text += &format!(
-            ", filter offsets {} (implicit im2col: per offset, strided mvin rows of `{}` and `{}`, accumulated)",
+            ", filter offsets {} (implicit im2col: per offset, strided `mvin`s of `{}` rows and `{}` rows, accumulated)",
             list(&g.outer),
             prog.tensors[g.a].name,
             prog.tensors[g.b].name
@@ -349,7 +349,7 @@ impl Target for GemminiTarget {
                             .map(|&r| format!("`{}`", prog.stmts[s].iters[r].name))
                             .collect();
                         notes.push(format!(
-                            "    padding: the ranges of {} depend on the output position, so per filter offset each block's mvin and compute cover only the rows it reaches (nothing is padded in DRAM)",
+                            "    padding: the ranges of {} depend on the output position, so per filter offset each block's `mvin` and compute cover only the rows it reaches (nothing is padded in DRAM)",
                             names.join(", ")
                         ));
                     }
