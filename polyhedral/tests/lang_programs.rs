@@ -271,6 +271,16 @@ fn entry_selects_a_def() {
     assert!(compile(&src, Some("c")).is_err());
 }
 
+#[test]
+fn several_where_ranges_of_one_index_intersect() {
+    // A padded 1-D convolution: the filter taps that stay inside X.
+    let p = ok("def pad(f32(H) X, f32(K) F) -> (f32(H) Y) {\n  Y(h) +=! X(h + k - 1) * F(k) where k in 0:K, k in 1 - h : H + 1 - h\n}\n");
+    assert_eq!(
+        ranges(&p, &p.stmts[1]),
+        "h in [0]:[H] (inferred); k in [0, ((-h) + 1)]:[K, (((-h) + H) + 1)] (where)"
+    );
+}
+
 /// Every operator, non-rectangular ranges, floordiv/% indices, every type, casts,
 /// select, scalars, several outputs, inferred outputs, temporaries, sizes as values,
 /// widening inputs.
