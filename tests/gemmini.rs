@@ -318,6 +318,10 @@ fn explain_says_why_a_statement_runs_on_the_host() {
         ex.contains("  S_2: runs on the host, not tensorised: not a `+=` accumulation"),
         "{ex}"
     );
+    assert!(
+        ex.contains("    S_2: the ReLU of `C` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them"),
+        "{ex}"
+    );
 }
 
 fn skip_riscv() -> bool {

@@ -3,7 +3,7 @@
 
 use miette::{miette, Result};
 use polyhedral::diag::SourceFile;
-use polyhedral::ir::{DType, Program, StmtBody};
+use polyhedral::ir::{AssignOp, DType, Func, Program, StmtBody};
 use schedule_tree::{BufferRole, Pass, ScheduleTree};
 
 use crate::desc::TargetDesc;
@@ -377,6 +377,23 @@ impl Target for GemminiTarget {
                         ));
                     }
                 }
+            }
+        }
+        // A ReLU of a tensorised result cannot ride on its `mvout`: say why.
+        for (s, st) in prog.stmts.iter().enumerate() {
+            let StmtBody::Update(AssignOp::Assign, polyhedral::ir::Expr::Call(Func::Relu, args)) =
+                &st.body
+            else {
+                continue;
+            };
+            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = args.first() else {
+                continue;
+            };
+            if gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+                notes.push(format!(
+                    "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; an int8 result would need a saturating conversion, which the language cannot write yet (an int8 statement wraps its int32 operands)",
+                    st.name, prog.tensors[*tensor].name
+                ));
             }
         }
         // A folded statement was looked at before the GEMM that folds it.
