@@ -16,6 +16,15 @@
 //! read), the program runs output-stationary: per `C` block, the step's `k` blocks
 //! accumulate in the PEs and the last compute writes the accumulator.
 //!
+//! Convolutions: the filter offsets (reduction iterators other than `k`) are host loops
+//! around the reduction steps; per offset the operand blocks are read straight from the
+//! tensors with the offset's base and the row iterator's stride (implicit im2col), and
+//! the products keep accumulating. With padding (offset bounds that depend on the output
+//! position), per offset each block's `mvin` and compute cover only the rows the offset
+//! reaches, every reached block preloads its weights, and the accumulator starts from
+//! zeros (`mvin3` from DRAM address 0). A folded `C(…) = X(…)` moves `X` into the
+//! accumulator instead of `C` (a bias with row stride 0).
+//!
 //! Memory is allocated per bank: the `A` tiles take the first half of the scratchpad
 //! banks, the `B` tiles the second half; when a tile fits one bank, consecutive reduction
 //! steps alternate between two banks (double buffering). The accumulator's `C` tiles

@@ -1,23 +1,25 @@
-//! Recognising the contractions the systolic array runs, from the polyhedral model's access
-//! relations (never from names).
+//! Recognising the contractions the systolic array runs (GEMMs and convolutions), from the
+//! polyhedral model's access relations (never from names).
 //!
-//! A statement is a GEMM when:
+//! A statement is run by the array when:
 //! - it is `C[…] += X[…] · Y[…]` (an `Add` update whose right side multiplies two reads),
 //!   with `C` in the accumulator's element type and `X`, `Y` in the scratchpad's;
-//! - it has exactly one reduction iterator `k`, and every iterator ranges over a box whose
-//!   bounds are bound sizes;
-//! - every tensor index is a constant or one iterator times a positive coefficient plus a
-//!   constant;
-//! - `C`'s last dimension is indexed by a left-hand iterator `j` with coefficient 1 (its
-//!   rows are contiguous), its second-to-last by another, `i`; its other dimensions are
-//!   batch iterators;
-//! - one operand (`A`) holds `i` and `k`, the other (`B`) holds `k` and `j`; each operand's
-//!   last dimension is one of its two (coefficient 1), so `A` is stored `i`-major (normal)
-//!   or `k`-major (transposed), `B` `k`-major (normal) or `j`-major (transposed); the other
-//!   dimensions of the operands hold batch iterators or constants.
+//! - every left-hand iterator ranges over a box whose bounds are bound sizes, and so does
+//!   every reduction iterator, except that a reduction iterator that is not the array's
+//!   reduction may also have bounds that depend on the left-hand iterators (padding:
+//!   [`Guard`]s);
+//! - `C` holds each left-hand iterator in its own dimension; the operands may use any
+//!   affine index (a sliding window `2·ow + kw` included): only their flat offsets
+//!   `c0 + Σ coef[t] · t` matter;
+//! - some choice of rows `i` and columns `j` among the left-hand iterators (`j` may be
+//!   the unit column: one element per row) and of the reduction `k` among the reduction
+//!   iterators has `C` contiguous along `j`, one operand (`A`) holding `i` and `k` but not
+//!   `j`, the other (`B`) `k` and `j` but not `i`, each contiguous along one of its two
+//!   (stored as is, or transposed). The plain reading (`j` = `C`'s last index, `i` the one
+//!   before) is tried first; else the choice that uses most of the DIM×DIM array.
 //!
-//! The flat element offset of every access is then `c0 + Σ coef[t] · t` over the
-//! statement's iterators, which is all the instruction program needs.
+//! The other left-hand iterators are batch loops; the other reduction iterators are filter
+//! offsets (implicit im2col: per offset, strided `mvin` rows of the operands, accumulated).
 
 use polyhedral::ir::{Aff, AssignOp, DType, Expr, Program, StmtBody};
 use polyhedral::scop::Scop;
@@ -206,7 +208,7 @@ fn access_form(
             }
             _ => {
                 return Err(format!(
-                    "dimension {d} of `{}` is indexed by several iterators (a sliding window, which needs im2col)",
+                    "dimension {d} of the result `{}` is indexed by several iterators (each dimension of the result must be one iterator)",
                     ten.name
                 ))
             }
