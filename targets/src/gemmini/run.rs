@@ -548,6 +548,7 @@ impl Interp<'_> {
                     Func::Max => v[0].max(v[1]),
                     Func::Min => v[0].min(v[1]),
                     Func::Abs => w(v[0].wrapping_abs()),
+                    Func::SatI8 => v[0].clamp(-128, 127),
                     other => {
                         return Err(miette!(
                         "the Gemmini model does not evaluate `{}` in a host statement; use --via c",
