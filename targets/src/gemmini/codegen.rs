@@ -616,14 +616,20 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             for_lt(&jj, var(&j0), end(&j0, t.tj, bj.1), d, node),
         )
     };
+    // The rows leave the accumulator as int32 (bit 29), or through the fused epilogue's
+    // scaling and activation into its int8 tensor.
+    let (out_tensor, out_off, out_bits) = match &g.epilogue {
+        Some(e) => (e.tensor, &e.off, ACC_BIT),
+        None => (g.c, &g.c_off, ACC_BIT | FULL_ACC_BIT),
+    };
     let mvout = c_blocks(call(
         "gemmini_extended_mvout",
         vec![
             IntrinsicArg::Addr {
-                tensor: g.c,
-                offset: offset(&g.c_off, &c_at),
+                tensor: out_tensor,
+                offset: offset(out_off, &c_at),
             },
-            i(add(int((ACC_BIT | FULL_ACC_BIT) as i64), c_row.clone())),
+            i(add(int(out_bits as i64), c_row.clone())),
             i(j_cols.clone()),
             i(i_rows.clone()),
         ],
@@ -692,6 +698,11 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         row(&g.b_off, g.k)
     };
     let c_stride = row(&g.c_off, g.i) * 4;
+    let (st_stride, st_act) = match &g.epilogue {
+        Some(e) if e.relu => (row(&e.off, g.i), named("RELU", 1)),
+        Some(e) => (row(&e.off, g.i), named("NO_ACTIVATION", 0)),
+        None => (c_stride, named("NO_ACTIVATION", 0)),
+    };
     let mut prog = vec![
         call(
             "gemmini_extended_config_ex",
@@ -710,11 +721,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         ),
         call(
             "gemmini_extended_config_st",
-            vec![
-                i(int(c_stride)),
-                named("NO_ACTIVATION", 0),
-                IntrinsicArg::Float(1.0),
-            ],
+            vec![i(int(st_stride)), st_act, IntrinsicArg::Float(1.0)],
         ),
         call(
             "gemmini_extended3_config_ld",

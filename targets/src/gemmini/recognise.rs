@@ -56,6 +56,19 @@ pub struct Preload {
     pub off: Lin,
 }
 
+/// A fused `Q(…) = sat_i8(relu(C(…)))` (or `sat_i8(C(…))`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Epilogue {
+    /// The fused statement.
+    pub stmt: usize,
+    /// The int8 tensor written.
+    pub tensor: usize,
+    /// Its flat offset over the GEMM statement's iterators (and the unit column).
+    pub off: Lin,
+    /// With the ReLU.
+    pub relu: bool,
+}
+
 /// A recognised GEMM statement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gemm {
@@ -91,6 +104,10 @@ pub struct Gemm {
     /// accumulator's first contents: `X` is moved in with `mvin3` (a row stride of 0
     /// broadcasts one row, as for a bias).
     pub preload: Option<Preload>,
+    /// A statement `Q(…) = sat_i8(relu(C(…)))` (or without the ReLU) just after the
+    /// update, fused into the `mvout`: the rows leave the accumulator through Gemmini's
+    /// scaling (identity scale, round and saturate to int8) and activation, into `Q`.
+    pub epilogue: Option<Epilogue>,
     /// Per iterator: `[lo, hi)`, then the unit column `(0, 1)` at position
     /// `stmt.iters.len()` (what `j` is when each row of `C` has one element).
     pub bounds: Vec<(i64, i64)>,
@@ -478,7 +495,9 @@ pub fn recognise(
     for g in &mut guards {
         g.bound.coef.push(0);
     }
+    let epilogue = epilogue_of(prog, scop, s, n, sizes, elem, i, j, unit);
     Ok(Gemm {
+        epilogue,
         guards,
         preload,
         outer,
@@ -671,5 +690,74 @@ fn preload_of(
         stmt: p,
         tensor: r.tensor,
         off,
+    })
+}
+
+/// Statement `s + 1` as an epilogue of the GEMM `s` that `mvout` can apply: `Q(…) =
+/// sat_i8(relu(C(…)))` or `sat_i8(C(…))` over the points of `C`, with `C` a temporary
+/// that no other statement uses and `Q` in the scratchpad's type (int8), contiguous along
+/// `j` (or one element per row).
+#[allow(clippy::too_many_arguments)]
+fn epilogue_of(
+    prog: &Program,
+    scop: &Scop,
+    s: usize,
+    n: usize,
+    sizes: &[i64],
+    elem: DType,
+    i: usize,
+    j: usize,
+    unit: usize,
+) -> Option<Epilogue> {
+    use polyhedral::ir::{Func, TensorRole};
+    let st = &prog.stmts[s];
+    let c = st.lhs;
+    let p = s + 1;
+    let ps = prog.stmts.get(p)?;
+    if prog.tensors[c].role != TensorRole::Temp || ps.lhs == c {
+        return None;
+    }
+    let StmtBody::Update(AssignOp::Assign, Expr::Call(Func::SatI8, args)) = &ps.body else {
+        return None;
+    };
+    let (relu, inner) = match args.first()? {
+        Expr::Call(Func::Relu, a) => (true, a.first()?),
+        other => (false, other),
+    };
+    let Expr::Read { tensor, index, .. } = inner else {
+        return None;
+    };
+    if *tensor != c || *index != st.lhs_index {
+        return None;
+    }
+    if ps.iters.len() != st.n_lhs_iters
+        || !ps
+            .iters
+            .iter()
+            .zip(&st.iters)
+            .all(|(x, y)| x.lower == y.lower && x.upper == y.upper)
+    {
+        return None;
+    }
+    let q = ps.lhs;
+    if prog.tensors[q].dtype != elem {
+        return None;
+    }
+    // Nothing else touches `C`: its init or preload, the update and the epilogue only.
+    let uses_c =
+        |t: usize| prog.stmts[t].lhs == c || scop.stmt_reads[t].iter().any(|r| r.tensor == c);
+    if (0..prog.stmts.len()).any(|t| t != s && t != p && t + 1 != s && uses_c(t)) {
+        return None;
+    }
+    let mut off = flat_offset(prog, q, &ps.lhs_index, ps.iters.len(), sizes).ok()?;
+    off.coef.resize(n + 1, 0);
+    if off.coef[i] <= 0 || (j != unit && off.coef[j] != 1) || off.coef.iter().any(|&x| x < 0) {
+        return None;
+    }
+    Some(Epilogue {
+        stmt: p,
+        tensor: q,
+        off,
+        relu,
     })
 }

@@ -332,6 +332,17 @@ impl Target for GemminiTarget {
                         p.c_rows,
                         if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
                     ));
+                    if let Some(e) = &g.epilogue {
+                        folded[e.stmt] = true;
+                        notes.push(format!(
+                            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8){} into `{}`; `{}` never reaches DRAM",
+                            prog.stmts[e.stmt].name,
+                            prog.tensors[g.c].name,
+                            if e.relu { " and ReLU" } else { "" },
+                            prog.tensors[e.tensor].name,
+                            prog.tensors[g.c].name
+                        ));
+                    }
                     if let Some(p) = &g.preload {
                         folded[p.stmt] = true;
                         notes.push(format!(
@@ -389,7 +400,7 @@ impl Target for GemminiTarget {
             let Some(polyhedral::ir::Expr::Read { tensor, .. }) = args.first() else {
                 continue;
             };
-            if gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
                 notes.push(format!(
                     "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; an int8 result would need a saturating conversion, which the language cannot write yet (an int8 statement wraps its int32 operands)",
                     st.name, prog.tensors[*tensor].name
