@@ -128,6 +128,11 @@ fn explain_counts_equal_the_models() {
             "N=1,H=10,W=19,CI=6,CO=18,KH=3,KW=3",
             None,
         ),
+        (
+            "examples/gemmini/conv2d_bias_relu_i8.tc",
+            "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
+            None,
+        ),
     ] {
         let dir = tempdir();
         let mut extra = Vec::new();
@@ -373,6 +378,11 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
         (
             "examples/gemmini/conv2d_bias.tc",
             "N=1,H=10,W=19,CI=6,CO=18,KH=3,KW=3",
+        ),
+        ("examples/gemmini/gemm_bias_relu_i8.tc", "M=37,N=29,K=23"),
+        (
+            "examples/gemmini/conv2d_bias_relu_i8.tc",
+            "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
         ),
     ] {
         let c = dir.path().join("k.c");
@@ -669,8 +679,14 @@ fn convolutions_match_the_interpreter_on_both_paths() {
         ("examples/gemmini/conv_chain.tc", "H=20,W=35,KH=3,KW=3"),
         (&conv1d, "N=40,K=3,M=38"),
         (&gemv, "M=37,K=23"),
-        // Bias preloaded into the accumulator.
+        // Bias preloaded into the accumulator; ReLU and saturation to int8 on mvout.
         ("examples/gemmini/gemm_bias.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_bias_relu_i8.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_bias_relu_i8.tc", "M=70,N=17,K=150"),
+        (
+            "examples/gemmini/conv2d_bias_relu_i8.tc",
+            "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
+        ),
         (
             "examples/gemmini/conv2d_bias.tc",
             "N=1,H=10,W=19,CI=6,CO=18,KH=3,KW=3",
@@ -757,4 +773,82 @@ fn explain_describes_convolutions() {
     let want = "    S_0 is folded: `bias` is moved into the accumulator (mvin3, row stride 0: one row broadcast to every row) before the reduction";
     assert!(ex.contains(want), "no `{want}` in:\n{ex}");
     assert!(!ex.contains("S_0: runs on the host"), "{ex}");
+}
+
+#[test]
+fn bias_relu_and_saturation_run_as_one_kernel() {
+    let params = "M=37,N=29,K=23";
+    let ex = polyc_ok(&[
+        "explain",
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        "--param",
+        params,
+        "--target",
+        "gemmini",
+    ]);
+    for want in [
+        "    S_2 is fused into the mvout: `C`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8) and ReLU into `Q`; `C` never reaches DRAM",
+        "    S_0 is folded: `bias` is moved into the accumulator (mvin3, row stride 0: one row broadcast to every row) before the reduction",
+    ] {
+        assert!(ex.contains(want), "no `{want}` in:\n{ex}");
+    }
+    assert!(!ex.contains("runs on the host"), "{ex}");
+    // One int8 byte per element of Q leaves the accumulator (37 × 29), and the store is
+    // configured with the ReLU.
+    let line = check(
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        params,
+        "model",
+        &[],
+    );
+    assert!(
+        line.contains("accumulator→DRAM 74 rows 1073 bytes"),
+        "{line}"
+    );
+    let dir = tempdir();
+    let c = dir.path().join("k.c");
+    let c = c.to_str().expect("path");
+    polyc_ok(&[
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        "--param",
+        params,
+        "--target",
+        "gemmini",
+        "-o",
+        c,
+    ]);
+    let text = std::fs::read_to_string(c).expect("C");
+    assert!(
+        text.contains("gemmini_extended_config_st(29, RELU, 1.0f);"),
+        "{text}"
+    );
+    // The CPU's C computes sat_i8 as the interpreter does.
+    let o = polyc(&[
+        "run",
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        "--param",
+        params,
+        "--check",
+    ]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).trim_end().ends_with(" ok"), "{}", stdout(&o));
+}
+
+#[test]
+fn sat_i8_is_only_the_whole_right_side_of_an_int8_statement() {
+    let dir = tempdir();
+    let prog = write(
+        dir.path(),
+        "bad.tc",
+        "def bad(i32(N) X) -> (i32(N) Y) {\n  Y(i) = sat_i8(X(i)) + 1\n}\n",
+    );
+    let e = flat(&polyc_err(&[&prog, "--param", "N=3"]));
+    assert!(
+        e.contains("bad.tc:2:10: `sat_i8` saturates the value stored into an i8 tensor"),
+        "{e}"
+    );
+    assert!(
+        e.contains("not the whole right side of an i8 statement"),
+        "{e}"
+    );
 }
