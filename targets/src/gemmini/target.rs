@@ -402,8 +402,11 @@ impl Target for GemminiTarget {
             };
             if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
                 notes.push(format!(
-                    "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; an int8 result would need a saturating conversion, which the language cannot write yet (an int8 statement wraps its int32 operands)",
-                    st.name, prog.tensors[*tensor].name
+                    "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; for an int8 result, write `Q(…) = sat_i8(relu({}(…)))` into an int8 tensor with `{}` a temporary, which fuses",
+                    st.name,
+                    prog.tensors[*tensor].name,
+                    prog.tensors[*tensor].name,
+                    prog.tensors[*tensor].name
                 ));
             }
         }
