@@ -133,6 +133,12 @@ fn explain_counts_equal_the_models() {
             "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
             None,
         ),
+        // A tile spec on a convolution: its band members are (oh, ow, co, kh), kw, ci.
+        (
+            "examples/gemmini/conv2d.tc",
+            "N=1,H=19,W=37,CI=40,CO=40,KH=3,KW=3",
+            Some("S_1: 1@accumulator, 16@accumulator, 32@accumulator, 1@accumulator, 1@accumulator, 16@scratchpad\n"),
+        ),
     ] {
         let dir = tempdir();
         let mut extra = Vec::new();
