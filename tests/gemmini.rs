@@ -113,6 +113,32 @@ fn explain_counts_equal_the_models() {
             "Bt=2,M=20,N=17,K=33",
             None,
         ),
+        (
+            "examples/gemmini/conv2d.tc",
+            "N=2,H=19,W=37,CI=20,CO=17,KH=3,KW=3",
+            None,
+        ),
+        (
+            "examples/gemmini/conv2d_pad.tc",
+            "N=1,H=20,W=45,CI=17,CO=19,KH=3,KW=3",
+            None,
+        ),
+        (
+            "examples/gemmini/conv2d_bias.tc",
+            "N=1,H=10,W=19,CI=6,CO=18,KH=3,KW=3",
+            None,
+        ),
+        (
+            "examples/gemmini/conv2d_bias_relu_i8.tc",
+            "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
+            None,
+        ),
+        // A tile spec on a convolution: its band members are (oh, ow, co, kh), kw, ci.
+        (
+            "examples/gemmini/conv2d.tc",
+            "N=1,H=19,W=37,CI=40,CO=40,KH=3,KW=3",
+            Some("S_1: 1@accumulator, 16@accumulator, 32@accumulator, 1@accumulator, 1@accumulator, 16@scratchpad\n"),
+        ),
     ] {
         let dir = tempdir();
         let mut extra = Vec::new();
@@ -303,6 +329,10 @@ fn explain_says_why_a_statement_runs_on_the_host() {
         ex.contains("  S_2: runs on the host, not tensorised: not a `+=` accumulation"),
         "{ex}"
     );
+    assert!(
+        ex.contains("    S_2: the ReLU of `C` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them"),
+        "{ex}"
+    );
 }
 
 fn skip_riscv() -> bool {
@@ -333,6 +363,33 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
         ("examples/gemmini/gemm_acc.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/gemm_relu_host.tc", "M=37,N=29,K=23"),
         ("examples/gemmini/batch_gemm.tc", "Bt=2,M=37,N=29,K=23"),
+        (
+            "examples/gemmini/conv2d.tc",
+            "N=2,H=9,W=11,CI=5,CO=7,KH=3,KW=3",
+        ),
+        (
+            "examples/gemmini/conv2d_pad.tc",
+            "N=1,H=9,W=11,CI=5,CO=7,KH=3,KW=3",
+        ),
+        (
+            "examples/gemmini/conv2d_chw.tc",
+            "CI=3,H=13,W=17,CO=20,KH=3,KW=3",
+        ),
+        (
+            "examples/gemmini/depthwise_conv.tc",
+            "C=3,H=12,W=21,KH=3,KW=3",
+        ),
+        ("examples/gemmini/conv_chain.tc", "H=20,W=35,KH=3,KW=3"),
+        ("examples/gemmini/gemm_bias.tc", "M=37,N=29,K=23"),
+        (
+            "examples/gemmini/conv2d_bias.tc",
+            "N=1,H=10,W=19,CI=6,CO=18,KH=3,KW=3",
+        ),
+        ("examples/gemmini/gemm_bias_relu_i8.tc", "M=37,N=29,K=23"),
+        (
+            "examples/gemmini/conv2d_bias_relu_i8.tc",
+            "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
+        ),
     ] {
         let c = dir.path().join("k.c");
         let c = c.to_str().expect("path");
@@ -429,9 +486,14 @@ fn explain_gives_the_reason_a_contraction_is_not_tensorised() {
     let dir = tempdir();
     let cases = [
         (
-            "def conv1d(i8(N) X, i8(K) W) -> (i32(M) Y) {\n  Y(i) +=! X(i + k) * W(k) where i in 0:M, k in 0:K\n}\n",
-            "N=20,K=3,M=18",
-            "  S_1: runs on the host, not tensorised: dimension 0 of `X` is indexed by several iterators (a sliding window, which needs im2col)",
+            "def dw(i8(N, H, W, C) I, i8(KH, KW, C) F) -> (i32(N, H - KH + 1, W - KW + 1, C) O) {\n  O(n, h, w, c) +=! I(n, h + kh, w + kw, c) * F(kh, kw, c)\n}\n",
+            "N=1,H=8,W=9,C=5,KH=3,KW=3",
+            "  S_1: runs on the host, not tensorised: `c` indexes the result and both operands (`I`, `F`): nothing is reduced across it (a depthwise convolution when it is the channel), so it can be neither the array's rows nor its columns, and no other assignment reads contiguous DRAM rows; mapping it onto the array would need a diagonal weight block laid out in DRAM (a copy)",
+        ),
+        (
+            "def strided(i8(M, K) A, i8(K, N) B) -> (i32(M, N) C) {\n  C(i, j) +=! A(i, 2 * k) * B(2 * k, 2 * j) where k in 0:floordiv(K, 2), j in 0:floordiv(N, 2)\n}\n",
+            "M=20,N=20,K=20",
+            "  S_1: runs on the host, not tensorised: no reduction iterator has stride 1 in `A` or `B`, and no row iterator lets an operand be read transposed: the array's operand rows must be contiguous in DRAM",
         ),
         (
             "def tri(i8(N, N) A, i8(N, N) B) -> (i32(N, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j) where k in 0:i\n}\n",
@@ -442,11 +504,6 @@ fn explain_gives_the_reason_a_contraction_is_not_tensorised() {
             "def wide(i32(M, K) A, i8(K, N) B) -> (i32(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
             "M=20,N=20,K=20",
             "  S_1: runs on the host, not tensorised: operand `A` is i32, but the scratchpad holds i8",
-        ),
-        (
-            "def gemv(i8(M, K) A, i8(K) x) -> (i32(M) y) {\n  y(i) +=! A(i, k) * x(k)\n}\n",
-            "M=20,K=20",
-            "  S_1: runs on the host, not tensorised: `y` has fewer than two dimensions",
         ),
     ];
     for (k, (src, params, want)) in cases.iter().enumerate() {
@@ -568,4 +625,236 @@ fn search_entries_are_ranked_by_edp() {
     let min = all.iter().cloned().fold(f64::INFINITY, f64::min);
     assert_eq!(picked, min, "{all:?}");
     assert!(all.iter().any(|&e| e > min), "the points differ: {all:?}");
+}
+
+#[test]
+fn convolutions_match_the_interpreter_on_both_paths() {
+    let dir = tempdir();
+    let conv1d = write(
+        dir.path(),
+        "conv1d.tc",
+        "def conv1d(i8(N) X, i8(K) W) -> (i32(M) Y) {\n  Y(i) +=! X(i + k) * W(k) where i in 0:M, k in 0:K\n}\n",
+    );
+    let gemv = write(
+        dir.path(),
+        "gemv.tc",
+        "def gemv(i8(M, K) A, i8(K) x) -> (i32(M) y) {\n  y(i) +=! A(i, k) * x(k)\n}\n",
+    );
+    let same = write(
+        dir.path(),
+        "same.tc",
+        "def same(i8(N, H, W, CI) I, i8(KH, KW, CI, CO) Wt) -> (i32(N, H, W, CO) O) {\n  O(n, oh, ow, co) +=! I(n, oh + kh - 1, ow + kw - 1, ci) * Wt(kh, kw, ci, co) where kh in 0:KH, kh in 1 - oh : H + 1 - oh, kw in 0:KW, kw in 1 - ow : W + 1 - ow\n}\n",
+    );
+    let cases: Vec<(&str, &str)> = vec![
+        // NHWC, stride 2: odd sizes, channels above DIM, a tiny one.
+        (
+            "examples/gemmini/conv2d.tc",
+            "N=2,H=19,W=37,CI=20,CO=17,KH=3,KW=3",
+        ),
+        (
+            "examples/gemmini/conv2d.tc",
+            "N=1,H=40,W=35,CI=33,CO=40,KH=3,KW=2",
+        ),
+        (
+            "examples/gemmini/conv2d.tc",
+            "N=1,H=5,W=5,CI=3,CO=4,KH=3,KW=3",
+        ),
+        // Padding 1, stride 2 and stride 1 ("same").
+        (
+            "examples/gemmini/conv2d_pad.tc",
+            "N=2,H=20,W=45,CI=17,CO=19,KH=3,KW=3",
+        ),
+        (
+            "examples/gemmini/conv2d_pad.tc",
+            "N=1,H=8,W=8,CI=16,CO=16,KH=5,KW=5",
+        ),
+        (
+            "examples/gemmini/conv2d_pad.tc",
+            "N=1,H=2,W=3,CI=1,CO=1,KH=3,KW=3",
+        ),
+        (&same, "N=1,H=19,W=37,CI=20,CO=17,KH=3,KW=3"),
+        // CHW layouts, depthwise, the conv chain's conv, a 1-D convolution and a GEMV.
+        (
+            "examples/gemmini/conv2d_chw.tc",
+            "CI=3,H=13,W=17,CO=20,KH=3,KW=3",
+        ),
+        (
+            "examples/gemmini/depthwise_conv.tc",
+            "C=3,H=12,W=21,KH=3,KW=3",
+        ),
+        ("examples/gemmini/conv_chain.tc", "H=20,W=35,KH=3,KW=3"),
+        (&conv1d, "N=40,K=3,M=38"),
+        (&gemv, "M=37,K=23"),
+        // Bias preloaded into the accumulator; ReLU and saturation to int8 on mvout.
+        ("examples/gemmini/gemm_bias.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_bias_relu_i8.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_bias_relu_i8.tc", "M=70,N=17,K=150"),
+        (
+            "examples/gemmini/conv2d_bias_relu_i8.tc",
+            "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
+        ),
+        (
+            "examples/gemmini/conv2d_bias.tc",
+            "N=1,H=10,W=19,CI=6,CO=18,KH=3,KW=3",
+        ),
+    ];
+    for (prog, params) in cases {
+        let ex = polyc_ok(&["explain", prog, "--param", params, "--target", "gemmini"]);
+        assert!(
+            ex.contains("tensorised as a GEMM"),
+            "{prog} {params}:\n{ex}"
+        );
+        let model = check(prog, params, "model", &[]);
+        let c = check(prog, params, "c", &[]);
+        assert_eq!(
+            model, c,
+            "{prog} {params}: the two paths counted differently"
+        );
+    }
+}
+
+#[test]
+fn exact_instruction_counts_of_small_convolutions() {
+    // Stride 2, 5×5 input, 3×3 filter: 2×2 outputs; per (n, oh) point 9 filter offsets,
+    // each one mvin of 2 input rows (3 channels), one of 3 weight rows (4 channels), one
+    // preload and one compute.
+    let line = check(
+        "examples/gemmini/conv2d.tc",
+        "N=1,H=5,W=5,CI=3,CO=4,KH=3,KW=3",
+        "model",
+        &[],
+    );
+    assert_eq!(
+        line,
+        "polyc: ran on Gemmini functional model: 79 instructions (config_ex 1, config_ld 2, \
+         config_st 1, mvin 36, mvout 2, preload 18, compute_preloaded 18, \
+         compute_accumulated 0, fence 1); DRAM→scratchpad 90 rows 324 bytes; \
+         DRAM→accumulator 0 rows 0 bytes; accumulator→DRAM 4 rows 64 bytes; \
+         array→accumulator 36 rows; MACs 432"
+    );
+    // Padding 1, stride 2, 3×3 input: per (oh, kh) reached (2 × 2), the 3 column offsets
+    // reach 1, 2 and 1 output columns; the two C tiles start from zeros (mvin3 from
+    // address 0, no bytes).
+    let line = check(
+        "examples/gemmini/conv2d_pad.tc",
+        "N=1,H=3,W=3,CI=3,CO=4,KH=3,KW=3",
+        "model",
+        &[],
+    );
+    assert_eq!(
+        line,
+        "polyc: ran on Gemmini functional model: 58 instructions (config_ex 1, config_ld 3, \
+         config_st 1, mvin 26, mvout 2, preload 12, compute_preloaded 12, \
+         compute_accumulated 0, fence 1); DRAM→scratchpad 52 rows 192 bytes; \
+         DRAM→accumulator 4 rows 0 bytes; accumulator→DRAM 4 rows 64 bytes; \
+         array→accumulator 16 rows; MACs 192"
+    );
+}
+
+#[test]
+fn explain_describes_convolutions() {
+    let ex = polyc_ok(&[
+        "explain",
+        "examples/gemmini/conv2d_pad.tc",
+        "--param",
+        "N=1,H=9,W=11,CI=5,CO=7,KH=3,KW=3",
+        "--target",
+        "gemmini",
+    ]);
+    for want in [
+        "  S_1: tensorised as a GEMM (C = `O`, A = `I`, B = `Wt`, i = ow, j = co, k = ci, batch n, oh, filter offsets kh, kw (implicit im2col: per offset, strided `mvin`s of `I` rows and `Wt` rows, accumulated)), weight-stationary",
+        "    padding: the ranges of `kh`, `kw` depend on the output position, so per filter offset each block's `mvin` and compute cover only the rows it reaches (nothing is padded in DRAM)",
+        "    S_0 (the init of `O`) is folded: the accumulator starts from zeros (mvin3 from DRAM address 0), since the first filter offset may not reach every row",
+    ] {
+        assert!(ex.contains(want), "no `{want}` in:\n{ex}");
+    }
+    let ex = polyc_ok(&[
+        "explain",
+        "examples/gemmini/gemm_bias.tc",
+        "--param",
+        "M=37,N=29,K=23",
+        "--target",
+        "gemmini",
+    ]);
+    let want = "    S_0 is folded: `bias` is moved into the accumulator (mvin3, row stride 0: one row broadcast to every row) before the reduction";
+    assert!(ex.contains(want), "no `{want}` in:\n{ex}");
+    assert!(!ex.contains("S_0: runs on the host"), "{ex}");
+}
+
+#[test]
+fn bias_relu_and_saturation_run_as_one_kernel() {
+    let params = "M=37,N=29,K=23";
+    let ex = polyc_ok(&[
+        "explain",
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        "--param",
+        params,
+        "--target",
+        "gemmini",
+    ]);
+    for want in [
+        "    S_2 is fused into the mvout: `C`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8) and ReLU into `Q`; `C` never reaches DRAM",
+        "    S_0 is folded: `bias` is moved into the accumulator (mvin3, row stride 0: one row broadcast to every row) before the reduction",
+    ] {
+        assert!(ex.contains(want), "no `{want}` in:\n{ex}");
+    }
+    assert!(!ex.contains("runs on the host"), "{ex}");
+    // One int8 byte per element of Q leaves the accumulator (37 × 29), and the store is
+    // configured with the ReLU.
+    let line = check(
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        params,
+        "model",
+        &[],
+    );
+    assert!(
+        line.contains("accumulator→DRAM 74 rows 1073 bytes"),
+        "{line}"
+    );
+    let dir = tempdir();
+    let c = dir.path().join("k.c");
+    let c = c.to_str().expect("path");
+    polyc_ok(&[
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        "--param",
+        params,
+        "--target",
+        "gemmini",
+        "-o",
+        c,
+    ]);
+    let text = std::fs::read_to_string(c).expect("C");
+    assert!(
+        text.contains("gemmini_extended_config_st(29, RELU, 1.0f);"),
+        "{text}"
+    );
+    // The CPU's C computes sat_i8 as the interpreter does.
+    let o = polyc(&[
+        "run",
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        "--param",
+        params,
+        "--check",
+    ]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).trim_end().ends_with(" ok"), "{}", stdout(&o));
+}
+
+#[test]
+fn sat_i8_is_only_the_whole_right_side_of_an_int8_statement() {
+    let dir = tempdir();
+    let prog = write(
+        dir.path(),
+        "bad.tc",
+        "def bad(i32(N) X) -> (i32(N) Y) {\n  Y(i) = sat_i8(X(i)) + 1\n}\n",
+    );
+    let e = flat(&polyc_err(&[&prog, "--param", "N=3"]));
+    assert!(
+        e.contains("bad.tc:2:10: `sat_i8` saturates the value stored into an i8 tensor"),
+        "{e}"
+    );
+    assert!(
+        e.contains("not the whole right side of an i8 statement"),
+        "{e}"
+    );
 }

@@ -34,7 +34,8 @@
 //! - Functions: `exp`, `log`, `sqrt`, `tanh` are Rust's f32/f64 functions (the C library's
 //!   on Linux); `rsqrt(x) = 1/sqrt(x)`, `sigmoid(x) = 1/(1+exp(-x))` computed in the
 //!   type (for f16: computed in f32 and rounded once); `abs` (wrapping for integers),
-//!   `relu(x) = x > 0 ? x : 0`, `max(a, b) = a > b ? a : b`, `min(a, b) = a < b ? a : b`.
+//!   `relu(x) = x > 0 ? x : 0`, `max(a, b) = a > b ? a : b`, `min(a, b) = a < b ? a : b`,
+//!   `sat_i8(x) = x < -128 ? -128 : x > 127 ? 127 : x` (the statement computes in i32).
 //!   Float-only functions in an integer statement are an error.
 //! - `Init(op)` stores the identity: 0 for `+`, 1 for `*`, the lowest value for `max`
 //!   (−inf for floats, `MIN` for integers), the highest for `min`. `Update(Assign, e)`
@@ -551,8 +552,9 @@ macro_rules! float_fns {
                         0.0
                     }
                 }
-                // Two-argument functions are evaluated by the caller.
-                Func::Max | Func::Min => self,
+                // Two-argument functions are evaluated by the caller; `sat_i8` is
+                // rejected in float statements when the statement is compiled.
+                Func::Max | Func::Min | Func::SatI8 => self,
             }
         }
     };
@@ -669,6 +671,7 @@ macro_rules! int_num {
                 match f {
                     Func::Abs => self.wrapping_abs(),
                     Func::Relu => self.max(0),
+                    Func::SatI8 => self.clamp(-128, 127),
                     // Rejected when the statement is compiled.
                     _ => self,
                 }

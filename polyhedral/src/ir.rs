@@ -379,6 +379,10 @@ pub enum Func {
     Max,
     /// smaller of two (`a < b ? a : b`)
     Min,
+    /// saturation to int8: `x < -128 ? -128 : x > 127 ? 127 : x` (integers only). Only the
+    /// whole right side of a statement into an `i8` tensor, which then computes in `i32`
+    /// (its reads are not narrowed first) and stores the saturated value.
+    SatI8,
 }
 
 impl Func {
@@ -395,6 +399,7 @@ impl Func {
             Func::Relu => "relu",
             Func::Max => "max",
             Func::Min => "min",
+            Func::SatI8 => "sat_i8",
         }
     }
     /// Number of arguments.

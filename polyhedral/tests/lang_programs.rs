@@ -271,6 +271,44 @@ fn entry_selects_a_def() {
     assert!(compile(&src, Some("c")).is_err());
 }
 
+#[test]
+fn several_where_ranges_of_one_index_intersect() {
+    // A padded 1-D convolution: the filter taps that stay inside X.
+    let p = ok("def pad(f32(H) X, f32(K) F) -> (f32(H) Y) {\n  Y(h) +=! X(h + k - 1) * F(k) where k in 0:K, k in 1 - h : H + 1 - h\n}\n");
+    assert_eq!(
+        ranges(&p, &p.stmts[1]),
+        "h in [0]:[H] (inferred); k in [0, ((-h) + 1)]:[K, (((-h) + H) + 1)] (where)"
+    );
+}
+
+#[test]
+fn sat_i8_saturates_an_int32_right_side_into_int8() {
+    use polyhedral::data::{Buffer, TensorData};
+    // The right side is computed in i32 (X is not narrowed first), then clamped.
+    let p = ok("def q(i32(N) X) -> (i8(N) Q, i8(N) R) {\n  Q(i) = sat_i8(X(i))\n  R(i) = sat_i8(relu(X(i) * 2))\n}\n");
+    assert_eq!(p.stmts[0].dtype, DType::I32);
+    let x = vec![-100000, -129, -128, -1, 0, 63, 64, 127, 128, 300, i32::MAX];
+    let n = x.len();
+    let mut ts = vec![
+        TensorData {
+            shape: vec![n],
+            buf: Buffer::I32(x),
+        },
+        TensorData::poisoned(DType::I8, vec![n]),
+        TensorData::poisoned(DType::I8, vec![n]),
+    ];
+    polyhedral::interp::interpret(&p, &[n as i64], &mut ts, &[]).expect("runs");
+    assert_eq!(
+        ts[1].buf,
+        Buffer::I8(vec![-128, -128, -128, -1, 0, 63, 64, 127, 127, 127, 127])
+    );
+    // i32::MAX * 2 wraps to -2 in i32, whose ReLU is 0.
+    assert_eq!(
+        ts[2].buf,
+        Buffer::I8(vec![0, 0, 0, 0, 0, 126, 127, 127, 127, 127, 0])
+    );
+}
+
 /// Every operator, non-rectangular ranges, floordiv/% indices, every type, casts,
 /// select, scalars, several outputs, inferred outputs, temporaries, sizes as values,
 /// widening inputs.

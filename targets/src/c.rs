@@ -1524,6 +1524,9 @@ impl<'a> Emitter<'a> {
                     Func::Min => format!("polyc_min_{x}({a}, {b})"),
                     Func::Relu => format!("polyc_relu_{x}({a})"),
                     Func::Abs => format!("polyc_abs_{x}({a})"),
+                    Func::SatI8 => {
+                        format!("polyc_min_{x}(polyc_max_{x}({a}, ({c})-128), ({c})127)")
+                    }
                     _ => math(*f, ct, &a, self.dialect.exp_f32()),
                 }
             }
@@ -1782,7 +1785,7 @@ fn math(f: Func, ct: DType, a: &str, exp_f32: &str) -> String {
             // Handled by the caller; kept total for safety.
             Func::Abs => format!("fabs{fs}({x})"),
             Func::Relu => format!("({x} > 0 ? {x} : 0)"),
-            Func::Max | Func::Min => x.to_string(),
+            Func::Max | Func::Min | Func::SatI8 => x.to_string(),
         }
     };
     match ct {

@@ -17,9 +17,9 @@ mod sema_tc;
 
 /// The built-in functions, as listed in errors.
 const KNOWN_FUNCTIONS: &str =
-    "exp, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, max, min, select(cond, a, b), cast<T>(e)";
+    "exp, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, max, min, sat_i8, select(cond, a, b), cast<T>(e)";
 
-const FUNCS: [Func; 10] = [
+const FUNCS: [Func; 11] = [
     Func::Exp,
     Func::Log,
     Func::Sqrt,
@@ -30,10 +30,16 @@ const FUNCS: [Func; 10] = [
     Func::Relu,
     Func::Max,
     Func::Min,
+    Func::SatI8,
 ];
 
 fn func_by_name(name: &str) -> Option<Func> {
     FUNCS.into_iter().find(|f| f.name() == name)
+}
+
+/// Whether `e` is a call of `sat_i8`.
+fn is_sat_i8(e: &ast::Expr) -> bool {
+    matches!(&e.kind, ExprKind::Call { name, .. } if name.name == "sat_i8")
 }
 
 fn is_builtin(name: &str) -> bool {
@@ -63,6 +69,7 @@ pub fn lower_lang(src: &SourceFile, def: &ast::Def, tc: bool) -> Res<Program> {
         stmts: Vec::new(),
         iters: Vec::new(),
         lhs_names: HashMap::new(),
+        sat_i8_stmt: false,
     };
     for st in &def.stmts {
         s.lhs_names
@@ -128,6 +135,8 @@ struct Sema<'a> {
     lhs_names: HashMap<String, Span>,
     /// Tensor Comprehensions' meaning.
     tc: bool,
+    /// The current statement is `Q(…) = sat_i8(e)` into an i8 tensor (computed in i32).
+    sat_i8_stmt: bool,
 }
 
 impl<'a> Sema<'a> {
@@ -522,7 +531,6 @@ impl<'a> Sema<'a> {
 
         // Explicit ranges.
         let mut fixed: Vec<Option<Bounds>> = vec![None; self.iters.len()];
-        let mut where_span: Vec<Option<Span>> = vec![None; self.iters.len()];
         for r in &st.ranges {
             let Some(pos) = self.iters.iter().position(|(x, _)| *x == r.iter.name) else {
                 let list = self
@@ -544,30 +552,22 @@ impl<'a> Sema<'a> {
                     },
                 ));
             };
-            if let Some(prev) = where_span[pos] {
-                return Err(Box::new(
-                    self.src
-                        .error(
-                            r.iter.span,
-                            format!("`{}` has two ranges", r.iter.name),
-                            "second range",
-                            "give each index at most one `where` range",
-                        )
-                        .with_related(super::note(
-                            self.src,
-                            prev,
-                            "the first range",
-                            "first range here",
-                        )),
-                ));
-            }
+            // Several ranges of one index intersect (`kh in 0:KH, kh in 1 - oh : H + 1 - oh`:
+            // the filter rows that stay inside a padded image).
             let lo = self.lin(&r.lo, Mode::Where(pos))?;
             let hi = self.lin(&r.hi, Mode::Where(pos))?;
-            fixed[pos] = Some(Bounds {
-                lower: vec![lo],
-                upper: vec![hi],
-            });
-            where_span[pos] = Some(r.span);
+            match &mut fixed[pos] {
+                Some(b) => {
+                    b.lower.push(lo);
+                    b.upper.push(hi);
+                }
+                None => {
+                    fixed[pos] = Some(Bounds {
+                        lower: vec![lo],
+                        upper: vec![hi],
+                    })
+                }
+            }
         }
         if self.tc && st.op == AssignOp::Assign && self.iters.len() > n_lhs {
             let (r, span) = self.iters[n_lhs].clone();
@@ -584,11 +584,16 @@ impl<'a> Sema<'a> {
         }
 
         // Type.
+        self.sat_i8_stmt =
+            !self.tc && self.tensors[lhs].dtype == Some(DType::I8) && is_sat_i8(&st.rhs);
         let dtype = match self.tensors[lhs].dtype {
             Some(d) if self.tc => {
                 self.tc_check_narrowing(st, d)?;
                 d
             }
+            // `Q(…) = sat_i8(e)` into an i8 tensor computes `e` in i32 and stores the
+            // saturated value.
+            Some(DType::I8) if !self.tc && is_sat_i8(&st.rhs) => DType::I32,
             Some(d) => d,
             None if self.tc => self.tc_infer_type(st, lhs)?,
             None => match self.first_read_type(&st.rhs) {
@@ -1154,6 +1159,14 @@ impl<'a> Sema<'a> {
                                 format!("`{other}(x)`")
                             };
                             return Err(arity_err(self, f.arity(), &usage));
+                        }
+                        if f == Func::SatI8 && !self.sat_i8_stmt {
+                            return Err(self.err(
+                                name.span,
+                                "`sat_i8` saturates the value stored into an i8 tensor".to_string(),
+                                "not the whole right side of an i8 statement",
+                                "write it as the whole right side of a statement whose left side is i8: `Q(i, j) = sat_i8(C(i, j))` (the right side is then computed in i32)".to_string(),
+                            ));
                         }
                         if f.float_only() && !dt.is_float() {
                             return Err(self.type_mismatch(

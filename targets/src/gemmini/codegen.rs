@@ -16,6 +16,15 @@
 //! read), the program runs output-stationary: per `C` block, the step's `k` blocks
 //! accumulate in the PEs and the last compute writes the accumulator.
 //!
+//! Convolutions: the filter offsets (reduction iterators other than `k`) are host loops
+//! around the reduction steps; per offset the operand blocks are read straight from the
+//! tensors with the offset's base and the row iterator's stride (implicit im2col), and
+//! the products keep accumulating. With padding (offset bounds that depend on the output
+//! position), per offset each block's `mvin` and compute cover only the rows the offset
+//! reaches, every reached block preloads its weights, and the accumulator starts from
+//! zeros (`mvin3` from DRAM address 0). A folded `C(…) = X(…)` moves `X` into the
+//! accumulator instead of `C` (a bias with row stride 0).
+//!
 //! Memory is allocated per bank: the `A` tiles take the first half of the scratchpad
 //! banks, the `B` tiles the second half; when a tile fits one bank, consecutive reduction
 //! steps alternate between two banks (double buffering). The accumulator's `C` tiles
@@ -226,10 +235,30 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         .iter()
         .map(|&b| (b, var(&v(&format!("b{b}")))))
         .collect();
+    // The filter offsets (the other reduction iterators): host loops around the
+    // reduction steps.
+    let outer_at: Vec<(usize, KExpr)> = g
+        .outer
+        .iter()
+        .map(|&r| (r, var(&v(&format!("r{r}")))))
+        .collect();
     let at = |extra: &[(usize, KExpr)]| {
         let mut all = batch_at.clone();
+        all.extend(outer_at.iter().cloned());
         all.extend(extra.iter().cloned());
         all
+    };
+    // The first point of the filter offsets (true without any).
+    let outer_first = outer_at.iter().fold(None, |acc: Option<KExpr>, (r, x)| {
+        let eq = KExpr::Cmp(KCmp::Eq, Box::new(x.clone()), Box::new(int(g.bounds[*r].0)));
+        Some(match acc {
+            None => eq,
+            Some(a) => KExpr::And(Box::new(a), Box::new(eq)),
+        })
+    });
+    let and_first = |c: KExpr| match &outer_first {
+        None => c,
+        Some(f) => KExpr::And(Box::new(f.clone()), Box::new(c)),
     };
     let rows_left = |x: &str, hi: i64| min2(int(d), sub(int(hi), var(x)));
     // Block numbers within the tile.
@@ -238,10 +267,14 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     // Scratchpad bases: A in the first half of the banks, B in the second half; with
     // double buffering, the step's parity picks one of two banks.
     let half = (geo.sp_banks / 2).max(1) * geo.sp_bank_rows;
-    let step_parity = KExpr::Rem(
-        Box::new(div(sub(var(&k0), int(bk.0)), t.tk)),
-        Box::new(int(2)),
-    );
+    // The step number: the filter offsets' point, then the reduction step.
+    let k_steps = (bk.1 - bk.0 + t.tk - 1) / t.tk;
+    let mut step = int(0);
+    for (r, x) in &outer_at {
+        step = add(mul(step, g.extent(*r)), sub(x.clone(), int(g.bounds[*r].0)));
+    }
+    let step = add(mul(step, k_steps), div(sub(var(&k0), int(bk.0)), t.tk));
+    let step_parity = KExpr::Rem(Box::new(step), Box::new(int(2)));
     let (a_base, b_base) = if p.sp_double {
         (
             mul(step_parity.clone(), geo.sp_bank_rows),
@@ -272,17 +305,52 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let c_row = add(c_base, mul(add(mul(blk(&ii, &i0), njb), blk(&jj, &j0)), d));
 
     let i_rows = rows_left(&ii, bi.1);
+    // Padding: per filter offset, the rows of the block it reaches, and whether the
+    // offset reaches the batch point at all.
+    let guards = guard_parts(g, &v);
+    let row_guarded = !guards.i_lo.is_empty() || !guards.i_hi.is_empty();
+    let i_start = if guards.i_lo.is_empty() {
+        var(&ii)
+    } else {
+        let mut v = vec![var(&ii)];
+        v.extend(guards.i_lo.iter().cloned());
+        KExpr::Max(v)
+    };
+    let i_rows_step = if row_guarded {
+        let mut v = vec![add(var(&ii), int(d)), int(bi.1)];
+        v.extend(guards.i_hi.iter().cloned());
+        sub(KExpr::Min(v), i_start.clone())
+    } else {
+        i_rows.clone()
+    };
+    let some_rows = |n: KNode| {
+        if row_guarded {
+            KNode::If {
+                cond: KExpr::Cmp(KCmp::Gt, Box::new(i_rows_step.clone()), Box::new(int(0))),
+                then: Box::new(n),
+                els: None,
+            }
+        } else {
+            n
+        }
+    };
+    // The accumulator row of the first reached row of the block.
+    let c_row_step = if row_guarded {
+        add(c_row.clone(), sub(i_start.clone(), var(&ii)))
+    } else {
+        c_row.clone()
+    };
     let j_cols = rows_left(&jj, bj.1);
     let k_rows = rows_left(&kk, bk.1);
     let end = |x0: &str, tile: i64, hi: i64| min2(add(var(x0), int(tile)), int(hi));
 
     // mvin A: normal, a DRAM row is a row of A along k (rows = i); transposed, along i
     // (rows = k).
-    let a_at = at(&[(g.i, var(&ii)), (g.k, var(&kk))]);
+    let a_at = at(&[(g.i, i_start.clone()), (g.k, var(&kk))]);
     let (a_cols, a_rows_arg) = if g.a_transposed {
-        (i_rows.clone(), k_rows.clone())
+        (i_rows_step.clone(), k_rows.clone())
     } else {
-        (k_rows.clone(), i_rows.clone())
+        (k_rows.clone(), i_rows_step.clone())
     };
     let mvin_a = call(
         "gemmini_extended_mvin",
@@ -296,6 +364,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             i(a_rows_arg),
         ],
     );
+    let mvin_a = some_rows(mvin_a);
     let b_at = at(&[(g.k, var(&kk)), (g.j, var(&jj))]);
     let (b_cols, b_rows_arg) = if g.b_transposed {
         (k_rows.clone(), j_cols.clone())
@@ -332,15 +401,18 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     // accumulate.
     let acc = int(ACC_BIT as i64);
     let accumulate = int((ACC_BIT | ACCUMULATE_BIT) as i64);
-    let c_addr = if g.init.is_some() {
-        let first = KExpr::And(
+    let padded = !g.guards.is_empty();
+    let c_addr = if padded {
+        add(accumulate.clone(), c_row_step.clone())
+    } else if g.init.is_some() {
+        let first = and_first(KExpr::And(
             Box::new(KExpr::Cmp(
                 KCmp::Eq,
                 Box::new(var(&k0)),
                 Box::new(int(bk.0)),
             )),
             Box::new(KExpr::Cmp(KCmp::Eq, Box::new(var(&kk)), Box::new(var(&k0)))),
-        );
+        ));
         add(
             KExpr::Select(
                 Box::new(first),
@@ -358,11 +430,11 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     let c_addr_os = if g.init.is_some() {
         add(
             KExpr::Select(
-                Box::new(KExpr::Cmp(
+                Box::new(and_first(KExpr::Cmp(
                     KCmp::Eq,
                     Box::new(var(&k0)),
                     Box::new(int(bk.0)),
-                )),
+                ))),
                 Box::new(acc.clone()),
                 Box::new(accumulate.clone()),
             ),
@@ -373,56 +445,64 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     };
     let garbage = i(int(GARBAGE_ADDR as i64));
     let first_row = KExpr::Cmp(KCmp::Eq, Box::new(var(&ii)), Box::new(var(&i0)));
-    let compute = KNode::If {
-        cond: first_row,
-        then: Box::new(KNode::Block(vec![
-            call(
-                "gemmini_extended_preload",
-                vec![
-                    i(b_addr.clone()),
-                    i(c_addr.clone()),
-                    i(j_cols.clone()),
-                    i(k_rows.clone()),
-                    i(j_cols.clone()),
-                    i(i_rows.clone()),
-                ],
-            ),
-            call(
-                "gemmini_extended_compute_preloaded",
-                vec![
-                    i(a_addr.clone()),
-                    garbage.clone(),
-                    i(k_rows.clone()),
-                    i(i_rows.clone()),
-                    i(int(d)),
-                    i(int(d)),
-                ],
-            ),
-        ])),
-        els: Some(Box::new(KNode::Block(vec![
-            call(
-                "gemmini_extended_preload",
-                vec![
-                    garbage.clone(),
-                    i(c_addr),
-                    i(int(d)),
-                    i(int(d)),
-                    i(j_cols.clone()),
-                    i(i_rows.clone()),
-                ],
-            ),
-            call(
-                "gemmini_extended_compute_accumulated",
-                vec![
-                    i(a_addr),
-                    garbage,
-                    i(k_rows.clone()),
-                    i(i_rows.clone()),
-                    i(int(d)),
-                    i(int(d)),
-                ],
-            ),
-        ]))),
+    let preload_compute = KNode::Block(vec![
+        call(
+            "gemmini_extended_preload",
+            vec![
+                i(b_addr.clone()),
+                i(c_addr.clone()),
+                i(j_cols.clone()),
+                i(k_rows.clone()),
+                i(j_cols.clone()),
+                i(i_rows_step.clone()),
+            ],
+        ),
+        call(
+            "gemmini_extended_compute_preloaded",
+            vec![
+                i(a_addr.clone()),
+                garbage.clone(),
+                i(k_rows.clone()),
+                i(i_rows_step.clone()),
+                i(int(d)),
+                i(int(d)),
+            ],
+        ),
+    ]);
+    let accumulate_compute = KNode::Block(vec![
+        call(
+            "gemmini_extended_preload",
+            vec![
+                garbage.clone(),
+                i(c_addr),
+                i(int(d)),
+                i(int(d)),
+                i(j_cols.clone()),
+                i(i_rows_step.clone()),
+            ],
+        ),
+        call(
+            "gemmini_extended_compute_accumulated",
+            vec![
+                i(a_addr),
+                garbage,
+                i(k_rows.clone()),
+                i(i_rows_step.clone()),
+                i(int(d)),
+                i(int(d)),
+            ],
+        ),
+    ]);
+    // Padded, a block may start past its first row or be skipped: every reached block
+    // preloads its weights.
+    let compute = if row_guarded {
+        some_rows(preload_compute)
+    } else {
+        KNode::If {
+            cond: first_row,
+            then: Box::new(preload_compute),
+            els: Some(Box::new(accumulate_compute)),
+        }
     };
     // Output-stationary (both operands stored transposed, which WS cannot read): per C
     // block, the step's k blocks accumulate in the PEs (`compute_preloaded` on the first,
@@ -503,13 +583,29 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             ),
         )
     };
-    let k_loop = for_lt(
-        &k0,
-        int(bk.0),
-        int(bk.1),
-        t.tk,
-        KNode::Block(vec![load_a, load_b, computes]),
-    );
+    let step_body = KNode::Block(vec![load_a, load_b, computes]);
+    let step_body = match guards
+        .step
+        .into_iter()
+        .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
+    {
+        Some(cond) => KNode::If {
+            cond,
+            then: Box::new(step_body),
+            els: None,
+        },
+        None => step_body,
+    };
+    let mut k_loop = for_lt(&k0, int(bk.0), int(bk.1), t.tk, step_body);
+    for &r in g.outer.iter().rev() {
+        k_loop = for_lt(
+            &v(&format!("r{r}")),
+            int(g.bounds[r].0),
+            int(g.bounds[r].1),
+            1,
+            k_loop,
+        );
+    }
     let c_at = at(&[(g.i, var(&ii)), (g.j, var(&jj))]);
     let c_blocks = |node: KNode| {
         for_lt(
@@ -520,26 +616,51 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             for_lt(&jj, var(&j0), end(&j0, t.tj, bj.1), d, node),
         )
     };
+    // The rows leave the accumulator as int32 (bit 29), or through the fused epilogue's
+    // scaling and activation into its int8 tensor.
+    let (out_tensor, out_off, out_bits) = match &g.epilogue {
+        Some(e) => (e.tensor, &e.off, ACC_BIT),
+        None => (g.c, &g.c_off, ACC_BIT | FULL_ACC_BIT),
+    };
     let mvout = c_blocks(call(
         "gemmini_extended_mvout",
         vec![
             IntrinsicArg::Addr {
-                tensor: g.c,
-                offset: offset(&g.c_off, &c_at),
+                tensor: out_tensor,
+                offset: offset(out_off, &c_at),
             },
-            i(add(int((ACC_BIT | FULL_ACC_BIT) as i64), c_row.clone())),
+            i(add(int(out_bits as i64), c_row.clone())),
             i(j_cols.clone()),
             i(i_rows.clone()),
         ],
     ));
     let mut tile_body = Vec::new();
+    // Without an init, the accumulator starts from `C` itself, or from the folded
+    // `C(…) = X(…)`'s `X`.
+    let (start_tensor, start_off) = match &g.preload {
+        Some(p) => (p.tensor, &p.off),
+        None => (g.c, &g.c_off),
+    };
+    if padded && g.init.is_some() {
+        // Padded, a filter offset may reach only some rows: the accumulator starts from
+        // zeros (an mvin from DRAM address 0 writes zeros).
+        tile_body.push(c_blocks(call(
+            "gemmini_extended_mvin3",
+            vec![
+                i(int(0)),
+                i(add(acc.clone(), c_row.clone())),
+                i(j_cols.clone()),
+                i(i_rows.clone()),
+            ],
+        )));
+    }
     if g.init.is_none() {
         tile_body.push(c_blocks(call(
             "gemmini_extended_mvin3",
             vec![
                 IntrinsicArg::Addr {
-                    tensor: g.c,
-                    offset: offset(&g.c_off, &c_at),
+                    tensor: start_tensor,
+                    offset: offset(start_off, &c_at),
                 },
                 i(add(acc.clone(), c_row)),
                 i(j_cols),
@@ -577,6 +698,11 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         row(&g.b_off, g.k)
     };
     let c_stride = row(&g.c_off, g.i) * 4;
+    let (st_stride, st_act) = match &g.epilogue {
+        Some(e) if e.relu => (row(&e.off, g.i), named("RELU", 1)),
+        Some(e) => (row(&e.off, g.i), named("NO_ACTIVATION", 0)),
+        None => (c_stride, named("NO_ACTIVATION", 0)),
+    };
     let mut prog = vec![
         call(
             "gemmini_extended_config_ex",
@@ -595,11 +721,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         ),
         call(
             "gemmini_extended_config_st",
-            vec![
-                i(int(c_stride)),
-                named("NO_ACTIVATION", 0),
-                IntrinsicArg::Float(1.0),
-            ],
+            vec![i(int(st_stride)), st_act, IntrinsicArg::Float(1.0)],
         ),
         call(
             "gemmini_extended3_config_ld",
@@ -620,11 +742,11 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
             ],
         ),
     ];
-    if g.init.is_none() {
+    if g.init.is_none() || padded {
         prog.push(call(
             "gemmini_extended3_config_ld",
             vec![
-                i(int(c_stride)),
+                i(int(row(start_off, g.i) * 4)),
                 IntrinsicArg::Float(1.0),
                 i(int(0)),
                 i(int(2)),
@@ -634,6 +756,60 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
     prog.push(body);
     prog.push(call("gemmini_fence", vec![]));
     KNode::Block(prog)
+}
+
+/// The guards of a padded convolution as kernel expressions over the loop variables of
+/// [`gemm_program`] (`{prefix}b{t}` for batch iterators, `{prefix}r{t}` for filter
+/// offsets).
+struct GuardParts {
+    /// Conditions on the batch point and the filter offset only.
+    step: Vec<KExpr>,
+    /// Lower bounds of the rows `i` the filter offset reaches.
+    i_lo: Vec<KExpr>,
+    /// Upper bounds (exclusive) of those rows.
+    i_hi: Vec<KExpr>,
+}
+
+fn guard_parts(g: &Gemm, v: &dyn Fn(&str) -> String) -> GuardParts {
+    let mut out = GuardParts {
+        step: Vec::new(),
+        i_lo: Vec::new(),
+        i_hi: Vec::new(),
+    };
+    for gd in &g.guards {
+        let r = var(&v(&format!("r{}", gd.iter)));
+        // X = r − (the bound without its `i` term).
+        let mut rest = int(gd.bound.c0);
+        for &b in &g.batch {
+            rest = add(rest, mul(var(&v(&format!("b{b}"))), gd.bound.coef[b]));
+        }
+        let x = sub(r.clone(), rest.clone());
+        let a = gd.bound.coef[g.i];
+        let floor = |e: KExpr, m: i64| {
+            if m == 1 {
+                e
+            } else {
+                KExpr::FloorDiv(Box::new(e), Box::new(int(m)))
+            }
+        };
+        let neg = |e: KExpr| KExpr::Neg(Box::new(e));
+        match (gd.lower, a.signum()) {
+            // r ≥ rest, r < rest.
+            (true, 0) => out
+                .step
+                .push(KExpr::Cmp(KCmp::Ge, Box::new(r), Box::new(rest))),
+            (false, 0) => out
+                .step
+                .push(KExpr::Cmp(KCmp::Lt, Box::new(r), Box::new(rest))),
+            // r ≥ a·i + rest ⇔ a·i ≤ X.
+            (true, 1) => out.i_hi.push(add(floor(x, a), int(1))),
+            (true, _) => out.i_lo.push(neg(floor(x, -a))),
+            // r < a·i + rest ⇔ a·i ≥ X + 1.
+            (false, 1) => out.i_lo.push(neg(floor(neg(add(x, int(1))), a))),
+            (false, _) => out.i_hi.push(add(floor(neg(add(x, int(1))), -a), int(1))),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Gemmini (UC Berkeley's systolic-array NPU): the target, and its verification substrate.
 //!
-//! - [`recognise`]: GEMMs (plain, transposed, batched) recognised from the access
-//!   relations.
+//! - [`recognise`]: GEMMs (plain, transposed, batched) and convolutions (implicit
+//!   im2col, strided, padded) recognised from the access relations.
 //! - [`codegen`]: their instruction programs as kernel IR (tiles, banks, double buffering).
 //! - [`target`]: [`GemminiTarget`], the [`crate::Target`] for descriptions of kind `gemmini`.
 //! - [`run`]: running on the functional model (kernel IR interpreted, or the emitted C on

@@ -1,23 +1,25 @@
-//! Recognising the contractions the systolic array runs, from the polyhedral model's access
-//! relations (never from names).
+//! Recognising the contractions the systolic array runs (GEMMs and convolutions), from the
+//! polyhedral model's access relations (never from names).
 //!
-//! A statement is a GEMM when:
+//! A statement is run by the array when:
 //! - it is `C[…] += X[…] · Y[…]` (an `Add` update whose right side multiplies two reads),
 //!   with `C` in the accumulator's element type and `X`, `Y` in the scratchpad's;
-//! - it has exactly one reduction iterator `k`, and every iterator ranges over a box whose
-//!   bounds are bound sizes;
-//! - every tensor index is a constant or one iterator times a positive coefficient plus a
-//!   constant;
-//! - `C`'s last dimension is indexed by a left-hand iterator `j` with coefficient 1 (its
-//!   rows are contiguous), its second-to-last by another, `i`; its other dimensions are
-//!   batch iterators;
-//! - one operand (`A`) holds `i` and `k`, the other (`B`) holds `k` and `j`; each operand's
-//!   last dimension is one of its two (coefficient 1), so `A` is stored `i`-major (normal)
-//!   or `k`-major (transposed), `B` `k`-major (normal) or `j`-major (transposed); the other
-//!   dimensions of the operands hold batch iterators or constants.
+//! - every left-hand iterator ranges over a box whose bounds are bound sizes, and so does
+//!   every reduction iterator, except that a reduction iterator that is not the array's
+//!   reduction may also have bounds that depend on the left-hand iterators (padding:
+//!   [`Guard`]s);
+//! - `C` holds each left-hand iterator in its own dimension; the operands may use any
+//!   affine index (a sliding window `2·ow + kw` included): only their flat offsets
+//!   `c0 + Σ coef[t] · t` matter;
+//! - some choice of rows `i` and columns `j` among the left-hand iterators (`j` may be
+//!   the unit column: one element per row) and of the reduction `k` among the reduction
+//!   iterators has `C` contiguous along `j`, one operand (`A`) holding `i` and `k` but not
+//!   `j`, the other (`B`) `k` and `j` but not `i`, each contiguous along one of its two
+//!   (stored as is, or transposed). The plain reading (`j` = `C`'s last index, `i` the one
+//!   before) is tried first; else the choice that uses most of the DIM×DIM array.
 //!
-//! The flat element offset of every access is then `c0 + Σ coef[t] · t` over the
-//! statement's iterators, which is all the instruction program needs.
+//! The other left-hand iterators are batch loops; the other reduction iterators are filter
+//! offsets (implicit im2col: per offset, strided `mvin` rows of the operands, accumulated).
 
 use polyhedral::ir::{Aff, AssignOp, DType, Expr, Program, StmtBody};
 use polyhedral::scop::Scop;
@@ -29,6 +31,42 @@ pub struct Lin {
     pub c0: i64,
     /// One coefficient per statement iterator.
     pub coef: Vec<i64>,
+}
+
+/// A bound of a filter offset that depends on the left-hand iterators (padding):
+/// `iter >= bound` (lower) or `iter < bound` (upper).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Guard {
+    /// The filter offset (an iterator of [`Gemm::outer`]).
+    pub iter: usize,
+    /// A lower bound (else an upper one).
+    pub lower: bool,
+    /// The bound, over the left-hand iterators.
+    pub bound: Lin,
+}
+
+/// A folded `C(…) = X(…)`: the accumulator starts from `X`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preload {
+    /// The folded statement.
+    pub stmt: usize,
+    /// The tensor read.
+    pub tensor: usize,
+    /// Its flat offset over the GEMM statement's iterators (and the unit column).
+    pub off: Lin,
+}
+
+/// A fused `Q(…) = sat_i8(relu(C(…)))` (or `sat_i8(C(…))`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Epilogue {
+    /// The fused statement.
+    pub stmt: usize,
+    /// The int8 tensor written.
+    pub tensor: usize,
+    /// Its flat offset over the GEMM statement's iterators (and the unit column).
+    pub off: Lin,
+    /// With the ReLU.
+    pub relu: bool,
 }
 
 /// A recognised GEMM statement.
@@ -53,7 +91,25 @@ pub struct Gemm {
     pub k: usize,
     /// The batch iterators (positions), outermost first.
     pub batch: Vec<usize>,
-    /// Per iterator: `[lo, hi)`.
+    /// The other reduction iterators (positions), outermost first: the filter offsets of
+    /// a convolution. Per point of them, the operands are read through strided `mvin`
+    /// rows (implicit im2col) and the products accumulate in the accumulator.
+    pub outer: Vec<usize>,
+    /// Bounds of the filter offsets that depend on the left-hand iterators (a padded
+    /// convolution): per offset, the rows of `C` it reaches are a sub-range of each block,
+    /// so the `mvin` and the compute cover only those rows (nothing is padded in DRAM),
+    /// and the accumulator starts from zeros.
+    pub guards: Vec<Guard>,
+    /// A statement `C(…) = X(…)` just before the update (no init), folded into the
+    /// accumulator's first contents: `X` is moved in with `mvin3` (a row stride of 0
+    /// broadcasts one row, as for a bias).
+    pub preload: Option<Preload>,
+    /// A statement `Q(…) = sat_i8(relu(C(…)))` (or without the ReLU) just after the
+    /// update, fused into the `mvout`: the rows leave the accumulator through Gemmini's
+    /// scaling (identity scale, round and saturate to int8) and activation, into `Q`.
+    pub epilogue: Option<Epilogue>,
+    /// Per iterator: `[lo, hi)`, then the unit column `(0, 1)` at position
+    /// `stmt.iters.len()` (what `j` is when each row of `C` has one element).
     pub bounds: Vec<(i64, i64)>,
     /// Flat offsets of the three accesses.
     pub a_off: Lin,
@@ -169,7 +225,7 @@ fn access_form(
             }
             _ => {
                 return Err(format!(
-                    "dimension {d} of `{}` is indexed by several iterators (a sliding window, which needs im2col)",
+                    "dimension {d} of the result `{}` is indexed by several iterators (each dimension of the result must be one iterator)",
                     ten.name
                 ))
             }
@@ -212,6 +268,7 @@ pub fn recognise(
     sizes: &[i64],
     elem: DType,
     acc: DType,
+    dim: i64,
 ) -> Result<Gemm, String> {
     let st = &prog.stmts[s];
     let e = match &st.body {
@@ -223,34 +280,49 @@ pub fn recognise(
         return Err("its right side is not a product of two tensor reads".into());
     }
     let n = st.iters.len();
-    if n - st.n_lhs_iters != 1 {
-        return Err(format!(
-            "it has {} reduction iterators; the array reduces over exactly one",
-            n - st.n_lhs_iters
-        ));
+    if n == st.n_lhs_iters {
+        return Err("it has no reduction iterator".into());
     }
-    let k = st.n_lhs_iters;
     let mut bounds = Vec::new();
-    for it in &st.iters {
-        let all = it.lower.iter().chain(&it.upper);
-        if all.clone().any(|a| !a.is_param_only()) {
-            return Err(format!(
+    let mut guards = Vec::new();
+    for (t, it) in st.iters.iter().enumerate() {
+        let not_box = || {
+            format!(
                 "the range of `{}` depends on another iterator (not a box)",
                 it.name
-            ));
+            )
+        };
+        // A reduction iterator's range may also depend on the left-hand iterators (a
+        // padded convolution's filter offsets): those bounds become guards.
+        for (lower, list) in [(true, &it.lower), (false, &it.upper)] {
+            for a in list.iter().filter(|a| !a.is_param_only()) {
+                let (c0, coef) = linearize(a, n, sizes).ok_or_else(not_box)?;
+                if t < st.n_lhs_iters || coef[st.n_lhs_iters..].iter().any(|&x| x != 0) {
+                    return Err(not_box());
+                }
+                guards.push(Guard {
+                    iter: t,
+                    lower,
+                    bound: Lin { c0, coef },
+                });
+            }
         }
         let lo = it
             .lower
             .iter()
+            .filter(|a| a.is_param_only())
             .map(|a| a.eval(&[], sizes))
-            .max()
-            .unwrap_or(0);
+            .max();
         let hi = it
             .upper
             .iter()
+            .filter(|a| a.is_param_only())
             .map(|a| a.eval(&[], sizes))
-            .min()
-            .unwrap_or(0);
+            .min();
+        // Without a bound made of sizes only on one side, there is no box to loop over.
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Err(not_box());
+        };
         if hi <= lo {
             return Err(format!("`{}` has an empty range", it.name));
         }
@@ -286,117 +358,122 @@ pub fn recognise(
             ));
         }
     }
-    // Each operand: its dims' iterators.
+    // Each operand: its flat offset (any affine index, sliding windows included).
     let mut forms = Vec::new();
     for r in &reads {
-        let (dims, off) = access_form(prog, r.tensor, &r.index, n, sizes)?;
-        forms.push((r.tensor, dims, off));
+        let off = flat_offset(prog, r.tensor, &r.index, n, sizes)?;
+        forms.push((r.tensor, off));
     }
-    if cdims.len() < 2 {
-        return Err(format!(
-            "`{}` has fewer than two dimensions",
-            prog.tensors[c].name
-        ));
+    if cdims.is_empty() {
+        return Err(format!("`{}` is a scalar", prog.tensors[c].name));
     }
-    let (j, jc) = dim_iter(&cdims[cdims.len() - 1])
-        .ok_or_else(|| format!("the last index of `{}` is a constant", prog.tensors[c].name))?;
-    if jc != 1 {
-        return Err(format!(
-            "the last index of `{}` is strided",
-            prog.tensors[c].name
-        ));
-    }
-    let (i, _) = dim_iter(&cdims[cdims.len() - 2]).ok_or_else(|| {
-        format!(
-            "the second-to-last index of `{}` is a constant",
-            prog.tensors[c].name
-        )
-    })?;
-    let mut batch = Vec::new();
-    for d in &cdims[..cdims.len() - 2] {
-        if let Some((t, _)) = dim_iter(d) {
-            batch.push(t);
-        }
-    }
-    let mut used = batch.clone();
-    used.extend([i, j]);
-    used.sort_unstable();
-    used.dedup();
-    if used.len() != batch.len() + 2 || used.len() != st.n_lhs_iters {
+    let mut lhs_used: Vec<usize> = cdims.iter().filter_map(dim_iter).map(|x| x.0).collect();
+    let before = lhs_used.len();
+    lhs_used.sort_unstable();
+    lhs_used.dedup();
+    if lhs_used.len() != before || lhs_used.len() != st.n_lhs_iters {
         return Err(format!(
             "`{}` repeats an iterator across its dimensions",
             prog.tensors[c].name
         ));
     }
-    let holds =
-        |dims: &[DimIndex], t: usize| dims.iter().any(|d| dim_iter(d).map(|x| x.0) == Some(t));
-    let (ai, bi) = if holds(&forms[0].1, i) {
-        (0, 1)
-    } else {
-        (1, 0)
-    };
-    let (a, adims, a_off) = forms[ai].clone();
-    let (b, bdims, b_off) = forms[bi].clone();
-    let name = |t: usize| prog.tensors[t].name.clone();
-    if !holds(&adims, i) || !holds(&adims, k) || holds(&adims, j) {
-        return Err(format!(
-            "operand `{}` does not hold exactly the row and reduction iterators",
-            name(a)
-        ));
+    // The unit column: a pseudo-iterator at position `n` with one point, which no access
+    // uses (a result with one column per row).
+    let unit = n;
+    let mut c_off = c_off;
+    c_off.coef.push(0);
+    for f in &mut forms {
+        f.1.coef.push(0);
     }
-    if !holds(&bdims, j) || !holds(&bdims, k) || holds(&bdims, i) {
-        return Err(format!(
-            "operand `{}` does not hold exactly the reduction and column iterators",
-            name(b)
-        ));
-    }
-    let last = |dims: &[DimIndex]| dims.last().and_then(dim_iter);
-    let a_transposed = match last(&adims) {
-        Some((t, 1)) if t == k => false,
-        Some((t, 1)) if t == i => true,
-        _ => {
-            return Err(format!(
-            "the last index of `{}` is neither its row nor its reduction iterator with stride 1",
-            name(a)
-        ))
-        }
+    bounds.push((0, 1));
+    let ext = |t: usize| bounds[t].1 - bounds[t].0;
+    // The canonical assignment first (`j` = the result's last index, `i` the one before),
+    // then every other one, best array use first.
+    let last_iter = |k: usize| cdims.get(cdims.len().wrapping_sub(k)).and_then(dim_iter);
+    let canonical = match (last_iter(2), last_iter(1)) {
+        (Some((i, _)), Some((j, 1))) => Some((i, j)),
+        _ => None,
     };
-    let b_transposed = match last(&bdims) {
-        Some((t, 1)) if t == j => false,
-        Some((t, 1)) if t == k => true,
-        _ => {
-            return Err(format!(
-            "the last index of `{}` is neither its reduction nor its column iterator with stride 1",
-            name(b)
-        ))
-        }
-    };
-    for (t, dims) in [(a, &adims), (b, &bdims)] {
-        for d in dims {
-            if let Some((it, _)) = dim_iter(d) {
-                if it != i && it != j && it != k && !batch.contains(&it) {
-                    return Err(format!(
-                        "`{}` is indexed by an unexpected iterator",
-                        name(t)
-                    ));
-                }
+    let reductions: Vec<usize> = (st.n_lhs_iters..n).collect();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for j in (0..st.n_lhs_iters).chain([unit]) {
+        for i in 0..st.n_lhs_iters {
+            if i != j && !pairs.contains(&(i, j)) {
+                pairs.push((i, j));
             }
         }
-        let mut seen: Vec<usize> = dims.iter().filter_map(dim_iter).map(|x| x.0).collect();
-        let before = seen.len();
-        seen.sort_unstable();
-        seen.dedup();
-        if seen.len() != before {
-            return Err(format!(
-                "`{}` repeats an iterator across its dimensions",
-                name(t)
-            ));
+    }
+    let mut best: Option<(i64, Cand)> = None;
+    for (i, j) in pairs {
+        for &k in &reductions {
+            // The reduction runs over a box; the guards may restrict rows, not columns.
+            if guards
+                .iter()
+                .any(|g| g.iter == k || (j != unit && g.bound.coef[j] != 0))
+            {
+                continue;
+            }
+            let Some(mut cand) = assign(&c_off, &forms, i, j, k, unit) else {
+                continue;
+            };
+            if !guards.is_empty() && cand.a_transposed && cand.b_transposed {
+                continue;
+            }
+            let d = dim.max(1);
+            // Array use first; then operands read as stored rather than transposed.
+            let mut score = (ext(i).min(d) * ext(j).min(d) * ext(k).min(d)) * 4
+                + 2 * i64::from(!cand.a_transposed)
+                + i64::from(!cand.b_transposed);
+            if canonical == Some((i, j)) {
+                cand.canonical = true;
+                score += i64::MAX / 2;
+            }
+            if best.as_ref().is_none_or(|b| score > b.0) {
+                best = Some((score, cand));
+            }
         }
     }
-    let init = s.checked_sub(1).filter(|&p| {
+    let Some((_, cand)) = best else {
+        if let Some(g) = guards.first() {
+            if reductions
+                .iter()
+                .all(|r| guards.iter().any(|g| g.iter == *r))
+            {
+                return Err(format!(
+                    "the range of `{}` depends on another iterator (not a box)",
+                    st.iters[g.iter].name
+                ));
+            }
+        }
+        return Err(why_not(
+            prog,
+            &c_off,
+            &forms,
+            st.n_lhs_iters,
+            n,
+            &st.iter_names(),
+        ));
+    };
+    let Cand {
+        i,
+        j,
+        k,
+        a_first,
+        a_transposed,
+        b_transposed,
+        ..
+    } = cand;
+    let ((a, a_off), (b, b_off)) = if a_first {
+        (forms[0].clone(), forms[1].clone())
+    } else {
+        (forms[1].clone(), forms[0].clone())
+    };
+    let batch: Vec<usize> = (0..st.n_lhs_iters).filter(|&t| t != i && t != j).collect();
+    let outer: Vec<usize> = reductions.iter().copied().filter(|&t| t != k).collect();
+    // The statement just before, over the same points of `C`.
+    let same_points = |p: usize| {
         let ps = &prog.stmts[p];
-        matches!(ps.body, StmtBody::Init(AssignOp::Add))
-            && ps.lhs == c
+        ps.lhs == c
             && ps.lhs_index == st.lhs_index
             && ps.iters.len() == st.n_lhs_iters
             && ps
@@ -404,8 +481,26 @@ pub fn recognise(
                 .iter()
                 .zip(&st.iters)
                 .all(|(x, y)| x.lower == y.lower && x.upper == y.upper)
-    });
+    };
+    let init = s
+        .checked_sub(1)
+        .filter(|&p| matches!(prog.stmts[p].body, StmtBody::Init(AssignOp::Add)) && same_points(p));
+    // `C(…) = X(…)` just before a plain `+=`: `X` goes straight into the accumulator.
+    let preload = match s.checked_sub(1) {
+        Some(p) if init.is_none() && same_points(p) => {
+            preload_of(prog, scop, p, c, n, sizes, acc, i, j, unit)
+        }
+        _ => None,
+    };
+    for g in &mut guards {
+        g.bound.coef.push(0);
+    }
+    let epilogue = epilogue_of(prog, scop, s, n, sizes, elem, i, j, unit);
     Ok(Gemm {
+        epilogue,
+        guards,
+        preload,
+        outer,
         stmt: s,
         init,
         c,
@@ -421,5 +516,248 @@ pub fn recognise(
         c_off,
         a_transposed,
         b_transposed,
+    })
+}
+
+/// One way to run a statement on the array: which iterators are the rows, columns and
+/// reduction, and which operand is `A`.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    i: usize,
+    j: usize,
+    k: usize,
+    a_first: bool,
+    a_transposed: bool,
+    b_transposed: bool,
+    canonical: bool,
+}
+
+/// Whether rows `i`, columns `j` (maybe the unit column) and reduction `k` fit the array:
+/// `C`'s rows contiguous along `j`, one operand (`A`) holding `i` and `k` but not `j`, the
+/// other (`B`) `k` and `j` but not `i`, each contiguous along one of its two.
+fn assign(
+    c: &Lin,
+    forms: &[(usize, Lin)],
+    i: usize,
+    j: usize,
+    k: usize,
+    unit: usize,
+) -> Option<Cand> {
+    if c.coef[i] <= 0 || (j != unit && c.coef[j] != 1) {
+        return None;
+    }
+    for a_first in [true, false] {
+        let (a, b) = if a_first {
+            (&forms[0].1, &forms[1].1)
+        } else {
+            (&forms[1].1, &forms[0].1)
+        };
+        if a.coef[i] <= 0 || a.coef[k] <= 0 || a.coef[j] != 0 {
+            continue;
+        }
+        if b.coef[k] <= 0 || b.coef[i] != 0 || (j != unit && b.coef[j] <= 0) {
+            continue;
+        }
+        let a_transposed = if a.coef[k] == 1 {
+            false
+        } else if a.coef[i] == 1 {
+            true
+        } else {
+            continue;
+        };
+        let b_transposed = if j == unit || b.coef[j] == 1 {
+            false
+        } else if b.coef[k] == 1 {
+            true
+        } else {
+            continue;
+        };
+        return Some(Cand {
+            i,
+            j,
+            k,
+            a_first,
+            a_transposed,
+            b_transposed,
+            canonical: false,
+        });
+    }
+    None
+}
+
+/// Why no assignment fits, in the terms of the statement.
+fn why_not(
+    prog: &Program,
+    c: &Lin,
+    forms: &[(usize, Lin)],
+    n_lhs: usize,
+    n: usize,
+    names: &[String],
+) -> String {
+    let name = |t: usize| prog.tensors[t].name.clone();
+    // An iterator of the result that indexes both operands: no product pairs rows with
+    // columns through it (a depthwise convolution when it is the channel).
+    if let Some(t) = (0..n_lhs).find(|&t| c.coef[t] != 0 && forms.iter().all(|f| f.1.coef[t] != 0))
+    {
+        return format!(
+            "`{}` indexes the result and both operands (`{}`, `{}`): nothing is reduced across it (a depthwise convolution when it is the channel), so it can be neither the array's rows nor its columns, and no other assignment reads contiguous DRAM rows; mapping it onto the array would need a diagonal weight block laid out in DRAM (a copy)",
+            names[t],
+            name(forms[0].0),
+            name(forms[1].0)
+        );
+    }
+    if (n_lhs..n).all(|k| forms.iter().all(|f| f.1.coef[k] != 1)) {
+        return format!(
+            "no reduction iterator has stride 1 in `{}` or `{}`, and no row iterator lets an operand be read transposed: the array's operand rows must be contiguous in DRAM",
+            name(forms[0].0),
+            name(forms[1].0)
+        );
+    }
+    format!(
+        "no choice of rows, columns and reduction among its iterators reads `{}` and `{}` and writes the result in contiguous DRAM rows",
+        name(forms[0].0),
+        name(forms[1].0)
+    )
+}
+
+/// The flat element offset of an access with any affine indices (several iterators in one
+/// dimension, as a sliding window has), or why not.
+fn flat_offset(
+    prog: &Program,
+    tensor: usize,
+    index: &[Aff],
+    n: usize,
+    sizes: &[i64],
+) -> Result<Lin, String> {
+    let ten = &prog.tensors[tensor];
+    let shape: Vec<i64> = ten.shape.iter().map(|a| a.eval(&[], sizes)).collect();
+    let mut flat = Lin {
+        c0: 0,
+        coef: vec![0; n],
+    };
+    for (d, ix) in index.iter().enumerate() {
+        let (c, coef) = linearize(ix, n, sizes).ok_or_else(|| {
+            format!(
+                "the index of dimension {d} of `{}` divides an iterator",
+                ten.name
+            )
+        })?;
+        let stride: i64 = shape[d + 1..].iter().product();
+        flat.c0 += c * stride;
+        for (f, c) in flat.coef.iter_mut().zip(&coef) {
+            *f += c * stride;
+        }
+    }
+    Ok(flat)
+}
+
+/// Statement `p`, `C(…) = X(…)` over the points of `C`, as a preload of the accumulator:
+/// `X` in the accumulator's type, read along `j` contiguously (or one element per row),
+/// along `i` with any non-negative stride, and over the batch iterators.
+#[allow(clippy::too_many_arguments)]
+fn preload_of(
+    prog: &Program,
+    scop: &Scop,
+    p: usize,
+    c: usize,
+    n: usize,
+    sizes: &[i64],
+    acc: DType,
+    i: usize,
+    j: usize,
+    unit: usize,
+) -> Option<Preload> {
+    let ps = &prog.stmts[p];
+    let StmtBody::Update(AssignOp::Assign, Expr::Read { .. }) = &ps.body else {
+        return None;
+    };
+    let reads = &scop.stmt_reads[p];
+    let [r] = reads.as_slice() else {
+        return None;
+    };
+    if r.tensor == c || prog.tensors[r.tensor].dtype != acc {
+        return None;
+    }
+    let mut off = flat_offset(prog, r.tensor, &r.index, ps.iters.len(), sizes).ok()?;
+    off.coef.resize(n + 1, 0);
+    if off.coef[i] < 0 || (j != unit && off.coef[j] != 1) {
+        return None;
+    }
+    if off.coef.iter().any(|&x| x < 0) {
+        return None;
+    }
+    Some(Preload {
+        stmt: p,
+        tensor: r.tensor,
+        off,
+    })
+}
+
+/// Statement `s + 1` as an epilogue of the GEMM `s` that `mvout` can apply: `Q(…) =
+/// sat_i8(relu(C(…)))` or `sat_i8(C(…))` over the points of `C`, with `C` a temporary
+/// that no other statement uses and `Q` in the scratchpad's type (int8), contiguous along
+/// `j` (or one element per row).
+#[allow(clippy::too_many_arguments)]
+fn epilogue_of(
+    prog: &Program,
+    scop: &Scop,
+    s: usize,
+    n: usize,
+    sizes: &[i64],
+    elem: DType,
+    i: usize,
+    j: usize,
+    unit: usize,
+) -> Option<Epilogue> {
+    use polyhedral::ir::{Func, TensorRole};
+    let st = &prog.stmts[s];
+    let c = st.lhs;
+    let p = s + 1;
+    let ps = prog.stmts.get(p)?;
+    if prog.tensors[c].role != TensorRole::Temp || ps.lhs == c {
+        return None;
+    }
+    let StmtBody::Update(AssignOp::Assign, Expr::Call(Func::SatI8, args)) = &ps.body else {
+        return None;
+    };
+    let (relu, inner) = match args.first()? {
+        Expr::Call(Func::Relu, a) => (true, a.first()?),
+        other => (false, other),
+    };
+    let Expr::Read { tensor, index, .. } = inner else {
+        return None;
+    };
+    if *tensor != c || *index != st.lhs_index {
+        return None;
+    }
+    if ps.iters.len() != st.n_lhs_iters
+        || !ps
+            .iters
+            .iter()
+            .zip(&st.iters)
+            .all(|(x, y)| x.lower == y.lower && x.upper == y.upper)
+    {
+        return None;
+    }
+    let q = ps.lhs;
+    if prog.tensors[q].dtype != elem {
+        return None;
+    }
+    // Nothing else touches `C`: its init or preload, the update and the epilogue only.
+    let uses_c =
+        |t: usize| prog.stmts[t].lhs == c || scop.stmt_reads[t].iter().any(|r| r.tensor == c);
+    if (0..prog.stmts.len()).any(|t| t != s && t != p && t + 1 != s && uses_c(t)) {
+        return None;
+    }
+    let mut off = flat_offset(prog, q, &ps.lhs_index, ps.iters.len(), sizes).ok()?;
+    off.coef.resize(n + 1, 0);
+    if off.coef[i] <= 0 || (j != unit && off.coef[j] != 1) || off.coef.iter().any(|&x| x < 0) {
+        return None;
+    }
+    Some(Epilogue {
+        stmt: p,
+        tensor: q,
+        off,
+        relu,
     })
 }

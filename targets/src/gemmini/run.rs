@@ -548,6 +548,7 @@ impl Interp<'_> {
                     Func::Max => v[0].max(v[1]),
                     Func::Min => v[0].min(v[1]),
                     Func::Abs => w(v[0].wrapping_abs()),
+                    Func::SatI8 => v[0].clamp(-128, 127),
                     other => {
                         return Err(miette!(
                         "the Gemmini model does not evaluate `{}` in a host statement; use --via c",
@@ -636,7 +637,11 @@ impl crate::Executable for ModelRun {
             }
         }
         it.exec(&self.kernel.body)?;
-        for &t in &prog.outputs {
+        // Outputs, and inputs a statement updates in place, come back from DRAM.
+        for t in 0..prog.tensors.len().min(tensors.len()) {
+            if prog.tensors[t].role == polyhedral::ir::TensorRole::Temp {
+                continue;
+            }
             let o = it.offs[t];
             let n = tensors[t].len() * prog.tensors[t].dtype.size_bytes();
             from_bytes(&mut tensors[t], &it.mem.bytes[o..o + n]);

@@ -3,7 +3,7 @@
 
 use miette::{miette, Result};
 use polyhedral::diag::SourceFile;
-use polyhedral::ir::{DType, Program, StmtBody};
+use polyhedral::ir::{AssignOp, DType, Func, Program, StmtBody};
 use schedule_tree::{BufferRole, Pass, ScheduleTree};
 
 use crate::desc::TargetDesc;
@@ -232,10 +232,16 @@ fn retain_stmts(node: KNode, keep: &dyn Fn(usize) -> bool) -> KNode {
 
 /// What `explain` says a recognised GEMM is: its tensors, their layout and its iterators.
 pub(crate) fn describe_gemm(prog: &Program, g: &Gemm) -> String {
-    let it = |t: usize| prog.stmts[g.stmt].iters[t].name.clone();
-    let batch: Vec<String> = g.batch.iter().map(|&b| it(b)).collect();
-    format!(
-        "C = `{}`, A = `{}`{}, B = `{}`{}, i = {}, j = {}, k = {}{}",
+    let st = &prog.stmts[g.stmt];
+    let it = |t: usize| {
+        st.iters
+            .get(t)
+            .map(|x| x.name.clone())
+            .unwrap_or_else(|| "one column".into())
+    };
+    let list = |v: &[usize]| v.iter().map(|&b| it(b)).collect::<Vec<_>>().join(", ");
+    let mut text = format!(
+        "C = `{}`, A = `{}`{}, B = `{}`{}, i = {}, j = {}, k = {}",
         prog.tensors[g.c].name,
         prog.tensors[g.a].name,
         if g.a_transposed { " (transposed)" } else { "" },
@@ -244,12 +250,19 @@ pub(crate) fn describe_gemm(prog: &Program, g: &Gemm) -> String {
         it(g.i),
         it(g.j),
         it(g.k),
-        if batch.is_empty() {
-            String::new()
-        } else {
-            format!(", batch {}", batch.join(", "))
-        }
-    )
+    );
+    if !g.batch.is_empty() {
+        text += &format!(", batch {}", list(&g.batch));
+    }
+    if !g.outer.is_empty() {
+        text += &format!(
+            ", filter offsets {} (implicit im2col: per offset, strided `mvin`s of `{}` rows and `{}` rows, accumulated)",
+            list(&g.outer),
+            prog.tensors[g.a].name,
+            prog.tensors[g.b].name
+        );
+    }
+    text
 }
 
 impl Target for GemminiTarget {
@@ -294,7 +307,7 @@ impl Target for GemminiTarget {
         let mut folded = vec![false; n];
         #[allow(clippy::needless_range_loop)]
         for s in 0..n {
-            match recognise(prog, cx.scop, s, &sizes, elem, acc) {
+            match recognise(prog, cx.scop, s, &sizes, elem, acc, geo.dim) {
                 Ok(g) => {
                     let (t, how) = self.tiles(prog, &g, &geo, cx.spec, cx.scheduled)?;
                     let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
@@ -319,12 +332,51 @@ impl Target for GemminiTarget {
                         p.c_rows,
                         if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
                     ));
+                    if let Some(e) = &g.epilogue {
+                        folded[e.stmt] = true;
+                        notes.push(format!(
+                            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8){} into `{}`; `{}` never reaches DRAM",
+                            prog.stmts[e.stmt].name,
+                            prog.tensors[g.c].name,
+                            if e.relu { " and ReLU" } else { "" },
+                            prog.tensors[e.tensor].name,
+                            prog.tensors[g.c].name
+                        ));
+                    }
+                    if let Some(p) = &g.preload {
+                        folded[p.stmt] = true;
+                        notes.push(format!(
+                            "    {} is folded: `{}` is moved into the accumulator (mvin3{}) before the reduction",
+                            prog.stmts[p.stmt].name,
+                            prog.tensors[p.tensor].name,
+                            if p.off.coef[g.i] == 0 { ", row stride 0: one row broadcast to every row" } else { "" }
+                        ));
+                    }
+                    if !g.guards.is_empty() {
+                        let names: Vec<String> = g
+                            .outer
+                            .iter()
+                            .filter(|r| g.guards.iter().any(|x| x.iter == **r))
+                            .map(|&r| format!("`{}`", prog.stmts[s].iters[r].name))
+                            .collect();
+                        notes.push(format!(
+                            "    padding: the ranges of {} depend on the output position, so per filter offset each block's `mvin` and compute cover only the rows it reaches (nothing is padded in DRAM)",
+                            names.join(", ")
+                        ));
+                    }
                     if let Some(i) = g.init {
                         folded[i] = true;
-                        notes.push(format!(
-                            "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
-                            prog.stmts[i].name, prog.tensors[g.c].name
-                        ));
+                        notes.push(if g.guards.is_empty() {
+                            format!(
+                                "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
+                                prog.stmts[i].name, prog.tensors[g.c].name
+                            )
+                        } else {
+                            format!(
+                                "    {} (the init of `{}`) is folded: the accumulator starts from zeros (mvin3 from DRAM address 0), since the first filter offset may not reach every row",
+                                prog.stmts[i].name, prog.tensors[g.c].name
+                            )
+                        });
                     }
                     gemms[s] = Some((g, t));
                 }
@@ -337,6 +389,31 @@ impl Target for GemminiTarget {
                     }
                 }
             }
+        }
+        // A ReLU of a tensorised result cannot ride on its `mvout`: say why.
+        for (s, st) in prog.stmts.iter().enumerate() {
+            let StmtBody::Update(AssignOp::Assign, polyhedral::ir::Expr::Call(Func::Relu, args)) =
+                &st.body
+            else {
+                continue;
+            };
+            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = args.first() else {
+                continue;
+            };
+            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+                notes.push(format!(
+                    "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; for an int8 result, write `Q(…) = sat_i8(relu({}(…)))` into an int8 tensor with `{}` a temporary, which fuses",
+                    st.name,
+                    prog.tensors[*tensor].name,
+                    prog.tensors[*tensor].name,
+                    prog.tensors[*tensor].name
+                ));
+            }
+        }
+        // A folded statement was looked at before the GEMM that folds it.
+        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| **f) {
+            let host = format!("  {}: runs on the host", st.name);
+            notes.retain(|n| !n.starts_with(&host));
         }
         for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| !**f) {
             if matches!(st.body, StmtBody::Init(_)) {
