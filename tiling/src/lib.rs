@@ -26,6 +26,7 @@ pub mod fuse;
 pub mod report;
 pub mod search;
 pub mod spec;
+pub mod symbolic;
 mod tile;
 
 pub use analysis::TensorFootprint;
@@ -67,19 +68,69 @@ pub fn explain(
         statements.push((name.clone(), v));
     }
     let mut tiles = plan.report;
+    let mut movement = Vec::new();
     if !cx.scop.symbolic.is_empty() {
-        add_symbolic_footprints(cx, &plan.bands, &mut tiles)?;
+        match polyhedral::barvinok::Barvinok::load() {
+            Ok(barvinok) => {
+                add_symbolic_footprints(cx, &plan.bands, &mut tiles, &barvinok)?;
+                movement = level_movements(cx, &plan.bands, &tiles, &barvinok)?;
+            }
+            Err(e) => tiles.notes.push(format!(
+                "footprints that depend on the sizes are shown as `?`, and the exact counts in the sizes (per-tile footprints, data moved per level) are not given: {e}; {}",
+                e.help()
+            )),
+        }
     }
-    Ok(ExplainReport { statements, tiles })
+    Ok(ExplainReport {
+        statements,
+        tiles,
+        movement,
+    })
+}
+
+/// With symbolic sizes: per tiled level and tensor, the exact per-tile footprint and the
+/// data moved, as quasi-polynomials (see [`symbolic`]).
+fn level_movements(
+    cx: &TileCx,
+    bands: &[analysis::BandInfo],
+    tiles: &TileReport,
+    barvinok: &polyhedral::barvinok::Barvinok,
+) -> miette::Result<Vec<symbolic::LevelMovement>> {
+    let context = symbolic::SizeContext::of(cx.scop)?;
+    let elem_bytes = cx.elem_bytes();
+    let mut out = Vec::new();
+    for (i, b) in tiles.bands.iter().enumerate() {
+        let Some(bi) = bands.iter().position(|x| x.path == b.path) else {
+            continue;
+        };
+        for l in &b.levels {
+            let tensors = symbolic::level_movement(
+                cx.ctx,
+                cx.scop,
+                bands,
+                bi,
+                &l.windows,
+                &elem_bytes,
+                barvinok,
+                &context,
+            )?;
+            out.push(symbolic::LevelMovement {
+                band: i,
+                buffer: l.buffer,
+                tensors,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// With symbolic sizes, the footprints that are not fixed-size boxes get their largest
-/// value over the tiles as quasi-polynomials (barvinok). Without barvinok they stay `?`
-/// and a note says how to install it.
+/// value over the tiles as quasi-polynomials (barvinok).
 fn add_symbolic_footprints(
     cx: &TileCx,
     bands: &[analysis::BandInfo],
     tiles: &mut TileReport,
+    barvinok: &polyhedral::barvinok::Barvinok,
 ) -> miette::Result<()> {
     use polyhedral::isl::IslResultExt;
     let needed = tiles.bands.iter().any(|b| {
@@ -90,16 +141,6 @@ fn add_symbolic_footprints(
     if !needed {
         return Ok(());
     }
-    let barvinok = match polyhedral::barvinok::Barvinok::load() {
-        Ok(b) => b,
-        Err(e) => {
-            tiles.notes.push(format!(
-                "footprints with symbolic sizes are shown as `?`: {e}; {}",
-                e.help()
-            ));
-            return Ok(());
-        }
-    };
     // Every size ≥ 1 and every tensor non-empty.
     let mut context = cx.scop.context.copy().isl("copying the context")?;
     for ext in &cx.scop.tensor_extents {
@@ -127,7 +168,7 @@ fn add_symbolic_footprints(
                 bi,
                 &l.windows,
                 &elem_bytes,
-                &barvinok,
+                barvinok,
                 &context,
             )?;
             for f in &mut l.footprints {
