@@ -81,6 +81,8 @@ pub struct TensorMovement {
     pub per_tile: String,
     /// Its maximum over the tiles, a function of the sizes.
     pub per_tile_max: Maximum,
+    /// isl's text of that maximum (a piecewise fold over the sizes).
+    pub per_tile_max_isl: String,
     /// The number of pieces of [`TensorMovement::per_tile_max`] (it prints in full up to
     /// [`MAX_PIECES`]).
     pub per_tile_pieces: usize,
@@ -276,6 +278,7 @@ pub fn level_movement(
             tensor_id: tid,
             per_tile,
             per_tile_max,
+            per_tile_max_isl: fold,
             per_tile_pieces,
             per_tile_max_all,
             moved,
