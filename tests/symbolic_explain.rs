@@ -324,6 +324,41 @@ fn recomputation_of_fusion_equals_bound_counts() {
     }
 }
 
+/// An independent check of the sets themselves: matmul's 4×4×4 tiles move `M·K·⌈N/4⌉`
+/// elements of A (every (i, k) block once per column tile), `K·N·⌈M/4⌉` of B and
+/// `M·N·⌈K/4⌉` of C.
+#[test]
+fn matmul_data_moved_matches_the_closed_form() {
+    let b = Barvinok::load().unwrap_or_else(|e| panic!("{e}: {}", e.help()));
+    let dir = tempdir();
+    let case = &CASES[0];
+    let spec = write(dir.path(), "spec.txt", case.spec);
+    let sym = analyse(&options(case, &spec, &[]), Mode::Optimised).expect("symbolic model");
+    let report = explain(&sym);
+    let l1 = &report.movement[0];
+    let up = |a: i64| (a + 3) / 4;
+    for (m, k, n) in [(1, 1, 1), (5, 7, 9), (13, 4, 8), (64, 3, 17)] {
+        let values = vec![
+            ("M".to_string(), m),
+            ("K".to_string(), k),
+            ("N".to_string(), n),
+        ];
+        for (tensor, want) in [
+            ("A", m * k * up(n)),
+            ("B", k * n * up(m)),
+            ("C", m * n * up(k)),
+        ] {
+            let t = l1
+                .tensors
+                .iter()
+                .find(|t| t.tensor == tensor)
+                .expect("tensor");
+            let got = integer(&b.eval(&t.moved.isl, &values).expect("eval"));
+            assert_eq!(got, want, "{tensor} at M={m}, K={k}, N={n}");
+        }
+    }
+}
+
 #[test]
 fn explain_prints_exact_counts_at_symbolic_sizes() {
     let dir = tempdir();
