@@ -73,7 +73,14 @@ pub fn explain(
         match polyhedral::barvinok::Barvinok::load() {
             Ok(barvinok) => {
                 add_symbolic_footprints(cx, &plan.bands, &mut tiles, &barvinok)?;
-                movement = level_movements(cx, &plan.bands, &tiles, &barvinok)?;
+                let budget = symbolic::Budget::new(symbolic::EXPLAIN_SECONDS);
+                movement = level_movements(cx, &plan.bands, &tiles, &budget)?;
+                if budget.exhausted() {
+                    tiles.notes.push(format!(
+                        "the exact counts in the sizes stop where barvinok did not finish within {} s (the rest is left out)",
+                        budget.seconds
+                    ));
+                }
             }
             Err(e) => tiles.notes.push(format!(
                 "footprints that depend on the sizes are shown as `?`, and the exact counts in the sizes (per-tile footprints, data moved per level) are not given: {e}; {}",
@@ -94,7 +101,7 @@ fn level_movements(
     cx: &TileCx,
     bands: &[analysis::BandInfo],
     tiles: &TileReport,
-    barvinok: &polyhedral::barvinok::Barvinok,
+    budget: &symbolic::Budget,
 ) -> miette::Result<Vec<symbolic::LevelMovement>> {
     let context = symbolic::SizeContext::of(cx.scop)?;
     let elem_bytes = cx.elem_bytes();
@@ -111,9 +118,12 @@ fn level_movements(
                 bi,
                 &l.windows,
                 &elem_bytes,
-                barvinok,
+                budget,
                 &context,
             )?;
+            if tensors.is_empty() && budget.exhausted() {
+                return Ok(out);
+            }
             out.push(symbolic::LevelMovement {
                 band: i,
                 buffer: l.buffer,

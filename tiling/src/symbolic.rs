@@ -37,9 +37,10 @@ pub struct Count {
 
 impl Count {
     fn new(isl: String) -> miette::Result<Count> {
+        // isl's own text where polyc's reader does not follow it.
         let text = QPoly::parse(&isl)
-            .map_err(|e| miette::miette!("{e}"))?
-            .pretty();
+            .map(|q| q.pretty())
+            .unwrap_or_else(|_| isl.clone());
         Ok(Count { isl, text })
     }
 }
@@ -180,24 +181,6 @@ fn unbounded_sizes(context: &Set, names: &[String]) -> miette::Result<Vec<String
     Ok(out)
 }
 
-/// The maximum of `qp` (a quasi-polynomial with no parameters left) over its domain, or
-/// [`Maximum::Unbounded`] naming the sizes in `names` that the context leaves unbounded
-/// when barvinok finds no finite bound.
-fn max_of(
-    barvinok: &Barvinok,
-    qp: &str,
-    context: &Set,
-    names: &[String],
-) -> miette::Result<Maximum> {
-    let (fold, tight) = barvinok.bound(qp, BoundKind::Max).map_err(bv)?;
-    if fold.contains("infty") || fold.contains("NaN") {
-        let grows = unbounded_sizes(context, names)?;
-        return Ok(Maximum::Unbounded(grows));
-    }
-    let text = pretty_fold(&fold).map_err(|e| miette::miette!("{e}"))?;
-    Ok(Maximum::Value { text, tight })
-}
-
 /// The sizes (parameters of `context`) whose names occur in the isl text `qp`.
 fn sizes_in(qp: &str, context: &Set) -> miette::Result<Vec<String>> {
     let words: Vec<&str> = qp
@@ -217,8 +200,90 @@ fn sizes_in(qp: &str, context: &Set) -> miette::Result<Vec<String>> {
     Ok(out)
 }
 
+/// A time budget for barvinok: its bounds can take very long on some polytopes (skewed
+/// tiles of a stencil). Each computation runs in a worker thread that loads barvinok
+/// itself; one that does not answer before the deadline is abandoned (it goes on until
+/// it ends or the process exits, holding [`LOCK`], so no two barvinok computations ever
+/// run at once), and everything after it is skipped.
+pub struct Budget {
+    deadline: std::time::Instant,
+    /// The budget in seconds, for messages.
+    pub seconds: u64,
+    exhausted: std::cell::Cell<bool>,
+}
+
+/// Serialises barvinok's computations across worker threads.
+static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl Budget {
+    /// A budget of `seconds` from now.
+    pub fn new(seconds: u64) -> Budget {
+        Budget {
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(seconds),
+            seconds,
+            exhausted: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Whether a computation ran out of time.
+    pub fn exhausted(&self) -> bool {
+        self.exhausted.get()
+    }
+
+    /// Runs `f` with a barvinok of its own in a worker thread; `None` when the budget is
+    /// spent before it answers.
+    pub fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Barvinok) -> Result<T, BarvinokError> + Send + 'static,
+    ) -> miette::Result<Option<T>> {
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        if self.exhausted.get() || left.is_zero() {
+            self.exhausted.set(true);
+            return Ok(None);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _held = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            let r = Barvinok::load().and_then(|b| f(&b));
+            let _ = tx.send(r);
+        });
+        match rx.recv_timeout(left) {
+            Ok(r) => r.map(Some).map_err(bv),
+            Err(_) => {
+                self.exhausted.set(true);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// What barvinok computes for one tensor at one level (isl text).
+struct RawMovement {
+    per_tile: String,
+    fold: String,
+    tight: bool,
+    all_fold: String,
+    all_tight: bool,
+    moved: String,
+    moved_fold: String,
+    moved_tight: bool,
+}
+
+/// The maximum a fold gives: [`Maximum::Unbounded`] naming the sizes of `names` that the
+/// context leaves unbounded when barvinok finds no finite bound.
+fn maximum(fold: &str, tight: bool, context: &Set, names: &[String]) -> miette::Result<Maximum> {
+    if fold.contains("infty") || fold.contains("NaN") {
+        return Ok(Maximum::Unbounded(unbounded_sizes(context, names)?));
+    }
+    let text = pretty_fold(fold).unwrap_or_else(|_| fold.to_string());
+    Ok(Maximum::Value { text, tight })
+}
+
 /// The exact per-tile footprints and data moved of one level of `band` (windows as in
-/// [`crate::analysis::tile_footprint`]), counted by barvinok.
+/// [`crate::analysis::tile_footprint`]), counted by barvinok within `budget`. The tensors
+/// whose counts did not finish in time are left out (see [`Budget::exhausted`]).
 #[allow(clippy::too_many_arguments)]
 pub fn level_movement(
     ctx: &Ctx,
@@ -227,7 +292,7 @@ pub fn level_movement(
     band: usize,
     windows: &[Option<i64>],
     elem_bytes: &[u64],
-    barvinok: &Barvinok,
+    budget: &Budget,
     context: &SizeContext,
 ) -> miette::Result<Vec<TensorMovement>> {
     let mut out = Vec::new();
@@ -235,40 +300,42 @@ pub fn level_movement(
         let map = map
             .intersect_params(context.set.copy().isl("copying the context")?)
             .isl("restricting to the context")?;
-        // Per tile: position -> number of elements; its maximum over the positions.
-        let per_tile = barvinok.map_card(&map_text(&map)).map_err(bv)?;
-        let (fold, tight) = barvinok
-            .bound_in(&per_tile, BoundKind::Max, Some(&context.text))
-            .map_err(bv)?;
-        let per_tile_max = if fold.contains("infty") {
-            Maximum::Unbounded(Vec::new())
-        } else {
-            Maximum::Value {
-                text: pretty_fold(&fold).map_err(|e| miette::miette!("{e}"))?,
-                tight,
-            }
-        };
-        let per_tile_pieces = fold.matches(';').count() + 1;
-        // Over the sizes too: the sizes join the position in the domain.
+        // Per tile: position -> number of elements. Over the sizes too: the sizes join the
+        // position in the domain. Σ over the tiles: the pairs (tile, element).
+        let map_t = map_text(&map);
         let (all, _) = params_to_domain(map.copy().isl("copying a map")?)?;
-        let all_qp = barvinok.map_card(&map_text(&all)).map_err(bv)?;
-        let grows = sizes_in(&per_tile, &context.set)?;
-        let per_tile_max_all = max_of(barvinok, &all_qp, &context.set, &grows)?;
-        // Σ over the tiles: the pairs (tile, element).
+        let all_t = map_text(&all);
         let pairs = map.wrap().isl("the pairs of tiles and elements")?;
-        let moved_qp = barvinok
-            .gist_params(
-                &barvinok
-                    .set_card(&set_text(&pairs.copy().isl("copying a set")?))
-                    .map_err(bv)?,
-                &context.text,
-            )
-            .map_err(bv)?;
-        let moved = Count::new(moved_qp)?;
+        let pairs_t = set_text(&pairs);
         let (by_size, _) = params_to_domain(Map::from_range(pairs).isl("pairs as a map")?)?;
-        let by_size_qp = barvinok.map_card(&map_text(&by_size)).map_err(bv)?;
+        let by_size_t = map_text(&by_size);
+        let ctx_t = context.text.clone();
+        let raw = budget.run(move |b| {
+            let per_tile = b.map_card(&map_t)?;
+            let (fold, tight) = b.bound_in(&per_tile, BoundKind::Max, Some(&ctx_t))?;
+            let (all_fold, all_tight) = b.bound(&b.map_card(&all_t)?, BoundKind::Max)?;
+            let moved = b.gist_params(&b.set_card(&pairs_t)?, &ctx_t)?;
+            let (moved_fold, moved_tight) = b.bound(&b.map_card(&by_size_t)?, BoundKind::Max)?;
+            Ok(RawMovement {
+                per_tile,
+                fold,
+                tight,
+                all_fold,
+                all_tight,
+                moved,
+                moved_fold,
+                moved_tight,
+            })
+        })?;
+        let Some(raw) = raw else {
+            break;
+        };
+        let per_tile_max = maximum(&raw.fold, raw.tight, &context.set, &[])?;
+        let grows = sizes_in(&raw.per_tile, &context.set)?;
+        let per_tile_max_all = maximum(&raw.all_fold, raw.all_tight, &context.set, &grows)?;
+        let moved = Count::new(raw.moved)?;
         let grows = sizes_in(&moved.isl, &context.set)?;
-        let moved_max = max_of(barvinok, &by_size_qp, &context.set, &grows)?;
+        let moved_max = maximum(&raw.moved_fold, raw.moved_tight, &context.set, &grows)?;
         let name = scop.tensor_extents[tid]
             .get_tuple_name()
             .map(|s| s.to_string())
@@ -276,10 +343,10 @@ pub fn level_movement(
         out.push(TensorMovement {
             tensor: name,
             tensor_id: tid,
-            per_tile,
+            per_tile: raw.per_tile,
             per_tile_max,
-            per_tile_max_isl: fold,
-            per_tile_pieces,
+            per_tile_pieces: raw.fold.matches(';').count() + 1,
+            per_tile_max_isl: raw.fold,
             per_tile_max_all,
             moved,
             moved_max,
@@ -358,32 +425,34 @@ pub struct SymbolicRecompute {
 }
 
 /// The instances of a producer and the instances its tiles would run (`need`: tile →
-/// producer instance), counted by barvinok under the sizes' context. `None` when barvinok
-/// is not installed.
+/// producer instance), counted by barvinok under the sizes' context within `budget`.
+/// `None` when the budget ran out.
 pub fn recompute(
     stmt: &str,
     need: &Map,
     domain: &Set,
     context: &SizeContext,
+    budget: &Budget,
 ) -> miette::Result<Option<SymbolicRecompute>> {
-    let Ok(barvinok) = Barvinok::load() else {
-        return Ok(None);
-    };
-    let count = |s: &Set| -> miette::Result<String> {
+    let restrict = |s: Set| -> miette::Result<String> {
         let s = s
-            .copy()
-            .isl("copying a set")?
             .intersect_params(context.set.copy().isl("copying the context")?)
             .isl("restricting to the context")?;
-        let q = barvinok.set_card(&set_text(&s)).map_err(bv)?;
-        barvinok.gist_params(&q, &context.text).map_err(bv)
+        Ok(set_text(&s))
     };
-    let instances = count(domain)?;
-    let executed = count(&need.copy().isl("copying a map")?.wrap().isl("wrapping")?)?;
-    let minus = barvinok.scale(&instances, -1).map_err(bv)?;
-    let extra = barvinok
-        .gist_params(&barvinok.add(&executed, &minus).map_err(bv)?, &context.text)
-        .map_err(bv)?;
+    let dom_t = restrict(domain.copy().isl("copying a set")?)?;
+    let need_t = restrict(need.copy().isl("copying a map")?.wrap().isl("wrapping")?)?;
+    let ctx_t = context.text.clone();
+    let raw = budget.run(move |b| {
+        let instances = b.gist_params(&b.set_card(&dom_t)?, &ctx_t)?;
+        let executed = b.gist_params(&b.set_card(&need_t)?, &ctx_t)?;
+        let minus = b.scale(&instances, -1)?;
+        let extra = b.gist_params(&b.add(&executed, &minus)?, &ctx_t)?;
+        Ok((instances, executed, extra))
+    })?;
+    let Some((instances, executed, extra)) = raw else {
+        return Ok(None);
+    };
     Ok(Some(SymbolicRecompute {
         stmt: stmt.to_string(),
         instances: Count::new(instances)?,
@@ -391,6 +460,12 @@ pub fn recompute(
         extra: Count::new(extra)?,
     }))
 }
+
+/// Seconds barvinok may spend on the exact counts of one `polyc explain`.
+pub const EXPLAIN_SECONDS: u64 = 5;
+
+/// Seconds barvinok may spend counting one producer's recomputation.
+pub const RECOMPUTE_SECONDS: u64 = 3;
 
 /// The most pieces a maximum over the tiles prints with; longer ones print their number.
 pub const MAX_PIECES: usize = 3;
@@ -437,11 +512,17 @@ pub(crate) fn recompute_note(
     domain: &Set,
     out: &mut Vec<SymbolicRecompute>,
 ) -> miette::Result<String> {
-    let context = SizeContext::of(cx.scop)?;
-    let Some(r) = recompute(stmt, need, domain, &context)? else {
+    if let Err(e) = Barvinok::load() {
         return Ok(format!(
-            "the recomputation is not counted at symbolic sizes without barvinok ({})",
-            polyhedral::barvinok::INSTALL_HELP
+            "the recomputation is not counted at symbolic sizes without barvinok ({e}; {})",
+            e.help()
+        ));
+    }
+    let context = SizeContext::of(cx.scop)?;
+    let budget = Budget::new(RECOMPUTE_SECONDS);
+    let Some(r) = recompute(stmt, need, domain, &context, &budget)? else {
+        return Ok(format!(
+            "barvinok did not count the recomputation within {RECOMPUTE_SECONDS} s"
         ));
     };
     let text = format!(
