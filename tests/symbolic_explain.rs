@@ -166,6 +166,25 @@ fn data_moved_and_footprints_equal_enumeration() {
                     lm.tensors.len(),
                     "{at}: the tensors the tiles touch"
                 );
+                let total = lm.total.as_ref().expect("the level's totals");
+                let bytes: i64 = lm
+                    .tensors
+                    .iter()
+                    .map(|t| {
+                        let n = moved
+                            .iter()
+                            .find(|(id, _)| *id == t.tensor_id)
+                            .and_then(|(_, n)| *n)
+                            .expect("counted");
+                        n as i64 * t.elem_bytes as i64
+                    })
+                    .sum();
+                assert_eq!(
+                    integer(&b.eval(&total.moved.isl, &values).expect("eval")),
+                    bytes,
+                    "{at}: bytes moved: {}",
+                    total.moved.isl
+                );
                 for t in &lm.tensors {
                     let want = moved
                         .iter()
@@ -213,6 +232,23 @@ fn data_moved_and_footprints_equal_enumeration() {
         // largest value the quasi-polynomial takes in the range.
         if let Some((name, lo, hi)) = case.dynamic {
             for lm in &sym_report.movement {
+                let total = lm.total.as_ref().expect("the level's totals");
+                let max = (lo..=hi)
+                    .map(|v| {
+                        let p = vec![(name.to_string(), v)];
+                        integer(&b.eval(&total.moved.isl, &p).expect("eval"))
+                    })
+                    .max()
+                    .unwrap_or(0);
+                assert_eq!(
+                    total.moved_max,
+                    Maximum::Value {
+                        text: max.to_string(),
+                        tight: true
+                    },
+                    "{}: bytes moved over {name}={lo}..{hi}",
+                    case.program
+                );
                 for t in &lm.tensors {
                     let values: Vec<i64> = (lo..=hi)
                         .map(|v| {
@@ -365,7 +401,7 @@ fn explain_prints_exact_counts_at_symbolic_sizes() {
     let spec = write(dir.path(), "mm.spec", "S_1: 32@L1, 32@L1, 32@L1\n");
     let out = polyc_ok(&["explain", "examples/matmul.tc", "--tile-spec", &spec]);
     let start = out.find("exact counts in the sizes").expect("the section");
-    let section: Vec<&str> = out[start..].lines().take(8).collect();
+    let section: Vec<&str> = out[start..].lines().take(10).collect();
     assert_eq!(
         section.join("\n"),
         "exact counts in the sizes (barvinok; elements; a tile's footprint is clipped at the edges, and the data a level moves is the sum over its tiles):
@@ -375,7 +411,9 @@ band #0 at L1:
   B  per tile: max over tiles piecewise in the sizes (9 pieces); over every size 1024
      moved: K·N·⌊(M + 31)/32⌋; over every size none (grows with M, K, N)
   C  per tile: max over tiles piecewise in the sizes (9 pieces); over every size 1024
-     moved: M·N·⌊(K + 31)/32⌋; over every size none (grows with M, K, N)"
+     moved: M·N·⌊(K + 31)/32⌋; over every size none (grows with M, K, N)
+  all tensors, in bytes  per tile: over every size 12288 (L1 holds 49152: fits at every size)
+                         moved: 4·M·K·⌊(N + 31)/32⌋ + 4·M·N·⌊(K + 31)/32⌋ + 4·K·N·⌊(M + 31)/32⌋; over every size none (grows with M, K, N)"
     );
 }
 

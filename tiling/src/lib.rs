@@ -124,10 +124,13 @@ fn level_movements(
             if tensors.is_empty() && budget.exhausted() {
                 return Ok(out);
             }
+            let total = symbolic::level_total(&tensors, budget, &context)?;
             out.push(symbolic::LevelMovement {
                 band: i,
                 buffer: l.buffer,
                 tensors,
+                total,
+                capacity: l.capacity.filter(|_| !l.register_file),
             });
         }
     }

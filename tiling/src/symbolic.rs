@@ -80,6 +80,10 @@ pub struct TensorMovement {
     /// The elements one tile touches, clipped at the edges, as a quasi-polynomial over the
     /// tile's position (window starts, outer band points) and the sizes (isl text).
     pub per_tile: String,
+    /// The same over the tile's position and the sizes, all in the domain (isl text).
+    pub per_tile_all: String,
+    /// The data moved over the sizes in the domain (isl text).
+    pub moved_all: String,
     /// Its maximum over the tiles, a function of the sizes.
     pub per_tile_max: Maximum,
     /// isl's text of that maximum (a piecewise fold over the sizes).
@@ -106,6 +110,106 @@ pub struct LevelMovement {
     pub buffer: Buffer,
     /// Per tensor the tiles touch.
     pub tensors: Vec<TensorMovement>,
+    /// The sums over the tensors, in bytes (`None` when the budget ran out).
+    pub total: Option<LevelTotal>,
+    /// The level's capacity in bytes, when the target gives one and it is not a register
+    /// file.
+    pub capacity: Option<u64>,
+}
+
+/// The bytes of every tensor together at one level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelTotal {
+    /// The largest footprint of one tile over the tiles and every size, in bytes.
+    pub per_tile_max_all: Maximum,
+    /// The bytes the level moves.
+    pub moved: Count,
+    /// Their maximum over every size.
+    pub moved_max: Maximum,
+}
+
+/// The byte totals of a level's tensors (see [`LevelTotal`]), within `budget`.
+pub fn level_total(
+    tensors: &[TensorMovement],
+    budget: &Budget,
+    context: &SizeContext,
+) -> miette::Result<Option<LevelTotal>> {
+    if tensors.is_empty() {
+        return Ok(None);
+    }
+    let parts: Vec<(String, String, String, i64)> = tensors
+        .iter()
+        .map(|t| {
+            (
+                t.per_tile_all.clone(),
+                t.moved.isl.clone(),
+                t.moved_all.clone(),
+                t.elem_bytes as i64,
+            )
+        })
+        .collect();
+    let ctx_t = context.text.clone();
+    let raw = budget.run(move |b| {
+        let sum = |pick: &dyn Fn(&(String, String, String, i64)) -> &String| {
+            let mut acc: Option<String> = None;
+            for p in &parts {
+                let q = b.scale(pick(p), p.3)?;
+                acc = Some(match acc {
+                    None => q,
+                    Some(a) => b.add(&a, &q)?,
+                });
+            }
+            Ok::<String, BarvinokError>(acc.unwrap_or_default())
+        };
+        let all = sum(&|p| &p.0)?;
+        let (all_fold, all_tight) = bound_value(b, &all)?;
+        let moved = b.gist_params(&sum(&|p| &p.1)?, &ctx_t)?;
+        let (moved_fold, moved_tight) = bound_value(b, &sum(&|p| &p.2)?)?;
+        Ok((all_fold, all_tight, moved, moved_fold, moved_tight))
+    })?;
+    let Some((all_fold, all_tight, moved, moved_fold, moved_tight)) = raw else {
+        return Ok(None);
+    };
+    let mut grows_tile = Vec::new();
+    let mut grows_moved = Vec::new();
+    for t in tensors {
+        if let Maximum::Unbounded(v) = &t.per_tile_max_all {
+            grows_tile.extend(v.iter().cloned());
+        }
+        if let Maximum::Unbounded(v) = &t.moved_max {
+            grows_moved.extend(v.iter().cloned());
+        }
+    }
+    let dedup = |mut v: Vec<String>| {
+        let mut seen = Vec::new();
+        v.retain(|x| {
+            let new = !seen.contains(x);
+            seen.push(x.clone());
+            new
+        });
+        v
+    };
+    Ok(Some(LevelTotal {
+        per_tile_max_all: maximum(&all_fold, all_tight, &context.set, &dedup(grows_tile))?,
+        moved: Count::new(moved)?,
+        moved_max: maximum(&moved_fold, moved_tight, &context.set, &dedup(grows_moved))?,
+    }))
+}
+
+/// Whether a tile fits `capacity` bytes at every size, from its largest footprint.
+fn fits_text(max: &Maximum, capacity: u64, buffer: Buffer) -> String {
+    match max {
+        Maximum::Value { text, tight } => match text.parse::<u64>() {
+            Ok(v) if v <= capacity => format!("{buffer} holds {capacity}: fits at every size"),
+            Ok(_) if *tight => {
+                format!("{buffer} holds {capacity}: does not fit at every size")
+            }
+            _ => format!("{buffer} holds {capacity}: may not fit at every size"),
+        },
+        Maximum::Unbounded(_) => {
+            format!("{buffer} holds {capacity}: does not fit at every size")
+        }
+    }
 }
 
 /// The parameter context as barvinok text and as a set of polyc's isl.
@@ -259,9 +363,22 @@ impl Budget {
     }
 }
 
+/// The bound of `qp` over its whole domain (no parameters left): a fold whose pieces
+/// isl may leave with conditions on local variables only, so it is evaluated to a number
+/// (`infty` when unbounded).
+fn bound_value(b: &Barvinok, qp: &str) -> Result<(String, bool), BarvinokError> {
+    let (fold, tight) = b.bound(qp, BoundKind::Max)?;
+    if fold.contains("infty") || fold.contains("NaN") || fold.trim_start().starts_with('[') {
+        return Ok((fold, tight));
+    }
+    Ok((b.eval_fold(&fold, &[])?, tight))
+}
+
 /// What barvinok computes for one tensor at one level (isl text).
 struct RawMovement {
     per_tile: String,
+    all: String,
+    by_size: String,
     fold: String,
     tight: bool,
     all_fold: String,
@@ -313,11 +430,15 @@ pub fn level_movement(
         let raw = budget.run(move |b| {
             let per_tile = b.map_card(&map_t)?;
             let (fold, tight) = b.bound_in(&per_tile, BoundKind::Max, Some(&ctx_t))?;
-            let (all_fold, all_tight) = b.bound(&b.map_card(&all_t)?, BoundKind::Max)?;
+            let all = b.map_card(&all_t)?;
+            let (all_fold, all_tight) = bound_value(b, &all)?;
             let moved = b.gist_params(&b.set_card(&pairs_t)?, &ctx_t)?;
-            let (moved_fold, moved_tight) = b.bound(&b.map_card(&by_size_t)?, BoundKind::Max)?;
+            let by_size = b.map_card(&by_size_t)?;
+            let (moved_fold, moved_tight) = bound_value(b, &by_size)?;
             Ok(RawMovement {
                 per_tile,
+                all,
+                by_size,
                 fold,
                 tight,
                 all_fold,
@@ -344,6 +465,8 @@ pub fn level_movement(
             tensor: name,
             tensor_id: tid,
             per_tile: raw.per_tile,
+            per_tile_all: raw.all,
+            moved_all: raw.by_size,
             per_tile_max,
             per_tile_pieces: raw.fold.matches(';').count() + 1,
             per_tile_max_isl: raw.fold,
@@ -496,6 +619,20 @@ pub fn format_movement(levels: &[LevelMovement]) -> String {
                 " ".repeat(t.tensor.chars().count()),
                 t.moved.text,
                 t.moved_max
+            ));
+        }
+        if let Some(total) = &l.total {
+            let fits = l
+                .capacity
+                .map(|c| format!(" ({})", fits_text(&total.per_tile_max_all, c, l.buffer)))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  all tensors, in bytes  per tile: over every size {}{fits}\n",
+                total.per_tile_max_all
+            ));
+            out.push_str(&format!(
+                "                         moved: {}; over every size {}\n",
+                total.moved.text, total.moved_max
             ));
         }
     }
