@@ -19,7 +19,8 @@ coincident members get blocks of 1 (they map to further grid dimensions). Sizes 
 clamped to the extents; when the shared-memory footprint of a block tile does not fit \
 the description's shared memory, the largest shared size is halved (register tiles shrink \
 with it) until it fits. A symbolic extent with an upper bound (`--dynamic T=1..128`) counts \
-as that bound. Bands with other symbolic extents or no coincident member are left \
+as that bound, unless a block tile would then span an untiled symbolic extent (a dynamic \
+reduction axis). Bands with other symbolic extents or no coincident member are left \
 untiled (they still run, mapped as they are).";
 
 /// Threads per block the policy aims at.
@@ -112,11 +113,18 @@ pub fn default_spec(
             s.0 = s.0.min(ext(m));
             s.1 = s.1.map(|x| x.min(s.0));
         }
+        let mut bounded = true;
         loop {
             let windows: Vec<Option<i64>> = (0..band.n_members())
                 .map(|m| sizes.get(m).map(|s| s.0))
                 .collect();
             let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows, &elem)?;
+            // A tile that spans an untiled symbolic extent (a dynamic reduction axis) has
+            // no fixed-size footprint: the band stays untiled, as with other symbolic sizes.
+            if fps.iter().any(|f| f.bytes.is_none()) {
+                bounded = false;
+                break;
+            }
             let bytes: u64 = fps.iter().map(|f| f.bytes.unwrap_or(u64::MAX / 4)).sum();
             if bytes <= shared.bytes {
                 break;
@@ -131,6 +139,9 @@ pub fn default_spec(
             };
             sizes[m].0 /= 2;
             sizes[m].1 = sizes[m].1.map(|x| x.min(sizes[m].0));
+        }
+        if !bounded {
+            continue;
         }
         let stmt = live_out(cx, band)?;
         let dims = sizes
