@@ -128,6 +128,10 @@ pub struct LevelTotal {
     pub moved_max: Maximum,
 }
 
+/// One tensor's share of a level's totals: the per-tile count over position and sizes,
+/// the data moved, the data moved over the sizes (isl text), and its element bytes.
+type Part = (String, String, String, i64);
+
 /// The byte totals of a level's tensors (see [`LevelTotal`]), within `budget`.
 pub fn level_total(
     tensors: &[TensorMovement],
@@ -137,7 +141,7 @@ pub fn level_total(
     if tensors.is_empty() {
         return Ok(None);
     }
-    let parts: Vec<(String, String, String, i64)> = tensors
+    let parts: Vec<Part> = tensors
         .iter()
         .map(|t| {
             (
@@ -150,7 +154,7 @@ pub fn level_total(
         .collect();
     let ctx_t = context.text.clone();
     let raw = budget.run(move |b| {
-        let sum = |pick: &dyn Fn(&(String, String, String, i64)) -> &String| {
+        let sum = |pick: &dyn Fn(&Part) -> &String| {
             let mut acc: Option<String> = None;
             for p in &parts {
                 let q = b.scale(pick(p), p.3)?;
