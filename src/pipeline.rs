@@ -203,8 +203,8 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let target = load_target(opts)?;
     if !opts.dynamic.is_empty() && target.micro_kernel_model(&program).is_none() {
         return Err(miette!(
-            help = "compile for --target cpu, or leave the size symbolic without --dynamic (parametric tiling works on every target)",
-            "--dynamic is not supported yet on target `{}` (only on CPUs)",
+            help = "compile for a CPU or GPU target, or leave the size symbolic without --dynamic (parametric tiling works on every target)",
+            "--dynamic is not supported yet on target `{}` (only on CPU and GPU targets)",
             target.name()
         ));
     }

@@ -208,16 +208,158 @@ fn bad_dynamic_flags_are_errors() {
 }
 
 #[test]
-fn gpu_targets_say_dynamic_is_not_supported_yet() {
+fn targets_without_a_micro_kernel_model_say_dynamic_is_not_supported_yet() {
     let err = polyc_err(&[
         "examples/dense.tc",
         "--dynamic",
         "T=1..8",
         "--target",
-        "gpu",
+        "gemmini",
     ]);
     assert!(
-        flat(&err).contains("--dynamic is not supported yet on target `a100` (only on CPUs)"),
+        flat(&err).contains(
+            "--dynamic is not supported yet on target `gemmini` (only on CPU and GPU targets)"
+        ),
         "{err}"
     );
+}
+
+/// On the GPU target (OpenCL on PoCL), one `--dynamic` kernel runs and matches the
+/// reference interpreter at sizes that end in full thread tiles, in every remainder, and
+/// at the range's ends; the thread's partial register tile is composed of micro-kernels.
+#[test]
+fn gpu_dynamic_kernel_checks_at_every_remainder() {
+    let out = polyc_ok(&[
+        "run",
+        "examples/dense.tc",
+        "--target",
+        "gpu",
+        "--param",
+        "N=64,K=24",
+        "--dynamic",
+        "T=1..128",
+        "--check",
+        "--run-param",
+        "T=1",
+        "--run-param",
+        "T=43",
+        "--run-param",
+        "T=53",
+        "--run-param",
+        "T=62",
+        "--run-param",
+        "T=64",
+        "--run-param",
+        "T=127",
+        "--run-param",
+        "T=128",
+    ]);
+    assert_eq!(
+        out.matches("Y: max_abs_err=0.000e0 max_rel_err=0.000e0 ok")
+            .count(),
+        7,
+        "{out}"
+    );
+    let src = polyc_ok(&[
+        "examples/dense.tc",
+        "--target",
+        "gpu",
+        "--emit",
+        "opencl",
+        "--param",
+        "N=64,K=24",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    assert!(
+        src.contains("const int64_t polyc_mk0_rows = polyc_min(T - 64 * c0 - 4 * c3 - 1, 3) + 1;"),
+        "{src}"
+    );
+    let err = polyc_err(&[
+        "run",
+        "examples/dense.tc",
+        "--target",
+        "gpu",
+        "--param",
+        "N=64,K=24",
+        "--dynamic",
+        "T=1..128",
+        "--run-param",
+        "T=129",
+    ]);
+    assert!(
+        flat(&err).contains("--run-param: T=129 is outside the sizes the kernel was compiled for (--dynamic T=1..128)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn gpu_explain_lists_the_thread_micro_kernels() {
+    let out = polyc_ok(&[
+        "explain",
+        "examples/dense.tc",
+        "--target",
+        "gpu",
+        "--param",
+        "N=256,K=96",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    let start = out.find("micro-kernels of").expect("the micro-kernels");
+    let section: Vec<&str> = out[start..].lines().take(9).collect();
+    assert_eq!(
+        section.join("\n"),
+        "micro-kernels of S_0, S_1 along T = 1..128 (tiles of 4 rows × 4 columns; model: one GPU thread, scalar FMAs, 128 registers, FMA latency 4, 1 FMA and 1 shared-memory load per cycle):
+  rows  accumulators  cycles/step  efficiency
+     4            16           16        100%
+     3            12           12        100%
+     2             8            8        100%
+     1             4            5         80%
+  composition at sample sizes (modelled cycles per reduction step, composed / padded to full tiles):
+  T=1: 1 = 1  (6 / 17)
+  T=5: 5 = 4 + 1  (23 / 34)"
+    );
+}
+
+/// The CUDA of a `--dynamic` kernel compiles with nvcc for sm_80 without spills.
+#[test]
+fn gpu_dynamic_cuda_compiles_with_nvcc() {
+    let Some(nvcc) = targets::cuda_tools::find_nvcc() else {
+        assert!(
+            std::env::var_os("POLYC_SKIP_NVCC").is_some(),
+            "nvcc is not installed: run scripts/install-deps (or set POLYC_SKIP_NVCC=1 to skip)"
+        );
+        eprintln!("skipping: POLYC_SKIP_NVCC is set and nvcc is not installed");
+        return;
+    };
+    let dir = tempdir();
+    let src = polyc_ok(&[
+        "examples/dense.tc",
+        "--target",
+        "gpu",
+        "--param",
+        "N=256,K=96",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    assert!(src.contains("polyc_mk0_rows"), "{src}");
+    let cu = write(dir.path(), "k.cu", &src);
+    let o = std::process::Command::new(&nvcc)
+        .args(["-arch=sm_80", "-c", &cu, "-o"])
+        .arg(dir.path().join("k.o"))
+        .args(["-Xptxas", "-v"])
+        .output()
+        .expect("nvcc runs");
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{log}");
+    let kernels = targets::cuda_tools::parse_ptxas_output(&log);
+    assert!(!kernels.is_empty(), "{log}");
+    for k in kernels {
+        assert_eq!(
+            (k.spill_store_bytes, k.spill_load_bytes),
+            (0, 0),
+            "{}: {log}",
+            k.name
+        );
+    }
 }

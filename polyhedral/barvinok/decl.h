@@ -16,6 +16,7 @@ typedef struct isl_point isl_point;
 typedef struct isl_val isl_val;
 typedef struct isl_union_pw_qpolynomial isl_union_pw_qpolynomial;
 typedef struct isl_union_pw_qpolynomial_fold isl_union_pw_qpolynomial_fold;
+typedef struct isl_pw_qpolynomial_fold isl_pw_qpolynomial_fold;
 
 /* isl_fold: the kind of bound (isl/polynomial_type.h). */
 enum isl_fold { isl_fold_error = -1, isl_fold_min = 0, isl_fold_max = 1, isl_fold_list = 2 };
@@ -72,3 +73,6 @@ isl_union_pw_qpolynomial *isl_union_pw_qpolynomial_sum(isl_union_pw_qpolynomial 
 isl_union_pw_qpolynomial_fold *isl_union_pw_qpolynomial_bound(
 	isl_union_pw_qpolynomial *upwqp, enum isl_fold type, isl_bool *tight);
 isl_val *isl_union_pw_qpolynomial_eval(isl_union_pw_qpolynomial *upwqp, isl_point *pnt);
+/* Bounds (folds) over parameters only, read back from their text and evaluated. */
+isl_pw_qpolynomial_fold *isl_pw_qpolynomial_fold_read_from_str(isl_ctx *ctx, const char *str);
+isl_val *isl_pw_qpolynomial_fold_eval(isl_pw_qpolynomial_fold *pwf, isl_point *pnt);

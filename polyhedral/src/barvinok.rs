@@ -417,6 +417,45 @@ impl Barvinok {
         self.print_qp(r, &what)
     }
 
+    /// The value of a bound (a piecewise fold over parameters only, as
+    /// [`Barvinok::bound`] prints it) at the given parameter values
+    /// (`isl_pw_qpolynomial_fold_eval`), as isl prints it. Every parameter must be given.
+    pub fn eval_fold(&self, fold: &str, values: &[(String, i64)]) -> Result<String, BarvinokError> {
+        let names: Vec<&str> = values.iter().map(|(n, _)| n.as_str()).collect();
+        let cons: Vec<String> = values.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        let point = format!("[{}] -> {{ : {} }}", names.join(", "), cons.join(" and "));
+        let point = point.replace("{ :  }", "{ : }");
+        let what = format!("evaluating `{fold}` at {}", cons.join(", "));
+        let c = self.cstring(&point, &what)?;
+        let f = self.cstring(fold, &what)?;
+        // SAFETY: `sample_point` takes the set, `eval` takes the fold and the point; the
+        // value is printed and freed.
+        let s = unsafe {
+            let pf = self
+                .lib
+                .isl_pw_qpolynomial_fold_read_from_str(self.ctx, f.as_ptr());
+            if pf.is_null() {
+                return Err(self.error(&what));
+            }
+            let set = self.lib.isl_set_read_from_str(self.ctx, c.as_ptr());
+            if set.is_null() {
+                return Err(self.error(&format!("reading `{point}`")));
+            }
+            let pnt = self.lib.isl_set_sample_point(set);
+            if pnt.is_null() {
+                return Err(self.error(&what));
+            }
+            let v = self.lib.isl_pw_qpolynomial_fold_eval(pf, pnt);
+            if v.is_null() {
+                return Err(self.error(&what));
+            }
+            let s = self.lib.isl_val_to_str(v);
+            self.lib.isl_val_free(v);
+            s
+        };
+        self.take_str(s, &what)
+    }
+
     /// The value of a quasi-polynomial over parameters only, at the given parameter values
     /// (`isl_union_pw_qpolynomial_eval`), as isl prints it (an integer, or `p/q`). Every
     /// parameter of `qp` must be given; a point outside every piece gives `0`.

@@ -500,7 +500,15 @@ impl<'a> Parser<'a> {
                 }
                 Ok(p)
             }
-            Some(c) if c.is_ascii_digit() => Ok(Poly::constant(Rat::int(self.int()?))),
+            Some(c) if c.is_ascii_digit() => {
+                let k = Poly::constant(Rat::int(self.int()?));
+                // isl writes a coefficient against its variable inside divisions
+                // (`floor((960 + 64C)/1024)`): a name right after the digits multiplies.
+                match self.s.get(self.pos) {
+                    Some(&c) if c.is_ascii_alphabetic() || c == b'_' => Ok(k.mul(&self.atom()?)),
+                    _ => Ok(k),
+                }
+            }
             Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
                 let start = self.pos;
                 while self.pos < self.s.len()
@@ -818,6 +826,20 @@ fn pretty_poly(p: &Poly, params: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_coefficient_against_its_variable_multiplies() {
+        let q = QPoly::parse("[C] -> { floor((960 + 64C)/1024) }").unwrap();
+        assert_eq!(
+            q.eval(&[("C".to_string(), 1)]),
+            Some(Rat::int((960 + 64) / 1024))
+        );
+        assert_eq!(
+            q.eval(&[("C".to_string(), 10)]),
+            Some(Rat::int((960 + 640) / 1024))
+        );
+    }
+
     use super::*;
 
     fn pretty(t: &str) -> String {

@@ -120,9 +120,22 @@ pub const MAX_MICRO_KERNELS: usize = 4;
 /// addressing), so that fewer, larger pieces win ties.
 pub const PIECE_OVERHEAD: i64 = 1;
 
-/// The analytic model of a CPU core's FMA pipeline that ranks micro-kernels.
+/// What one micro-kernel runs on: a CPU core's SIMD units, or one thread of a GPU block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelUnit {
+    /// A CPU core: vector FMAs over SIMD lanes.
+    CpuCore,
+    /// One thread of a GPU block: scalar FMAs (the warp is the SIMD unit), operands loaded
+    /// from shared memory.
+    GpuThread,
+}
+
+/// The analytic model of an FMA pipeline that ranks micro-kernels: a CPU core's
+/// ([`CpuModel::new`]) or one GPU thread's ([`CpuModel::gpu_thread`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CpuModel {
+    /// What runs one micro-kernel.
+    pub unit: ModelUnit,
     /// Elements per SIMD vector.
     pub vector_elems: i64,
     /// Vector registers.
@@ -141,11 +154,41 @@ impl CpuModel {
     /// of current x86 cores (Skylake-X to Zen 4).
     pub fn new(vector_bytes: u32, registers: u64, elem_bytes: u32) -> CpuModel {
         CpuModel {
+            unit: ModelUnit::CpuCore,
             vector_elems: (vector_bytes / elem_bytes.max(1)).max(1) as i64,
             registers: registers.max(1) as i64,
             fma_latency: 4,
             fma_ports: 2,
             load_ports: 2,
+        }
+    }
+    /// The model of one GPU thread (FTuner's GPU criteria, at the thread's register
+    /// tile): scalar FMAs, one issued per cycle, with a latency of 4 cycles that the
+    /// thread's independent accumulators must cover (with fewer, the thread stalls unless
+    /// other warps fill in: occupancy); one shared-memory operand load per cycle; and
+    /// `registers` registers for the accumulators and the operands of a step (the register
+    /// file's share per thread in the description: more would lower occupancy or spill).
+    pub fn gpu_thread(registers: u64) -> CpuModel {
+        CpuModel {
+            unit: ModelUnit::GpuThread,
+            vector_elems: 1,
+            registers: registers.max(1) as i64,
+            fma_latency: 4,
+            fma_ports: 1,
+            load_ports: 1,
+        }
+    }
+    /// The model's figures, as `polyc explain` prints them.
+    pub fn describe(&self) -> String {
+        match self.unit {
+            ModelUnit::CpuCore => format!(
+                "{} elements per vector, {} registers, FMA latency {}, {} FMA ports",
+                self.vector_elems, self.registers, self.fma_latency, self.fma_ports
+            ),
+            ModelUnit::GpuThread => format!(
+                "one GPU thread, scalar FMAs, {} registers, FMA latency {}, {} FMA and {} shared-memory load per cycle",
+                self.registers, self.fma_latency, self.fma_ports, self.load_ports
+            ),
         }
     }
     /// Vector accumulators of a micro-kernel of `rows × cols`.
@@ -243,15 +286,12 @@ impl MicroKernelSet {
     /// The `polyc explain` text: the micro-kernels and how sample sizes are composed.
     pub fn explain(&self, stmts: &str, samples: &[i64]) -> String {
         let mut s = format!(
-            "micro-kernels of {stmts} along {} = {} (tiles of {} rows × {} columns; model: {} elements per vector, {} registers, FMA latency {}, {} FMA ports):\n",
+            "micro-kernels of {stmts} along {} = {} (tiles of {} rows × {} columns; model: {}):\n",
             self.size.name,
             self.size.values_text(),
             self.full_rows,
             self.cols,
-            self.model.vector_elems,
-            self.model.registers,
-            self.model.fma_latency,
-            self.model.fma_ports
+            self.model.describe()
         );
         s.push_str("  rows  accumulators  cycles/step  efficiency\n");
         for &m in &self.sizes {
@@ -474,24 +514,14 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
             _ => return None,
         }
     }
-    // Columns: the longest constant loop directly inside a row loop.
+    // Columns: the longest constant loop directly inside a row loop (the outermost loops
+    // of its body; a reduction nested in the column loop, as in a GPU thread's tile, is
+    // not a column).
     let mut cols = 1;
     partial.walk(&mut |x| {
         if let KNode::For { iter, body, .. } = x {
             if row_iters.contains(iter) {
-                body.walk(&mut |y| {
-                    if let KNode::For {
-                        init: KExpr::Int(0),
-                        cond: KExpr::Cmp(KCmp::Le, _, u),
-                        step: 1,
-                        ..
-                    } = y
-                    {
-                        if let KExpr::Int(b) = **u {
-                            cols = cols.max(b + 1);
-                        }
-                    }
-                });
+                cols = cols.max(outer_constant_loop(body));
             }
         }
     });
@@ -584,6 +614,32 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
 }
 
 /// Whether a loop condition is `iter <= min(e, K)` with the row edge `(e, K)`.
+/// The longest constant loop `for (x = 0; x <= K; x++)` among the outermost loops of
+/// `n` (loops inside loops are not looked at), or 1.
+fn outer_constant_loop(n: &KNode) -> i64 {
+    match n {
+        KNode::For {
+            init: KExpr::Int(0),
+            cond: KExpr::Cmp(KCmp::Le, _, u),
+            step: 1,
+            ..
+        } => match **u {
+            KExpr::Int(b) => b + 1,
+            _ => 1,
+        },
+        KNode::For { .. } => 1,
+        KNode::Block(v) => v.iter().map(outer_constant_loop).max().unwrap_or(1),
+        KNode::If { then, els, .. } => {
+            let e = els.as_deref().map_or(1, outer_constant_loop);
+            outer_constant_loop(then).max(e)
+        }
+        KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+            outer_constant_loop(body)
+        }
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => 1,
+    }
+}
+
 fn is_row_loop(cond: &KExpr, edge: &(KExpr, i64)) -> bool {
     matches!(cond, KExpr::Cmp(KCmp::Le, _, u)
         if matches!(&**u, KExpr::Min(v) if v.len() == 2 && v[0] == edge.0 && v[1] == KExpr::Int(edge.1)))

@@ -488,8 +488,43 @@ pub fn symbolic_footprints(
 ) -> miette::Result<Vec<(usize, SymbolicFootprint)>> {
     use polyhedral::barvinok::BoundKind;
     use polyhedral::isl::ffi::model::map_text;
-    use polyhedral::isl::isl_rs::DimType;
     let bv = |e: polyhedral::barvinok::BarvinokError| miette::miette!(help = e.help(), "{e}");
+    let mut out = Vec::new();
+    for (tid, map) in tile_data_maps(ctx, scop, bands, band, windows)? {
+        let per_tile = barvinok.map_card(&map_text(&map)).map_err(bv)?;
+        let eb = elem_bytes.get(tid).copied().unwrap_or(1) as i64;
+        let per_tile_bytes = barvinok.scale(&per_tile, eb).map_err(bv)?;
+        let show = |q: &str| -> miette::Result<String> {
+            let (fold, tight) = barvinok
+                .bound_in(q, BoundKind::Max, Some(context))
+                .map_err(bv)?;
+            let text = polyhedral::qpoly::pretty_fold(&fold).map_err(|e| miette::miette!("{e}"))?;
+            Ok(if tight { text } else { format!("≤ {text}") })
+        };
+        out.push((
+            tid,
+            SymbolicFootprint {
+                elements: show(&per_tile)?,
+                bytes: show(&per_tile_bytes)?,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// For each tensor one tile of `band` touches (see [`tile_footprint`]), the map from the
+/// tile's position to the elements it touches: the input tuple holds the window starts
+/// `polyc_o{d}` (aligned to their sizes) and the points `polyc_p{k}_{d}` of the outer
+/// bands; the symbolic sizes stay parameters. Its domain is every tile that touches the
+/// tensor, so counting its pairs gives the data all tiles move.
+pub fn tile_data_maps(
+    ctx: &Ctx,
+    scop: &Scop,
+    bands: &[BandInfo],
+    band: usize,
+    windows: &[Option<i64>],
+) -> miette::Result<Vec<(usize, Map)>> {
+    use polyhedral::isl::isl_rs::DimType;
     let image = tile_image(ctx, scop, bands, band, windows)?;
     let mut out = Vec::new();
     for (tid, ext) in scop.tensor_extents.iter().enumerate() {
@@ -545,23 +580,7 @@ pub fn symbolic_footprints(
                 .intersect_domain(aligned)
                 .isl("restricting to aligned tiles")?;
         }
-        let per_tile = barvinok.map_card(&map_text(&map)).map_err(bv)?;
-        let eb = elem_bytes.get(tid).copied().unwrap_or(1) as i64;
-        let per_tile_bytes = barvinok.scale(&per_tile, eb).map_err(bv)?;
-        let show = |q: &str| -> miette::Result<String> {
-            let (fold, tight) = barvinok
-                .bound_in(q, BoundKind::Max, Some(context))
-                .map_err(bv)?;
-            let text = polyhedral::qpoly::pretty_fold(&fold).map_err(|e| miette::miette!("{e}"))?;
-            Ok(if tight { text } else { format!("≤ {text}") })
-        };
-        out.push((
-            tid,
-            SymbolicFootprint {
-                elements: show(&per_tile)?,
-                bytes: show(&per_tile_bytes)?,
-            },
-        ));
+        out.push((tid, map));
     }
     Ok(out)
 }

@@ -54,8 +54,9 @@
 //!   unfused, the temporary is written to the smallest level of the description that holds
 //!   it and read back, at that level's bandwidth ([`FuseCost::weigh`]). Targets without
 //!   these figures use a flat limit on `extra / instances`
-//!   ([`FuseOptions::max_recompute`]). With symbolic sizes nothing can be counted and
-//!   overlapping producers fall back.
+//!   ([`FuseOptions::max_recompute`]). With symbolic sizes overlapping producers fall
+//!   back; the instances the tiles would run are counted as quasi-polynomials in the
+//!   sizes (barvinok, when installed; [`crate::symbolic::recompute`]) for the report.
 //! - **Results used elsewhere.** A producer with a dependence to a statement that is not
 //!   fused and comes after it in the sequence cannot move into the tiles.
 //! - **Results partly needed.** When the tiles do not need every instance of a producer,
@@ -311,6 +312,9 @@ pub struct FuseReport {
     pub notes: Vec<String>,
     /// What the producer copies keep of their register tiles inside the fused tiles.
     pub copies: Vec<String>,
+    /// With symbolic sizes: the recomputation of the producers whose tiles overlap, as
+    /// quasi-polynomials (barvinok), one entry per producer.
+    pub symbolic: Vec<crate::symbolic::SymbolicRecompute>,
 }
 
 impl FuseReport {
@@ -531,7 +535,7 @@ pub fn fuse(
         let mut recomputed = BTreeSet::new();
         let mut info = Vec::new();
         for &p in &fused {
-            match check_producer(cx, opts, &need, &fused, &live, &shape, p)? {
+            match check_producer(cx, opts, &need, &fused, &live, &shape, p, &mut rep.symbolic)? {
                 Ok(fp) => {
                     if fp.1 {
                         recomputed.insert(p);
@@ -919,6 +923,7 @@ fn check_producer(
     live: &[usize],
     shape: &Shape,
     p: usize,
+    symbolic: &mut Vec<crate::symbolic::SymbolicRecompute>,
 ) -> miette::Result<Result<(FusedProducer, bool), (String, bool)>> {
     let scop = cx.scop;
     let names = &scop.stmt_names;
@@ -1022,9 +1027,13 @@ fn check_producer(
         }
         match recompute {
             None => {
-                return Ok(Err((format!(
-                    "neighbouring tiles need overlapping instances of {name}{box_text}, and the recomputation cannot be counted exactly (symbolic sizes)"
-                ), false)))
+                let counted = crate::symbolic::recompute_note(cx, name, &np, dom, symbolic)?;
+                return Ok(Err((
+                    format!(
+                    "neighbouring tiles need overlapping instances of {name}{box_text}; {counted}"
+                ),
+                    false,
+                )));
             }
             Some(r) => {
                 let runs = format!(
@@ -1039,7 +1048,10 @@ fn check_producer(
                     Some(_) => {}
                     None if r > opts.max_recompute => {
                         return Ok(Err((
-                            format!("{runs}, over the limit of {:.1}%", opts.max_recompute * 100.0),
+                            format!(
+                                "{runs}, over the limit of {:.1}%",
+                                opts.max_recompute * 100.0
+                            ),
                             false,
                         )))
                     }

@@ -28,6 +28,7 @@ pub mod regshape;
 pub mod report;
 pub mod search;
 pub mod spec;
+pub mod symbolic;
 mod tile;
 
 pub use analysis::TensorFootprint;
@@ -69,19 +70,82 @@ pub fn explain(
         statements.push((name.clone(), v));
     }
     let mut tiles = plan.report;
+    let mut movement = Vec::new();
     if !cx.scop.symbolic.is_empty() {
-        add_symbolic_footprints(cx, &plan.bands, &mut tiles)?;
+        match polyhedral::barvinok::Barvinok::load() {
+            Ok(barvinok) => {
+                add_symbolic_footprints(cx, &plan.bands, &mut tiles, &barvinok)?;
+                let budget = symbolic::Budget::new(symbolic::EXPLAIN_SECONDS);
+                movement = level_movements(cx, &plan.bands, &tiles, &budget)?;
+                if budget.exhausted() {
+                    tiles.notes.push(format!(
+                        "the exact counts in the sizes stop where barvinok did not finish within {} s (the rest is left out)",
+                        budget.seconds
+                    ));
+                }
+            }
+            Err(e) => tiles.notes.push(format!(
+                "footprints that depend on the sizes are shown as `?`, and the exact counts in the sizes (per-tile footprints, data moved per level) are not given: {e}; {}",
+                e.help()
+            )),
+        }
     }
-    Ok(ExplainReport { statements, tiles })
+    Ok(ExplainReport {
+        statements,
+        tiles,
+        movement,
+    })
+}
+
+/// With symbolic sizes: per tiled level and tensor, the exact per-tile footprint and the
+/// data moved, as quasi-polynomials (see [`symbolic`]).
+fn level_movements(
+    cx: &TileCx,
+    bands: &[analysis::BandInfo],
+    tiles: &TileReport,
+    budget: &symbolic::Budget,
+) -> miette::Result<Vec<symbolic::LevelMovement>> {
+    let context = symbolic::SizeContext::of(cx.scop)?;
+    let elem_bytes = cx.elem_bytes();
+    let mut out = Vec::new();
+    for (i, b) in tiles.bands.iter().enumerate() {
+        let Some(bi) = bands.iter().position(|x| x.path == b.path) else {
+            continue;
+        };
+        for l in &b.levels {
+            let tensors = symbolic::level_movement(
+                cx.ctx,
+                cx.scop,
+                bands,
+                bi,
+                &l.windows,
+                &elem_bytes,
+                budget,
+                &context,
+            )?;
+            if tensors.is_empty() && budget.exhausted() {
+                return Ok(out);
+            }
+            let total = symbolic::level_total(&tensors, budget, &context)?;
+            out.push(symbolic::LevelMovement {
+                band: i,
+                buffer: l.buffer,
+                tensors,
+                total,
+                capacity: l.capacity.filter(|_| !l.register_file),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// With symbolic sizes, the footprints that are not fixed-size boxes get their largest
-/// value over the tiles as quasi-polynomials (barvinok). Without barvinok they stay `?`
-/// and a note says how to install it.
+/// value over the tiles as quasi-polynomials (barvinok).
 fn add_symbolic_footprints(
     cx: &TileCx,
     bands: &[analysis::BandInfo],
     tiles: &mut TileReport,
+    barvinok: &polyhedral::barvinok::Barvinok,
 ) -> miette::Result<()> {
     use polyhedral::isl::IslResultExt;
     let needed = tiles.bands.iter().any(|b| {
@@ -92,16 +156,6 @@ fn add_symbolic_footprints(
     if !needed {
         return Ok(());
     }
-    let barvinok = match polyhedral::barvinok::Barvinok::load() {
-        Ok(b) => b,
-        Err(e) => {
-            tiles.notes.push(format!(
-                "footprints with symbolic sizes are shown as `?`: {e}; {}",
-                e.help()
-            ));
-            return Ok(());
-        }
-    };
     // Every size ≥ 1 and every tensor non-empty.
     let mut context = cx.scop.context.copy().isl("copying the context")?;
     for ext in &cx.scop.tensor_extents {
@@ -129,7 +183,7 @@ fn add_symbolic_footprints(
                 bi,
                 &l.windows,
                 &elem_bytes,
-                &barvinok,
+                barvinok,
                 &context,
             )?;
             for f in &mut l.footprints {

@@ -67,6 +67,9 @@ pub struct ExplainReport {
     pub statements: Vec<(String, Vec<usize>)>,
     /// The tiling report.
     pub tiles: TileReport,
+    /// With symbolic sizes (and barvinok): per tiled level, the exact per-tile footprints
+    /// and the data moved, as quasi-polynomials.
+    pub movement: Vec<crate::symbolic::LevelMovement>,
 }
 
 fn sizes_text(v: &[Option<i64>]) -> String {
@@ -162,6 +165,7 @@ impl fmt::Display for ExplainReport {
                 }
             }
         }
+        write!(f, "{}", crate::symbolic::format_movement(&self.movement))?;
         for n in &self.tiles.notes {
             writeln!(f, "note: {n}")?;
         }

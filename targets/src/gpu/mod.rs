@@ -165,6 +165,19 @@ impl Target for GpuTarget {
         }
         Ok((kernel, Vec::new()))
     }
+    /// One thread's model ([`crate::microkernel::CpuModel::gpu_thread`]): the micro-kernels
+    /// are shapes of a thread's register tile along the dynamic size, with the registers
+    /// the description gives a thread's tiles (128 when unset).
+    fn micro_kernel_model(&self, _program: &Program) -> Option<crate::microkernel::CpuModel> {
+        let registers = self
+            .desc
+            .buffers
+            .iter()
+            .find(|b| b.role() == BufferRole::Registers)
+            .and_then(|b| b.registers)
+            .unwrap_or(128);
+        Some(crate::microkernel::CpuModel::gpu_thread(registers))
+    }
     fn lower_options(&self) -> LowerOptions {
         LowerOptions {
             levels: self.desc.levels(),

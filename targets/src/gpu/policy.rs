@@ -18,7 +18,9 @@ thread (256 threads). With one coincident member only: 256 of it per block. Othe
 coincident members get blocks of 1 (they map to further grid dimensions). Sizes are \
 clamped to the extents; when the shared-memory footprint of a block tile does not fit \
 the description's shared memory, the largest shared size is halved (register tiles shrink \
-with it) until it fits. Bands with symbolic extents or no coincident member are left \
+with it) until it fits. A symbolic extent with an upper bound (`--dynamic T=1..128`) counts \
+as that bound, unless a block tile would then span an untiled symbolic extent (a dynamic \
+reduction axis). Bands with other symbolic extents or no coincident member are left \
 untiled (they still run, mapped as they are).";
 
 /// Threads per block the policy aims at.
@@ -66,7 +68,10 @@ pub fn default_spec(
             }
         }
         let (tilable, _) = permutable_prefix(cx.ctx, cx.deps, band, band.n_members())?;
-        if tilable == 0 || band.extents[..tilable].iter().any(|e| e.is_none()) {
+        let extents: Vec<Option<i64>> = (0..band.n_members())
+            .map(|m| band.extents[m].or(band.max_extents[m]))
+            .collect();
+        if tilable == 0 || extents[..tilable].iter().any(|e| e.is_none()) {
             continue;
         }
         let coincident: Vec<usize> = (0..tilable).filter(|&m| band.coincident[m]).collect();
@@ -75,7 +80,7 @@ pub fn default_spec(
         };
         let r = coincident.iter().rev().nth(1).copied();
         let reduction = (0..tilable).any(|m| !band.coincident[m]);
-        let ext = |m: usize| band.extents[m].unwrap_or(1).max(1);
+        let ext = |m: usize| extents[m].unwrap_or(1).max(1);
         // (shared size, register size) per member.
         let mut sizes: Vec<(i64, Option<i64>)> = (0..tilable)
             .map(|m| {
@@ -108,11 +113,18 @@ pub fn default_spec(
             s.0 = s.0.min(ext(m));
             s.1 = s.1.map(|x| x.min(s.0));
         }
+        let mut bounded = true;
         loop {
             let windows: Vec<Option<i64>> = (0..band.n_members())
                 .map(|m| sizes.get(m).map(|s| s.0))
                 .collect();
             let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows, &elem)?;
+            // A tile that spans an untiled symbolic extent (a dynamic reduction axis) has
+            // no fixed-size footprint: the band stays untiled, as with other symbolic sizes.
+            if fps.iter().any(|f| f.bytes.is_none()) {
+                bounded = false;
+                break;
+            }
             let bytes: u64 = fps.iter().map(|f| f.bytes.unwrap_or(u64::MAX / 4)).sum();
             if bytes <= shared.bytes {
                 break;
@@ -127,6 +139,9 @@ pub fn default_spec(
             };
             sizes[m].0 /= 2;
             sizes[m].1 = sizes[m].1.map(|x| x.min(sizes[m].0));
+        }
+        if !bounded {
+            continue;
         }
         let stmt = live_out(cx, band)?;
         let dims = sizes
