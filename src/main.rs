@@ -227,6 +227,12 @@ struct CommonArgs {
     /// Leave statements without a tile spec untiled (default: the target's policy tiles them).
     #[arg(long = "no-default-tiling")]
     no_default_tiling: bool,
+    /// The target's tiling policy for the statements a tile spec leaves out: `default`
+    /// (polyc's), or one the target names (on Gemmini, `gemmini-default`: Gemmini's own
+    /// `tiled_matmul_auto` rule, the baseline). An unknown name is an error listing the
+    /// target's policies.
+    #[arg(long = "policy", value_name = "NAME")]
+    policy: Option<String>,
     /// The target: a built-in name (`cpu` (default), `gpu` (= `a100`), `a100`, `h100`,
     /// `gemmini`) or a target description YAML (e.g. specs/targets/ascend.yaml). Its buffers
     /// drive tiling and promotion; its kind picks the back end. `--target-desc` is an alias.
@@ -425,6 +431,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             json: c.search_json.clone(),
         },
         no_default_tiling: c.no_default_tiling,
+        policy: c.policy.clone(),
         target: c.target.clone(),
         emit: c.emit.clone(),
         codegen: true,

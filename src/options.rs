@@ -33,6 +33,9 @@ pub struct CompileOptions {
     pub tile_spec: Option<String>,
     /// `--no-default-tiling`: statements without a spec stay untiled.
     pub no_default_tiling: bool,
+    /// `--policy NAME`: the target's tiling policy for statements the tile spec leaves
+    /// out (`None`: the target's `default`).
+    pub policy: Option<String>,
     /// `--target NAME|FILE` (alias `--target-desc`): a built-in target name (`cpu`, `gpu`,
     /// `a100`, `h100`, `gemmini`) or a target description file (default: `cpu`).
     pub target: Option<String>,
@@ -244,6 +247,7 @@ impl CompileOptions {
             load_trees: Vec::new(),
             tile_spec: None,
             no_default_tiling: false,
+            policy: None,
             target: None,
             emit: None,
             device: targets::gpu::Device::Auto,

@@ -201,6 +201,20 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     timer.lap("deps");
 
     let target = load_target(opts)?;
+    if let Some(p) = &opts.policy {
+        let known = target.policies();
+        if !known.iter().any(|(name, _)| name == p) {
+            let list: Vec<String> = known
+                .iter()
+                .map(|(name, what)| format!("`{name}` ({what})"))
+                .collect();
+            return Err(miette!(
+                help = format!("target `{}` has: {}", target.name(), list.join("; ")),
+                "--policy {p}: target `{}` has no tiling policy of that name",
+                target.name()
+            ));
+        }
+    }
     if !opts.dynamic.is_empty() && target.micro_kernel_model(&program).is_none() {
         return Err(miette!(
             help = "compile for a CPU or GPU target, or leave the size symbolic without --dynamic (parametric tiling works on every target)",
@@ -440,7 +454,9 @@ pub fn finish(
                     let report = tiling::explain(&tree, &cx.tile_cx(), &spec, &file)?;
                     format!("tile spec:\n{spec}\n{report}")
                 }
-                None => no_band_tiled(opts),
+                None => target
+                    .untiled_explain()
+                    .map_or_else(|| no_band_tiled(opts), |t| format!("{t}\n")),
             };
             if let Some(search) = &choice.explain {
                 text.insert_str(0, &format!("{search}\n"));
@@ -518,6 +534,7 @@ pub fn finish(
             spec: applied_spec.as_ref(),
             optimised: mode == Mode::Optimised,
             scheduled: front.scheduled(),
+            policy: opts.policy.as_deref().unwrap_or("default"),
         },
         kernel,
     )?;

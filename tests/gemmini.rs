@@ -858,3 +858,69 @@ fn sat_i8_is_only_the_whole_right_side_of_an_int8_statement() {
         "{e}"
     );
 }
+
+/// `--policy gemmini-default` is Gemmini's own tiled_matmul_auto rule (the baseline);
+/// polyc's default is an EDP search from its tiles, kept double-buffered, so its EDP is
+/// never larger. A target without the policy is an exact error that lists its policies.
+#[test]
+fn policies_baseline_and_default() {
+    let prog = "examples/gemmini/gemm.tc";
+    let tiles = |out: &str| -> String {
+        out.lines()
+            .find(|l| l.trim_start().starts_with("tiles "))
+            .unwrap_or_else(|| panic!("no tiles line: {out}"))
+            .trim()
+            .to_string()
+    };
+    for params in ["M=128,N=128,K=64", "M=512,N=768,K=768", "M=37,N=29,K=70"] {
+        let base = polyc_ok(&[
+            "explain",
+            prog,
+            "--param",
+            params,
+            "--target",
+            "gemmini",
+            "--policy",
+            "gemmini-default",
+        ]);
+        let def = polyc_ok(&["explain", prog, "--param", params, "--target", "gemmini"]);
+        assert!(
+            tiles(&base)
+                .contains("from Gemmini's tiled_matmul_auto rule (--policy gemmini-default)"),
+            "{base}"
+        );
+        assert!(
+            tiles(&def)
+                .contains("from the default policy (EDP search from tiled_matmul_auto's tiles)")
+                && tiles(&def).contains("double-buffered across banks; accumulator: C"),
+            "{def}"
+        );
+        assert!(edp(&def) <= edp(&base), "{params}: {def}\n{base}");
+    }
+    // The baseline's 512 x 768 x 768 tiles, by its rule: I and J grow by DIM in turn while
+    // the double-buffered tiles fit (A, B in half a scratchpad bank each, C in one
+    // accumulator bank), then K.
+    let base = polyc_ok(&[
+        "explain",
+        prog,
+        "--param",
+        "M=512,N=768,K=768",
+        "--target",
+        "gemmini",
+        "--policy",
+        "gemmini-default",
+    ]);
+    assert!(tiles(&base).starts_with("tiles 96×80×672 (i×j×k"), "{base}");
+    let err = polyc_err(&[
+        "explain",
+        prog,
+        "--param",
+        "M=8,N=8,K=8",
+        "--policy",
+        "gemmini-default",
+    ]);
+    assert_eq!(
+        err.trim_end(),
+        "  × --policy gemmini-default: target `cpu` has no tiling policy of that name\n  help: target `cpu` has: `default` (polyc's tiling policy for this target)"
+    );
+}

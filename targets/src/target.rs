@@ -70,6 +70,8 @@ pub struct RewriteCx<'a> {
     /// The scheduled tree (before the target's passes): the band members a tile spec's
     /// entries refer to.
     pub scheduled: &'a ScheduleTree,
+    /// The tiling policy `--policy` chose (one of [`Target::policies`]; `default`).
+    pub policy: &'a str,
 }
 
 /// What a code-generation target does. Everything else about a target is data
@@ -80,6 +82,16 @@ pub trait Target {
     /// The target's name (`cpu`, `a100`, …), for messages and file names only.
     fn name(&self) -> &str {
         &self.desc().name
+    }
+    /// What `explain` says when no band of the schedule tree is tiled, if the target
+    /// tiles elsewhere (`None`: the generic "no band is tiled" line).
+    fn untiled_explain(&self) -> Option<&'static str> {
+        None
+    }
+    /// The tiling policies `--policy` may name, with a line saying what each does; the
+    /// first is the default. Every target has polyc's own, `default`.
+    fn policies(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("default", "polyc's tiling policy for this target")]
     }
     /// isl scheduler options the target sets before the user's `--isl-option`s (which
     /// override them), as `NAME=VALUE`.

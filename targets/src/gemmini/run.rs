@@ -601,10 +601,16 @@ fn new_interp<'a>(prog: &'a Program, sizes: &'a [i64], dim: i64) -> Interp<'a> {
 /// The instructions and data movement of `kernel` at `sizes`, counted without running
 /// (see the module documentation).
 pub fn count(prog: &Program, kernel: &Kernel, sizes: &[i64], dim: i64) -> Result<Counters> {
+    count_node(prog, &kernel.body, sizes, dim)
+}
+
+/// The counters of one piece of a kernel (a GEMM's instruction program), counted without
+/// running it, as [`count`] does for the whole kernel.
+pub fn count_node(prog: &Program, node: &KNode, sizes: &[i64], dim: i64) -> Result<Counters> {
     let mut it = new_interp(prog, sizes, dim);
     it.mem = FlatMemory::zeroed(0);
     // Addresses only need to be numbers here; give the tensors a base.
-    it.exec(&kernel.body)?;
+    it.exec(node)?;
     Ok(it.counts)
 }
 

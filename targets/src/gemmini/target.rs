@@ -2,7 +2,6 @@
 //! as plain C on the host core, in one function.
 
 use miette::{miette, Result};
-use polyhedral::diag::SourceFile;
 use polyhedral::ir::{AssignOp, DType, Func, Program, StmtBody};
 use schedule_tree::{BufferRole, Pass, ScheduleTree};
 
@@ -14,6 +13,9 @@ use crate::{EmitOptions, Executable};
 
 use super::codegen::{gemm_program, Geometry, Tiles};
 use super::recognise::{recognise, Gemm};
+
+/// The most instruction programs the default policy counts per GEMM.
+pub const MAX_SEARCH_POINTS: usize = 40;
 
 /// The Gemmini NPU (`kind: gemmini`).
 #[derive(Clone, Debug)]
@@ -73,23 +75,109 @@ impl GemminiTarget {
         ))
     }
 
-    /// The tiles of `g`: from the tile spec where it gives sizes, else the default policy.
-    fn tiles(
+    /// The tiles the policy picks for `g`, and how to name that choice.
+    ///
+    /// - `gemmini-default`: Gemmini's own `tiled_matmul_auto` rule
+    ///   ([`Geometry::default_tiles`]), the baseline.
+    /// - `default` (polyc's): a local search by BACO's EDP that starts from the baseline's
+    ///   tiles. It tries doubling, halving, growing and shrinking by DIM each of the I, J
+    ///   and K tiles (whole DIM blocks, at most the rounded-up extent, double-buffered in
+    ///   the scratchpad and the accumulator, as the baseline's), keeps a move
+    ///   when the GEMM's instruction program, counted without running it
+    ///   ([`super::run::count_node`]), has a smaller EDP, and stops when no move helps
+    ///   (or after [`MAX_SEARCH_POINTS`] programs). It is never worse than the baseline.
+    fn policy_tiles(
         &self,
-        prog: &Program,
+        cx: &RewriteCx,
         g: &Gemm,
         geo: &Geometry,
-        spec: Option<&(tiling::TileSpec, SourceFile)>,
-        scheduled: &ScheduleTree,
+        sizes: &[i64],
     ) -> Result<(Tiles, &'static str)> {
-        let mut t = geo.default_tiles(g);
-        let Some((spec, file)) = spec else {
-            return Ok((t, "the default policy"));
+        let base = geo.default_tiles(g);
+        if cx.policy == "gemmini-default" {
+            return Ok((
+                base,
+                "Gemmini's tiled_matmul_auto rule (--policy gemmini-default)",
+            ));
+        }
+        let edp = |t: &Tiles| -> Result<Option<f64>> {
+            let p = match geo.place(t) {
+                Ok(p) if p.sp_double && p.acc_double => p,
+                _ => return Ok(None),
+            };
+            let body = gemm_program(g, geo, t, &p, "s_");
+            let counts = super::run::count_node(cx.program, &body, sizes, geo.dim)?;
+            Ok(super::cost::cost(&self.desc, geo, &counts).map(|c| c.edp))
+        };
+        let Some(mut best_edp) = edp(&base)? else {
+            return Ok((base, "the default policy (no cost model: Gemmini's rule)"));
+        };
+        let d = geo.dim;
+        let cap = |e: i64| (e + d - 1) / d * d;
+        let caps = [cap(g.extent(g.i)), cap(g.extent(g.j)), cap(g.extent(g.k))];
+        let mut best = base;
+        let mut seen = vec![(best.ti, best.tj, best.tk)];
+        let mut points = 1;
+        'search: loop {
+            let mut moved = false;
+            for axis in 0..3 {
+                let cur = [best.ti, best.tj, best.tk][axis];
+                let half = (cur / 2 / d).max(1) * d;
+                for next in [cur * 2, half, cur + d, cur - d] {
+                    let next = next.min(caps[axis]);
+                    if next < d || next == cur {
+                        continue;
+                    }
+                    let mut t = best;
+                    match axis {
+                        0 => t.ti = next,
+                        1 => t.tj = next,
+                        _ => t.tk = next,
+                    }
+                    if seen.contains(&(t.ti, t.tj, t.tk)) {
+                        continue;
+                    }
+                    seen.push((t.ti, t.tj, t.tk));
+                    if points >= MAX_SEARCH_POINTS {
+                        break 'search;
+                    }
+                    points += 1;
+                    if let Some(e) = edp(&t)? {
+                        if e < best_edp {
+                            (best, best_edp) = (t, e);
+                            moved = true;
+                        }
+                    }
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        Ok((
+            best,
+            "the default policy (EDP search from tiled_matmul_auto's tiles)",
+        ))
+    }
+
+    /// The tiles of `g`: from the tile spec where it gives sizes, else the policy's.
+    fn tiles(
+        &self,
+        cx: &RewriteCx,
+        g: &Gemm,
+        geo: &Geometry,
+        sizes: &[i64],
+    ) -> Result<(Tiles, &'static str)> {
+        let prog = cx.program;
+        let (mut t, policy) = self.policy_tiles(cx, g, geo, sizes)?;
+        let Some((spec, file)) = cx.spec else {
+            return Ok((t, policy));
         };
         let name = &prog.stmts[g.stmt].name;
         let Some(ss) = spec.get(name) else {
-            return Ok((t, "the default policy"));
+            return Ok((t, policy));
         };
+        let scheduled = cx.scheduled;
         let buf = |role: BufferRole| {
             self.desc
                 .buffers
@@ -150,11 +238,7 @@ impl GemminiTarget {
         if let Some(v) = pick(g.k, sp, acc)? {
             t.tk = v;
         }
-        let how = if from_spec {
-            "the tile spec"
-        } else {
-            "the default policy"
-        };
+        let how = if from_spec { "the tile spec" } else { policy };
         if let Err(why) = geo.place(&t) {
             return Err(miette::Report::new(file.error(
                 ss.span,
@@ -309,7 +393,7 @@ impl Target for GemminiTarget {
         for s in 0..n {
             match recognise(prog, cx.scop, s, &sizes, elem, acc, geo.dim) {
                 Ok(g) => {
-                    let (t, how) = self.tiles(prog, &g, &geo, cx.spec, cx.scheduled)?;
+                    let (t, how) = self.tiles(cx, &g, &geo, &sizes)?;
                     let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
                     notes.push(format!(
                         "  {}: tensorised as a GEMM ({}), {}",
@@ -499,6 +583,21 @@ impl Target for GemminiTarget {
     }
     fn run_ways(&self) -> &'static [&'static str] {
         &["model", "c"]
+    }
+    fn untiled_explain(&self) -> Option<&'static str> {
+        Some("no band of the schedule tree is tiled: Gemmini tiles each tensorised statement itself (its tiles, and the policy or spec entries they come from, are listed per statement below)")
+    }
+    fn policies(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "default",
+                "polyc's: a local search by BACO's EDP from tiled_matmul_auto's tiles",
+            ),
+            (
+                "gemmini-default",
+                "Gemmini's own tiled_matmul_auto rule: I, J and K tiles grown by DIM while the double-buffered tiles fit (the baseline)",
+            ),
+        ]
     }
     fn cost_model(&self) -> Option<&'static str> {
         self.desc.cost.as_ref().map(|_| "EDP")
