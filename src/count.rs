@@ -139,16 +139,10 @@ pub fn barvinok_error(e: BarvinokError) -> miette::Report {
 /// Counts the statements and tensors of `prog` in its model `scop`.
 pub fn count(prog: &Program, scop: &Scop) -> Result<Counts> {
     // The context: every size ≥ 1 (the Scop's) and every tensor non-empty.
-    let mut context = scop.context.copy().isl("copying the context")?;
-    for ext in &scop.tensor_extents {
-        let nonempty = ext
-            .copy()
-            .isl("copying a tensor's extent")?
-            .params()
-            .isl("computing where a tensor is non-empty")?;
-        context = context.intersect(nonempty).isl("restricting the context")?;
-    }
-    let context_text = set_text(&context);
+    let tiling::symbolic::SizeContext {
+        set: context,
+        text: context_text,
+    } = tiling::symbolic::SizeContext::of(scop)?;
     let counter = if scop.symbolic.is_empty() {
         Counter::Enumerate
     } else {

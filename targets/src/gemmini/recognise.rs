@@ -197,14 +197,9 @@ fn access_form(
     sizes: &[i64],
 ) -> Result<(Vec<DimIndex>, Lin), String> {
     let ten = &prog.tensors[tensor];
-    let shape: Vec<i64> = ten.shape.iter().map(|a| a.eval(&[], sizes)).collect();
     let mut dims = Vec::new();
-    let mut flat = Lin {
-        c0: 0,
-        coef: vec![0; n],
-    };
     for (d, ix) in index.iter().enumerate() {
-        let (c, coef) = linearize(ix, n, sizes).ok_or_else(|| {
+        let (_, coef) = linearize(ix, n, sizes).ok_or_else(|| {
             format!(
                 "the index of dimension {d} of `{}` divides an iterator",
                 ten.name
@@ -231,13 +226,8 @@ fn access_form(
             }
         };
         dims.push(di);
-        let stride: i64 = shape[d + 1..].iter().product();
-        flat.c0 += c * stride;
-        for (f, c) in flat.coef.iter_mut().zip(&coef) {
-            *f += c * stride;
-        }
     }
-    Ok((dims, flat))
+    Ok((dims, flat_offset(prog, tensor, index, n, sizes)?))
 }
 
 fn dim_iter(d: &DimIndex) -> Option<(usize, i64)> {
