@@ -691,11 +691,6 @@ pub(crate) struct Emitter<'a> {
 /// 5-tap window is better unrolled around the vector loop outside it.
 const MIN_REDUCTION_TRIP: i64 = 64;
 
-/// Whether `e` mentions the variable `name`.
-fn mentions(e: &KExpr, name: &str) -> bool {
-    e.substitute(&|n| (n == name).then_some(KExpr::Int(0))) != *e
-}
-
 /// Inside a promoted tile, loops with a constant trip count up to this that enclose
 /// another loop, and no tile of their own, get `#pragma GCC unroll`: the register tile's reduction loops over a
 /// small window (a 5 × 5 filter, around the tile's row and column loops) then leave the
@@ -982,7 +977,7 @@ impl<'a> Emitter<'a> {
         let moves = |st: &Stmt, args: &[KExpr]| {
             (0..st.iters.len()).any(|i| {
                 st.lhs_index.iter().any(|a| a.uses_iter(i))
-                    && args.get(i).is_none_or(|a| mentions(a, iter))
+                    && args.get(i).is_none_or(|a| a.mentions(iter))
             })
         };
         let mut red = None;
@@ -1012,7 +1007,7 @@ impl<'a> Emitter<'a> {
         }
         // Vector lanes must load contiguous elements: every access moves with the loop in
         // its last index only (a naive GEMM's `B(k, j)` over `k` is left alone).
-        let moving: Vec<bool> = args.iter().map(|a| mentions(a, iter)).collect();
+        let moving: Vec<bool> = args.iter().map(|a| a.mentions(iter)).collect();
         let contiguous = |index: &[Aff]| {
             index.iter().rev().skip(1).all(|ix| {
                 !moving

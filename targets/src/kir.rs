@@ -99,6 +99,38 @@ impl KExpr {
             KExpr::Select(c, x, y) => KExpr::Select(b(c), b(x), b(y)),
         }
     }
+    /// Calls `f` with the name of every [`KExpr::Var`] in `self`, in order.
+    pub fn for_each_var(&self, f: &mut impl FnMut(&str)) {
+        match self {
+            KExpr::Int(_) => {}
+            KExpr::Var(n) => f(n),
+            KExpr::Add(a, b)
+            | KExpr::Sub(a, b)
+            | KExpr::Mul(a, b)
+            | KExpr::FloorDiv(a, b)
+            | KExpr::Div(a, b)
+            | KExpr::Rem(a, b)
+            | KExpr::Cmp(_, a, b)
+            | KExpr::And(a, b)
+            | KExpr::Or(a, b) => {
+                a.for_each_var(f);
+                b.for_each_var(f);
+            }
+            KExpr::Neg(a) => a.for_each_var(f),
+            KExpr::Min(v) | KExpr::Max(v) => v.iter().for_each(|x| x.for_each_var(f)),
+            KExpr::Select(c, a, b) => {
+                c.for_each_var(f);
+                a.for_each_var(f);
+                b.for_each_var(f);
+            }
+        }
+    }
+    /// Whether `self` mentions the variable `name`.
+    pub fn mentions(&self, name: &str) -> bool {
+        let mut found = false;
+        self.for_each_var(&mut |n| found |= n == name);
+        found
+    }
     /// Evaluates with the given variable values (for tests and simulators). `None` if a
     /// variable is unknown or a division by zero occurs.
     pub fn eval(&self, env: &impl Fn(&str) -> Option<i64>) -> Option<i64> {

@@ -408,37 +408,6 @@ pub struct ComposeCx<'a> {
     pub chosen: ChosenSets,
 }
 
-fn mentions(e: &KExpr, name: &str) -> bool {
-    let mut found = false;
-    fn walk(e: &KExpr, name: &str, found: &mut bool) {
-        match e {
-            KExpr::Var(n) => *found |= n == name,
-            KExpr::Int(_) => {}
-            KExpr::Add(a, b)
-            | KExpr::Sub(a, b)
-            | KExpr::Mul(a, b)
-            | KExpr::FloorDiv(a, b)
-            | KExpr::Div(a, b)
-            | KExpr::Rem(a, b)
-            | KExpr::Cmp(_, a, b)
-            | KExpr::And(a, b)
-            | KExpr::Or(a, b) => {
-                walk(a, name, found);
-                walk(b, name, found);
-            }
-            KExpr::Neg(a) => walk(a, name, found),
-            KExpr::Min(v) | KExpr::Max(v) => v.iter().for_each(|x| walk(x, name, found)),
-            KExpr::Select(c, a, b) => {
-                walk(c, name, found);
-                walk(a, name, found);
-                walk(b, name, found);
-            }
-        }
-    }
-    walk(e, name, &mut found);
-    found
-}
-
 /// The row loops of a partial tile: loops `iter <= min(e, K)` whose `e` mentions a
 /// dynamic size, as `(iter, e, K)`.
 fn row_loops(n: &KNode, sizes: &[DynamicSize]) -> Vec<(String, KExpr, i64)> {
@@ -452,7 +421,7 @@ fn row_loops(n: &KNode, sizes: &[DynamicSize]) -> Vec<(String, KExpr, i64)> {
         {
             if let KExpr::Min(v) = &**u {
                 if let [e, KExpr::Int(k)] = v.as_slice() {
-                    if sizes.iter().any(|s| mentions(e, &s.name)) {
+                    if sizes.iter().any(|s| e.mentions(&s.name)) {
                         out.push((iter.clone(), e.clone(), *k));
                     }
                 }
@@ -485,7 +454,7 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
     if rows.iter().any(|(_, e, kk)| *e != edge || *kk != k) {
         return None;
     }
-    let size = cx.sizes.iter().find(|s| mentions(&edge, &s.name))?.clone();
+    let size = cx.sizes.iter().find(|s| edge.mentions(&s.name))?.clone();
     let full_rows = k + 1;
     let row_iters: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
     // How each promoted tile's origin moves with the rows: from its copies' coordinates.

@@ -282,7 +282,7 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
     let (mut invariant, mut varying, mut lo, mut hi) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for c in &parts {
-        if !mentions(c, iter) {
+        if !c.mentions(iter) {
             invariant.push(c.clone());
             continue;
         }
@@ -547,7 +547,7 @@ fn collect_edges(n: &KNode, inner: &[String], out: &mut Vec<(KExpr, i64)>) {
         {
             if let KExpr::Min(v) = &**u {
                 if let [e, KExpr::Int(k)] = v.as_slice() {
-                    if !inner.iter().any(|i| mentions(e, i))
+                    if !inner.iter().any(|i| e.mentions(i))
                         && !out.iter().any(|(f, j)| f == e && j == k)
                     {
                         out.push((e.clone(), *k));
@@ -613,9 +613,7 @@ fn node(n: KNode) -> KNode {
                 _ => None,
             };
             match upper {
-                Some(u)
-                    if step == 1 && !matches!(init, KExpr::Int(_)) && !mentions(&init, &iter) =>
-                {
+                Some(u) if step == 1 && !matches!(init, KExpr::Int(_)) && !init.mentions(&iter) => {
                     // A start that is not affine (a `max` of a peeled or partial tile) is
                     // computed once, in a named constant: gcc then keeps the register
                     // tile's row addresses as one pointer and constant offsets (a hoisted
@@ -664,18 +662,6 @@ fn node(n: KNode) -> KNode {
         }
         other => other.map_children(&mut node),
     }
-}
-
-/// Whether `e` mentions the variable `name`.
-pub(crate) fn mentions(e: &KExpr, name: &str) -> bool {
-    let found = std::cell::Cell::new(false);
-    e.substitute(&|n: &str| {
-        if n == name {
-            found.set(true);
-        }
-        None
-    });
-    found.get()
 }
 
 /// Replaces the variable `name` by `value` everywhere in `n`, simplifying.

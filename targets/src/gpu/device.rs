@@ -360,7 +360,7 @@ fn device_kernel(
     // (`map_exprs` visits every expression but takes a `Fn`: collect through a RefCell.)
     let used_cell = std::cell::RefCell::new(BTreeSet::new());
     body.clone().map_exprs(&|e: &KExpr| {
-        collect_vars(e, &mut |v| {
+        e.for_each_var(&mut |v| {
             used_cell.borrow_mut().insert(v.to_string());
         });
         e.clone()
@@ -501,35 +501,9 @@ fn device_kernel(
     })
 }
 
-fn collect_vars(e: &KExpr, f: &mut impl FnMut(&str)) {
-    match e {
-        KExpr::Int(_) => {}
-        KExpr::Var(n) => f(n),
-        KExpr::Add(a, b)
-        | KExpr::Sub(a, b)
-        | KExpr::Mul(a, b)
-        | KExpr::FloorDiv(a, b)
-        | KExpr::Div(a, b)
-        | KExpr::Rem(a, b)
-        | KExpr::Cmp(_, a, b)
-        | KExpr::And(a, b)
-        | KExpr::Or(a, b) => {
-            collect_vars(a, f);
-            collect_vars(b, f);
-        }
-        KExpr::Neg(a) => collect_vars(a, f),
-        KExpr::Min(v) | KExpr::Max(v) => v.iter().for_each(|x| collect_vars(x, f)),
-        KExpr::Select(c, a, b) => {
-            collect_vars(c, f);
-            collect_vars(a, f);
-            collect_vars(b, f);
-        }
-    }
-}
-
 fn only_vars(e: &KExpr, allowed: &HashSet<String>) -> bool {
     let mut ok = true;
-    collect_vars(e, &mut |v| ok &= allowed.contains(v));
+    e.for_each_var(&mut |v| ok &= allowed.contains(v));
     ok
 }
 
@@ -632,19 +606,12 @@ pub fn trip_bound(init: &KExpr, cond: &KExpr, step: i64) -> Option<i64> {
         .map(|t| t.max(1))
 }
 
-/// Whether the variable `name` occurs in `e`.
-pub(crate) fn expr_mentions(e: &KExpr, name: &str) -> bool {
-    let mut hit = false;
-    collect_vars(e, &mut |v| hit |= v == name);
-    hit
-}
-
 /// Whether `name` occurs anywhere in `n`: loop bounds, guards, constants, statement and
 /// copy arguments, and the offsets of the tiles they see.
 fn mentions_anywhere(n: &KNode, name: &str) -> bool {
     let hit = std::cell::Cell::new(false);
     let _ = n.clone().map_exprs(&|e: &KExpr| {
-        hit.set(hit.get() || expr_mentions(e, name));
+        hit.set(hit.get() || e.mentions(name));
         e.clone()
     });
     hit.get()
@@ -862,7 +829,7 @@ fn try_hoist(prog: &Program, l: &KNode, block: &[i64; 3]) -> Option<KNode> {
         let LoopKind::Thread(d) = h.kind else {
             return None;
         };
-        if expr_mentions(&h.init, iter) || expr_mentions(&h.cond, iter) {
+        if h.init.mentions(iter) || h.cond.mentions(iter) {
             return None;
         }
         let trips = trip_bound(&h.init, &h.cond, h.step)?;

@@ -172,7 +172,7 @@ fn scale(a: &KernelCounts, k: u64) -> KernelCounts {
 fn mentions(n: &KNode, iter: &str) -> bool {
     let mut found = false;
     let check = |e: &KExpr, found: &mut bool| {
-        *found |= crate::gpu::device::expr_mentions(e, iter);
+        *found |= e.mentions(iter);
     };
     n.walk(&mut |x| match x {
         KNode::For { init, cond, .. } => {
