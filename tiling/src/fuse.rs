@@ -721,6 +721,12 @@ fn find_shape(
         node = &node.children[0];
         seq.push(0);
     }
+    if matches!(node.kind, NodeKind::Band(_)) && cx.scop.stmt_names.len() > 1 {
+        return Ok(Err(format!(
+            "the scheduler already fused every statement ({}) into one outer band, so there are no separate groups to fuse after tiling (to fuse after tiling instead, start from the distributed program order: `--scheduler initial`, or `--fuse none`)",
+            cx.scop.stmt_names.join(", ")
+        )));
+    }
     if !matches!(node.kind, NodeKind::Sequence) {
         return Ok(Err(format!(
             "the top of the tree is a {}, not a sequence of statement groups (fusion works on the distributed program order: `--scheduler initial`, or `--fuse none`)",
