@@ -556,6 +556,11 @@ pub fn finish(
             source: "",
             poison: false,
             via: opts.via.as_deref(),
+            dynamic: if mode == Mode::Optimised {
+                &opts.dynamic
+            } else {
+                &[]
+            },
         };
         if let Some(k) = target.explain_kernels(&input, sizes.as_deref())? {
             text.push('\n');
@@ -622,22 +627,7 @@ fn check_dynamic(
 /// The sizes at which `polyc explain` shows the composition: every value of a set; for a
 /// range its ends and FTuner's samples (5, 24, 43, 53, 62, 81, 100, 119) inside it.
 pub fn explain_samples(d: &targets::microkernel::DynamicSize) -> Vec<i64> {
-    use targets::microkernel::SizeValues;
-    match &d.values {
-        SizeValues::Set(v) => v.clone(),
-        SizeValues::Range(lo, hi) => {
-            let mut v = vec![*lo];
-            v.extend(
-                [5, 24, 43, 53, 62, 81, 100, 119]
-                    .into_iter()
-                    .filter(|x| x > lo && x < hi),
-            );
-            if hi > lo {
-                v.push(*hi);
-            }
-            v
-        }
-    }
+    d.explain_samples()
 }
 
 /// `polyc explain`'s micro-kernel section.

@@ -99,6 +99,25 @@ impl DynamicSize {
             ),
         }
     }
+    /// The sizes at which `polyc explain` shows compositions: every value of a set; for a
+    /// range its ends and FTuner's samples (5, 24, 43, 53, 62, 81, 100, 119) inside it.
+    pub fn explain_samples(&self) -> Vec<i64> {
+        match &self.values {
+            SizeValues::Set(v) => v.clone(),
+            SizeValues::Range(lo, hi) => {
+                let mut v = vec![*lo];
+                v.extend(
+                    [5, 24, 43, 53, 62, 81, 100, 119]
+                        .into_iter()
+                        .filter(|x| x > lo && x < hi),
+                );
+                if hi > lo {
+                    v.push(*hi);
+                }
+                v
+            }
+        }
+    }
     /// The C condition that holds exactly for the allowed values of the variable `var`.
     pub fn c_condition(&self, var: &str) -> String {
         match &self.values {
