@@ -610,14 +610,17 @@ mod tests {
             }]
         );
         assert_eq!(set.cost(5, &p, 4), (1, 0, 128));
-        // T = 81: 1 full block, then 17 rows on 16 x 8 threads (5 thread rows busy).
-        let p = set.plan(81, 2, 4);
+        // T = 81 with 300 blocks in the other dimensions: one launch of full blocks is 3
+        // waves; 1 full block, then 17 rows on 16 x 8 threads (5 of 8 thread rows busy)
+        // is 2 + 1: taken. With 100 (or 4), one launch is 1 wave: kept.
+        let p = set.plan(81, 2, 300);
         assert_eq!(p.len(), 2);
         assert_eq!(set.shapes[p[1].shape], 8);
-        assert_eq!(set.cost(81, &p, 4), (2, 4 * 3 * 16, 4 * 256 + 4 * 128));
-        // With 300 blocks in the other dimensions, one launch of full blocks is 3
-        // waves and the split 2 + 1: taken. With 100, one launch is 1 wave: kept.
-        assert_eq!(set.plan(81, 2, 300).len(), 2);
+        assert_eq!(
+            set.cost(81, &p, 300),
+            (3, 300 * 3 * 16, 300 * 256 + 300 * 128)
+        );
+        assert_eq!(set.plan(81, 2, 4).len(), 1);
         assert_eq!(set.plan(81, 2, 100).len(), 1);
     }
 }

@@ -491,6 +491,9 @@ fn host_node(
     }
 }
 
+/// Prints one launch: kernel, grid, block, and the block range's two arguments.
+type LaunchText<'a> = dyn Fn(&DeviceKernel, &[String], [i64; 3], &str, &str) -> String + 'a;
+
 /// The host code of a kernel with block shapes: the full blocks along the dynamic size in
 /// one launch, the partial block in a launch of the smallest shape that covers it, when
 /// that adds no wave (see [`crate::gpu::blockshape`]; `BlockShapes::plan` is the same
@@ -501,7 +504,7 @@ fn shaped_launch(
     k: &DeviceKernel,
     sh: &crate::gpu::blockshape::BlockShapes,
     grid: &[String],
-    launch: &dyn Fn(&DeviceKernel, &[String], [i64; 3], &str, &str) -> String,
+    launch: &LaunchText,
     level: usize,
 ) {
     let pad = "  ".repeat(level);
