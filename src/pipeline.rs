@@ -509,7 +509,7 @@ pub fn finish(
     let kernel = if opts.dynamic.is_empty() || mode != Mode::Optimised {
         targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?
     } else {
-        let (kernel, sets) = targets::lower::lower_dynamic(
+        let (kernel, sets, dynamic_notes) = targets::lower::lower_dynamic(
             ctx,
             program,
             Some(scop),
@@ -523,6 +523,7 @@ pub fn finish(
         if let Some(text) = explain.as_mut() {
             text.push('\n');
             text.push_str(&micro_kernel_report(program, &opts.dynamic, &sets));
+            dynamic_notes.iter().for_each(|n| text.push_str(n));
         }
         kernel
     };

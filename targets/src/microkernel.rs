@@ -739,6 +739,112 @@ fn shift_locals(locals: Vec<LocalRef>, o: &str, shifts: &[(usize, Vec<i64>)]) ->
         .collect()
 }
 
+/// A packed tile pays for its copy from this many accesses per element on
+/// (`promote.rs`, `PackPolicy::Auto`): the static kernels of dense `(T, 2304, 768)` pack
+/// `W` from `T = 4` on.
+pub const PACK_MIN_REUSE: i64 = 4;
+
+/// The small-size version of a dynamic-shape kernel: a tensor with no dimension along the
+/// dynamic size (dense's `W(k, n)`) is used once per value of the size by each of its
+/// elements, so below [`PACK_MIN_REUSE`] its packed tile costs more to copy than it
+/// saves (the static kernels at those sizes do not pack it). When the size can be that
+/// small, the kernel becomes `if (T < 4) { the body reading those tensors in place }
+/// else { the body }`. `independent[t]` says whether tensor `t`'s shape does not mention
+/// the size. Returns the body and, if versioned, a line for `polyc explain`.
+pub fn small_size_version(
+    body: KNode,
+    size: &DynamicSize,
+    independent: &[bool],
+) -> (KNode, Option<String>) {
+    if size.lo() >= PACK_MIN_REUSE {
+        return (body, None);
+    }
+    // Packed (blocked) read-only tiles of tensors without the size.
+    let mut packed: Vec<(usize, usize)> = Vec::new();
+    let mut written: Vec<usize> = Vec::new();
+    body.walk(&mut |n| match n {
+        KNode::Local { bufs, .. } => {
+            for b in bufs {
+                if b.block.is_some()
+                    && b.space == crate::kir::MemSpace::Private
+                    && independent.get(b.tensor).copied().unwrap_or(false)
+                    && !packed.contains(&(b.promo, b.tensor))
+                {
+                    packed.push((b.promo, b.tensor));
+                }
+            }
+        }
+        KNode::Copy {
+            promo,
+            copy_in: false,
+            ..
+        } => written.push(*promo),
+        _ => {}
+    });
+    packed.retain(|(p, _)| !written.contains(p));
+    if packed.is_empty() {
+        return (body, None);
+    }
+    let promos: Vec<usize> = packed.iter().map(|p| p.0).collect();
+    let small = prune_empty(unpromote(body.clone(), &promos));
+    let cond = KExpr::Cmp(
+        KCmp::Lt,
+        Box::new(KExpr::var(&size.name)),
+        Box::new(KExpr::Int(PACK_MIN_REUSE)),
+    );
+    let node = KNode::If {
+        cond,
+        then: Box::new(small),
+        els: Some(Box::new(body)),
+    };
+    (node, Some(format!(
+        "small sizes: {} < {PACK_MIN_REUSE} runs a version of the kernel that reads {} tensor(s) in place instead of packing them (each element is used {} times there, fewer than the {PACK_MIN_REUSE} a packed tile needs)\n",
+        size.name,
+        packed.len(),
+        size.name
+    )))
+}
+
+/// `n` without the promotions `promos`: their buffers, their copies, and their tiles in
+/// the statements' scopes (the statements then read the tensors in place).
+fn unpromote(n: KNode, promos: &[usize]) -> KNode {
+    let n = n.map_children(&mut |c| unpromote(c, promos));
+    match n {
+        KNode::Local { bufs, body } => {
+            let bufs: Vec<LocalBuf> = bufs
+                .into_iter()
+                .filter(|b| !promos.contains(&b.promo))
+                .collect();
+            if bufs.is_empty() {
+                *body
+            } else {
+                KNode::Local { bufs, body }
+            }
+        }
+        KNode::Copy { promo, .. } if promos.contains(&promo) => KNode::Block(Vec::new()),
+        other => other.map_locals(|locals, _| {
+            locals
+                .into_iter()
+                .filter(|l| !promos.contains(&l.promo))
+                .collect()
+        }),
+    }
+}
+
+/// `n` without loops, guards and scopes that do nothing.
+fn prune_empty(n: KNode) -> KNode {
+    let n = n.map_children(&mut prune_empty);
+    let empty = |x: &KNode| x.is_empty();
+    match n {
+        KNode::For { ref body, .. } if empty(body) => KNode::Block(Vec::new()),
+        KNode::If {
+            ref then, ref els, ..
+        } if empty(then) && els.as_deref().is_none_or(empty) => KNode::Block(Vec::new()),
+        KNode::Block(v) => KNode::Block(v.into_iter().filter(|c| !c.is_empty()).collect()),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
