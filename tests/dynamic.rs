@@ -114,6 +114,54 @@ fn dense_passes_check_at_every_size_of_its_range() {
     assert_eq!(out.matches(" ok\n").count(), 64, "{out}");
 }
 
+/// Below 4 rows a packed `W` does not pay (the static kernels do not pack it): the kernel
+/// runs a version that reads `W` in place there, and both versions match the interpreter
+/// on either side of the threshold.
+#[test]
+fn small_sizes_read_the_weights_in_place() {
+    let explain = micro_kernels(&[
+        "examples/dense.tc",
+        "--param",
+        "N=1152,K=256",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    assert!(
+        explain.contains("small sizes: T < 4 runs a version of the kernel that reads 1 tensor(s) in place instead of packing them (each element is used T times there, fewer than the 4 a packed tile needs)"),
+        "{explain}"
+    );
+    let src = polyc_ok(&[
+        "examples/dense.tc",
+        "--param",
+        "N=1152,K=256",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    let small = src.find("if (T < 4) {").expect("the small-size version");
+    let packed = src.find("} else {").expect("the packed version");
+    assert!(small < packed, "{src}");
+    // In place below the threshold, packed above it.
+    assert!(src[small..packed].contains("W[k * 1152 + n]"), "{src}");
+    assert!(!src[small..packed].contains("tile of W"), "{src}");
+    assert!(src[packed..].contains("tile of W"), "{src}");
+    let out = run_at(
+        "examples/dense.tc",
+        "N=1152,K=256",
+        "T=1..128",
+        &[1, 2, 3, 4, 43],
+    );
+    assert_eq!(out.matches(" ok\n").count(), 5, "{out}");
+    // A range that starts at the threshold needs no such version.
+    let src = polyc_ok(&[
+        "examples/dense.tc",
+        "--param",
+        "N=1152,K=256",
+        "--dynamic",
+        "T=4..128",
+    ]);
+    assert!(!src.contains("if (T < 4)"), "{src}");
+}
+
 #[test]
 fn batched_matmul_and_softmax_pass_check_at_the_samples() {
     let samples = [1, 5, 24, 43, 53, 62, 81, 100, 119, 128];
