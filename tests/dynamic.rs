@@ -57,8 +57,10 @@ fn the_range_picks_its_own_set() {
         "--dynamic",
         "T=1..128",
     ]);
+    // The 3 rows left at T = 43 run as one 5-row piece shifted back over 2 rows of the
+    // tile before (6 modelled cycles instead of 2 + 1 rows' 10).
     assert!(
-        got.contains("  T=43: 43 = 5×8 + 2 + 1  (55 / 54)\n"),
+        got.contains("  T=43: 43 = 5×8 + 5 shifted back 2  (51 / 54)\n"),
         "{got}"
     );
     assert!(got.contains("  T=53: 53 = 6×8 + 5  (60 / 63)\n"), "{got}");
@@ -83,6 +85,21 @@ fn the_kernel_composes_partial_tiles_and_checks_its_range() {
             c.contains(&format!("+= {m}) {{")),
             "no micro-kernel of {m} rows:\n{c}"
         );
+    }
+    // Shifted pieces: 3 or 4 rows left run 5 rows from 5 - rows back, 6 or 7 run 8; they
+    // store only their new rows (the copy-out row loop starts past the recomputed ones).
+    for (rows, m) in [
+        ("polyc_mk0_rows == 3 || polyc_mk0_rows == 4", 5),
+        ("polyc_mk0_rows == 6 || polyc_mk0_rows == 7", 8),
+    ] {
+        assert!(c.contains(&format!("if (({rows}) && T >= {m}) {{")), "{c}");
+        assert!(
+            c.contains(&format!(
+                "const int64_t polyc_mk0_sh{m} = polyc_mk0_rows - {m};"
+            )),
+            "{c}"
+        );
+        assert!(c.contains(&format!(" = {m} - polyc_mk0_rows; ")), "{c}");
     }
 }
 

@@ -114,11 +114,43 @@ pub fn lower_dynamic(
     let names: Vec<&str> = sizes.iter().map(|s| s.name.as_str()).collect();
     let context = format!("[{}] -> {{ : {context} }}", names.join(", "));
     let kernel = lower_raw(ctx, prog, scop, schedule, opts, &context)?;
+    let mut buffers = std::collections::HashMap::new();
+    kernel.body.walk(&mut |n| {
+        if let KNode::Local { bufs, .. } = n {
+            for b in bufs {
+                buffers.insert(b.promo, b.clone());
+            }
+        }
+    });
+    let shift = crate::microkernel::ShiftInfo {
+        stmt_lhs: prog.stmts.iter().map(|s| s.lhs).collect(),
+        dim_sizes: prog
+            .tensors
+            .iter()
+            .map(|t| {
+                t.shape
+                    .iter()
+                    .map(|a| {
+                        sizes
+                            .iter()
+                            .filter(|s| {
+                                prog.param_index(&s.name)
+                                    .is_some_and(|p| aff_mentions_param(a, p))
+                            })
+                            .map(|s| s.name.clone())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect(),
+        buffers,
+    };
     let mut cx = crate::microkernel::ComposeCx {
         sizes,
         model,
         next_id: 0,
         chosen: Vec::new(),
+        shift: Some(shift),
     };
     let mut kernel = crate::normalize::normalize_loops_dynamic(kernel, &mut cx);
     let mut notes = Vec::new();
