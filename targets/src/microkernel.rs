@@ -273,6 +273,9 @@ pub fn composition_text(rows: i64, pieces: &[(i64, i64)]) -> String {
     }
 }
 
+/// `(size, count)` pairs of a composition, largest size first.
+pub type Pieces = Vec<(i64, i64)>;
+
 /// The micro-kernels chosen for one tile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MicroKernelSet {
@@ -306,7 +309,7 @@ impl MicroKernelSet {
     }
     /// How size `t` runs: the full tiles and the composed remainder, or the full tiles
     /// and one shifted piece `(r, m)`.
-    pub fn plan(&self, t: i64) -> (Vec<(i64, i64)>, Option<(i64, i64)>) {
+    pub fn plan(&self, t: i64) -> (Pieces, Option<(i64, i64)>) {
         let r = t % self.full_rows;
         match self.shifted.iter().find(|&&(rr, m)| rr == r && t >= m) {
             Some(&(r, m)) => (compose(t - r, &self.sizes), Some((r, m))),
@@ -768,7 +771,7 @@ fn shift_allowed(
                         stmt |= matches!(x, KNode::Stmt { .. });
                         out |= matches!(x, KNode::Copy { copy_in: false, .. });
                     });
-                    !(stmt && out) && (!out || copies_out_ok(body, row_iters, edge, true))
+                    !out || (!stmt && copies_out_ok(body, row_iters, edge, true))
                 } else {
                     copies_out_ok(body, row_iters, edge, in_row)
                 }
