@@ -59,5 +59,6 @@ pub fn build(
         source: &compiled.code,
         poison,
         via: opts.via.as_deref(),
+        dynamic: &compiled.dynamic,
     })
 }

@@ -509,7 +509,7 @@ pub fn finish(
     let kernel = if opts.dynamic.is_empty() || mode != Mode::Optimised {
         targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?
     } else {
-        let (kernel, sets) = targets::lower::lower_dynamic(
+        let (kernel, sets, dynamic_notes) = targets::lower::lower_dynamic(
             ctx,
             program,
             Some(scop),
@@ -523,6 +523,7 @@ pub fn finish(
         if let Some(text) = explain.as_mut() {
             text.push('\n');
             text.push_str(&micro_kernel_report(program, &opts.dynamic, &sets));
+            dynamic_notes.iter().for_each(|n| text.push_str(n));
         }
         kernel
     };
@@ -556,6 +557,11 @@ pub fn finish(
             source: "",
             poison: false,
             via: opts.via.as_deref(),
+            dynamic: if mode == Mode::Optimised {
+                &opts.dynamic
+            } else {
+                &[]
+            },
         };
         if let Some(k) = target.explain_kernels(&input, sizes.as_deref())? {
             text.push('\n');
@@ -622,22 +628,7 @@ fn check_dynamic(
 /// The sizes at which `polyc explain` shows the composition: every value of a set; for a
 /// range its ends and FTuner's samples (5, 24, 43, 53, 62, 81, 100, 119) inside it.
 pub fn explain_samples(d: &targets::microkernel::DynamicSize) -> Vec<i64> {
-    use targets::microkernel::SizeValues;
-    match &d.values {
-        SizeValues::Set(v) => v.clone(),
-        SizeValues::Range(lo, hi) => {
-            let mut v = vec![*lo];
-            v.extend(
-                [5, 24, 43, 53, 62, 81, 100, 119]
-                    .into_iter()
-                    .filter(|x| x > lo && x < hi),
-            );
-            if hi > lo {
-                v.push(*hi);
-            }
-            v
-        }
-    }
+    d.explain_samples()
 }
 
 /// `polyc explain`'s micro-kernel section.

@@ -422,6 +422,7 @@ fn rank_by_target_cost(
             source: &compiled.code,
             poison: false,
             via: o.via.as_deref(),
+            dynamic: &[],
         };
         let cost = front.target.model_cost(&input, &sizes)?;
         if best.is_none_or(|(c, _)| cost < c) {
@@ -465,6 +466,7 @@ fn time_point(
         source: &compiled.code,
         poison: false,
         via: o.via.as_deref(),
+        dynamic: &[],
     })?;
     let (inputs, scalars) = generate_inputs(program, sizes, 0);
     let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(

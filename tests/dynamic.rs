@@ -57,8 +57,10 @@ fn the_range_picks_its_own_set() {
         "--dynamic",
         "T=1..128",
     ]);
+    // The 3 rows left at T = 43 run as one 5-row piece shifted back over 2 rows of the
+    // tile before (6 modelled cycles instead of 2 + 1 rows' 10).
     assert!(
-        got.contains("  T=43: 43 = 5×8 + 2 + 1  (55 / 54)\n"),
+        got.contains("  T=43: 43 = 5×8 + 5 shifted back 2  (51 / 54)\n"),
         "{got}"
     );
     assert!(got.contains("  T=53: 53 = 6×8 + 5  (60 / 63)\n"), "{got}");
@@ -83,6 +85,21 @@ fn the_kernel_composes_partial_tiles_and_checks_its_range() {
             c.contains(&format!("+= {m}) {{")),
             "no micro-kernel of {m} rows:\n{c}"
         );
+    }
+    // Shifted pieces: 3 or 4 rows left run 5 rows from 5 - rows back, 6 or 7 run 8; they
+    // store only their new rows (the copy-out row loop starts past the recomputed ones).
+    for (rows, m) in [
+        ("polyc_mk0_rows == 3 || polyc_mk0_rows == 4", 5),
+        ("polyc_mk0_rows == 6 || polyc_mk0_rows == 7", 8),
+    ] {
+        assert!(c.contains(&format!("if (({rows}) && T >= {m}) {{")), "{c}");
+        assert!(
+            c.contains(&format!(
+                "const int64_t polyc_mk0_sh{m} = polyc_mk0_rows - {m};"
+            )),
+            "{c}"
+        );
+        assert!(c.contains(&format!(" = {m} - polyc_mk0_rows; ")), "{c}");
     }
 }
 
@@ -112,6 +129,54 @@ fn dense_passes_check_at_every_size_of_its_range() {
     let out = run_at("examples/dense.tc", "N=48,K=16", "T=1..64", &sizes);
     assert_eq!(out.matches("  Y: ").count(), 64, "{out}");
     assert_eq!(out.matches(" ok\n").count(), 64, "{out}");
+}
+
+/// Below 4 rows a packed `W` does not pay (the static kernels do not pack it): the kernel
+/// runs a version that reads `W` in place there, and both versions match the interpreter
+/// on either side of the threshold.
+#[test]
+fn small_sizes_read_the_weights_in_place() {
+    let explain = micro_kernels(&[
+        "examples/dense.tc",
+        "--param",
+        "N=1152,K=256",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    assert!(
+        explain.contains("small sizes: T < 4 runs a version of the kernel that reads 1 tensor(s) in place instead of packing them (each element is used T times there, fewer than the 4 a packed tile needs)"),
+        "{explain}"
+    );
+    let src = polyc_ok(&[
+        "examples/dense.tc",
+        "--param",
+        "N=1152,K=256",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    let small = src.find("if (T < 4) {").expect("the small-size version");
+    let packed = src.find("} else {").expect("the packed version");
+    assert!(small < packed, "{src}");
+    // In place below the threshold, packed above it.
+    assert!(src[small..packed].contains("W[k * 1152 + n]"), "{src}");
+    assert!(!src[small..packed].contains("tile of W"), "{src}");
+    assert!(src[packed..].contains("tile of W"), "{src}");
+    let out = run_at(
+        "examples/dense.tc",
+        "N=1152,K=256",
+        "T=1..128",
+        &[1, 2, 3, 4, 43],
+    );
+    assert_eq!(out.matches(" ok\n").count(), 5, "{out}");
+    // A range that starts at the threshold needs no such version.
+    let src = polyc_ok(&[
+        "examples/dense.tc",
+        "--param",
+        "N=1152,K=256",
+        "--dynamic",
+        "T=4..128",
+    ]);
+    assert!(!src.contains("if (T < 4)"), "{src}");
 }
 
 #[test]
@@ -224,42 +289,70 @@ fn targets_without_a_micro_kernel_model_say_dynamic_is_not_supported_yet() {
     );
 }
 
+/// The launches `polyc run` makes (`POLYC_DEBUG_LAUNCH`), and its standard output.
+fn run_with_launches(args: &[&str]) -> (String, Vec<String>) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
+        .args(args)
+        .current_dir(root())
+        .env("POLYC_DEBUG_LAUNCH", "1")
+        .output()
+        .expect("polyc starts");
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let launches = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("polyc: launch "))
+        .map(str::to_string)
+        .collect();
+    (stdout(&o), launches)
+}
+
+/// FTuner's samples, 1, the block edges 64, 127, 128: one `--run-param` each.
+const GPU_SAMPLES: [i64; 12] = [1, 5, 24, 43, 53, 62, 64, 81, 100, 119, 127, 128];
+
+fn run_at_samples<'a>(mut args: Vec<&'a str>, texts: &'a [String]) -> Vec<&'a str> {
+    for t in texts {
+        args.push("--run-param");
+        args.push(t);
+    }
+    args
+}
+
 /// On the GPU target (OpenCL on PoCL), one `--dynamic` kernel runs and matches the
-/// reference interpreter at sizes that end in full thread tiles, in every remainder, and
-/// at the range's ends; the thread's partial register tile is composed of micro-kernels.
+/// reference interpreter at FTuner's samples and the block edges; the thread's partial
+/// register tile is composed of micro-kernels, and a partial block alone (T < 64) runs on
+/// the smallest block shape that covers it.
 #[test]
 fn gpu_dynamic_kernel_checks_at_every_remainder() {
-    let out = polyc_ok(&[
-        "run",
-        "examples/dense.tc",
-        "--target",
-        "gpu",
-        "--param",
-        "N=64,K=24",
-        "--dynamic",
-        "T=1..128",
-        "--check",
-        "--run-param",
-        "T=1",
-        "--run-param",
-        "T=43",
-        "--run-param",
-        "T=53",
-        "--run-param",
-        "T=62",
-        "--run-param",
-        "T=64",
-        "--run-param",
-        "T=127",
-        "--run-param",
-        "T=128",
-    ]);
+    let texts: Vec<String> = GPU_SAMPLES.iter().map(|t| format!("T={t}")).collect();
+    let args = run_at_samples(
+        vec![
+            "run",
+            "examples/dense.tc",
+            "--target",
+            "gpu",
+            "--param",
+            "N=64,K=24",
+            "--dynamic",
+            "T=1..128",
+            "--check",
+        ],
+        &texts,
+    );
+    let (out, launches) = run_with_launches(&args);
     assert_eq!(
         out.matches("Y: max_abs_err=0.000e0 max_rel_err=0.000e0 ok")
             .count(),
-        7,
+        GPU_SAMPLES.len(),
         "{out}"
     );
+    // One block along N (108 SMs hold every block in one wave): the partial block runs
+    // apart only when it is the only one.
+    let full = |rows: usize| format!("dense_k0_S_0_S_1 grid [1, {rows}, 1] block [16, 16, 1]");
+    let b = |s: usize| format!("dense_k0_S_0_S_1_b{s} grid [1, 1, 1] block [16, {s}, 1]");
+    let mut want = vec![b(2), b(2), b(8)];
+    want.extend([1, 1, 1, 1, 2, 2, 2, 2, 2].map(full));
+    assert_eq!(launches, want);
     let src = polyc_ok(&[
         "examples/dense.tc",
         "--target",
@@ -321,6 +414,83 @@ fn gpu_explain_lists_the_thread_micro_kernels() {
     );
 }
 
+/// With one SM (a description of the A100 with `sms: 1`), one launch of the 2 × 2 full
+/// blocks of T = 81 takes 2 waves; the full blocks then the partial one on 16 × 8
+/// threads also take 2: the host splits, and the results still match the interpreter.
+#[test]
+fn gpu_dynamic_splits_full_and_partial_blocks() {
+    let dir = tempdir();
+    let a100 = std::fs::read_to_string(root().join("specs/targets/a100.yaml")).expect("a100.yaml");
+    assert!(a100.contains("\nsms: 108\n"));
+    let one = write(
+        dir.path(),
+        "one_sm.yaml",
+        &a100.replace("\nsms: 108\n", "\nsms: 1\n"),
+    );
+    let texts: Vec<String> = GPU_SAMPLES.iter().map(|t| format!("T={t}")).collect();
+    let args = run_at_samples(
+        vec![
+            "run",
+            "examples/dense.tc",
+            "--target",
+            &one,
+            "--param",
+            "N=128,K=24",
+            "--dynamic",
+            "T=1..128",
+            "--check",
+        ],
+        &texts,
+    );
+    let (out, launches) = run_with_launches(&args);
+    assert_eq!(
+        out.matches("Y: max_abs_err=0.000e0 max_rel_err=0.000e0 ok")
+            .count(),
+        GPU_SAMPLES.len(),
+        "{out}"
+    );
+    let full = |rows: usize| format!("dense_k0_S_0_S_1 grid [2, {rows}, 1] block [16, 16, 1]");
+    let b = |s: usize| format!("dense_k0_S_0_S_1_b{s} grid [2, 1, 1] block [16, {s}, 1]");
+    let mut want = vec![b(2), b(2), b(8), full(1), full(1), full(1), full(1)];
+    // T = 81: 64 rows on full blocks, 17 on 16 x 8 threads.
+    want.extend([full(1), b(8)]);
+    want.extend([2, 2, 2, 2].map(full));
+    assert_eq!(launches, want);
+}
+
+#[test]
+fn gpu_explain_lists_the_block_shapes() {
+    let out = polyc_ok(&[
+        "explain",
+        "examples/dense.tc",
+        "--target",
+        "gpu",
+        "--param",
+        "N=256,K=96",
+        "--dynamic",
+        "T=1..128",
+    ]);
+    let start = out
+        .find("  block shapes of kernel")
+        .expect("the block shapes");
+    let section: Vec<&str> = out[start..].lines().take(12).collect();
+    assert_eq!(
+        section.join("\n"),
+        "  block shapes of kernel `dense_k0_S_0_S_1` along T = 1..128 (block tile of 64 rows: 16 threads along y × 4 rows each; model: 108 SMs, warps of 32, 128 registers per thread, 2048 threads, 65536 registers and 166912 bytes of shared memory per SM):
+    threads      rows  warps  blocks/wave  kernel
+    16 x 16 x 1    64      8          216  dense_k0_S_0_S_1
+    16 x 8 x 1     32      4          432  dense_k0_S_0_S_1_b8
+    16 x 4 x 1     16      2          864  dense_k0_S_0_S_1_b4
+    16 x 2 x 1      8      1         1728  dense_k0_S_0_S_1_b2
+    composition at sample sizes (4 block(s) in the other grid dimensions; blocks × rows of each launch, idle threads / launched, waves; then one launch of full blocks):
+    T=1: 1×8 (16 x 2)  idle 64 / 128 (50.0%), 1 wave(s); full blocks: idle 960 / 1024 (93.8%), 1 wave(s)
+    T=5: 1×8 (16 x 2)  idle 0 / 128 (0.0%), 1 wave(s); full blocks: idle 896 / 1024 (87.5%), 1 wave(s)
+    T=24: 1×32 (16 x 8)  idle 128 / 512 (25.0%), 1 wave(s); full blocks: idle 640 / 1024 (62.5%), 1 wave(s)
+    T=43: 1×64 (16 x 16)  idle 320 / 1024 (31.2%), 1 wave(s); full blocks: idle 320 / 1024 (31.2%), 1 wave(s)
+    T=53: 1×64 (16 x 16)  idle 128 / 1024 (12.5%), 1 wave(s); full blocks: idle 128 / 1024 (12.5%), 1 wave(s)"
+    );
+}
+
 /// The CUDA of a `--dynamic` kernel compiles with nvcc for sm_80 without spills.
 #[test]
 fn gpu_dynamic_cuda_compiles_with_nvcc() {
@@ -343,6 +513,13 @@ fn gpu_dynamic_cuda_compiles_with_nvcc() {
         "T=1..128",
     ]);
     assert!(src.contains("polyc_mk0_rows"), "{src}");
+    for v in [
+        "dense_k0_S_0_S_1_b8",
+        "dense_k0_S_0_S_1_b4",
+        "dense_k0_S_0_S_1_b2",
+    ] {
+        assert!(src.contains(&format!("{v}<<<")), "{src}");
+    }
     let cu = write(dir.path(), "k.cu", &src);
     let o = std::process::Command::new(&nvcc)
         .args(["-arch=sm_80", "-c", &cu, "-o"])
@@ -353,7 +530,11 @@ fn gpu_dynamic_cuda_compiles_with_nvcc() {
     let log = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{log}");
     let kernels = targets::cuda_tools::parse_ptxas_output(&log);
-    assert!(!kernels.is_empty(), "{log}");
+    assert_eq!(
+        kernels.len(),
+        4,
+        "the kernel and its three block shapes: {log}"
+    );
     for k in kernels {
         assert_eq!(
             (k.spill_store_bytes, k.spill_load_bytes),

@@ -94,8 +94,9 @@ pub fn lower_with(
 /// [`lower_with`] for a dynamic-shape kernel (`--dynamic`): code generation assumes every
 /// dynamic size within its values (the kernel checks them at run time), and the partial
 /// tiles along those sizes are composed from micro-kernels chosen with `model` (see
-/// [`crate::microkernel`]). Returns the kernel and the chosen micro-kernel sets, each with
-/// the statements of its tiles.
+/// [`crate::microkernel`]). Returns the kernel, the chosen micro-kernel sets, each with
+/// the statements of its tiles, and notes for `polyc explain` (the small-size version,
+/// [`crate::microkernel::small_size_version`]).
 pub fn lower_dynamic(
     ctx: &Ctx,
     prog: &Program,
@@ -104,7 +105,7 @@ pub fn lower_dynamic(
     opts: &LowerOptions,
     sizes: &[crate::microkernel::DynamicSize],
     model: crate::microkernel::CpuModel,
-) -> Result<(Kernel, crate::microkernel::ChosenSets)> {
+) -> Result<(Kernel, crate::microkernel::ChosenSets, Vec<String>)> {
     let context = sizes
         .iter()
         .map(|s| format!("{} <= {} <= {}", s.lo(), s.name, s.hi()))
@@ -113,14 +114,76 @@ pub fn lower_dynamic(
     let names: Vec<&str> = sizes.iter().map(|s| s.name.as_str()).collect();
     let context = format!("[{}] -> {{ : {context} }}", names.join(", "));
     let kernel = lower_raw(ctx, prog, scop, schedule, opts, &context)?;
+    let mut buffers = std::collections::HashMap::new();
+    kernel.body.walk(&mut |n| {
+        if let KNode::Local { bufs, .. } = n {
+            for b in bufs {
+                buffers.insert(b.promo, b.clone());
+            }
+        }
+    });
+    let shift = crate::microkernel::ShiftInfo {
+        stmt_lhs: prog.stmts.iter().map(|s| s.lhs).collect(),
+        dim_sizes: prog
+            .tensors
+            .iter()
+            .map(|t| {
+                t.shape
+                    .iter()
+                    .map(|a| {
+                        sizes
+                            .iter()
+                            .filter(|s| {
+                                prog.param_index(&s.name)
+                                    .is_some_and(|p| aff_mentions_param(a, p))
+                            })
+                            .map(|s| s.name.clone())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect(),
+        buffers,
+    };
     let mut cx = crate::microkernel::ComposeCx {
         sizes,
         model,
         next_id: 0,
         chosen: Vec::new(),
+        shift: Some(shift),
     };
-    let kernel = crate::normalize::normalize_loops_dynamic(kernel, &mut cx);
-    Ok((kernel, cx.chosen))
+    let mut kernel = crate::normalize::normalize_loops_dynamic(kernel, &mut cx);
+    let mut notes = Vec::new();
+    if let [size] = sizes {
+        if let Some(p) = prog.param_index(&size.name) {
+            let independent: Vec<bool> = prog
+                .tensors
+                .iter()
+                .map(|t| !t.shape.iter().any(|a| aff_mentions_param(a, p)))
+                .collect();
+            let (body, note) = crate::microkernel::small_size_version(
+                std::mem::replace(&mut kernel.body, KNode::Block(Vec::new())),
+                size,
+                &independent,
+            );
+            kernel.body = body;
+            notes.extend(note);
+        }
+    }
+    Ok((kernel, cx.chosen, notes))
+}
+
+/// Whether `a` mentions size parameter `p`.
+fn aff_mentions_param(a: &polyhedral::ir::Aff, p: usize) -> bool {
+    use polyhedral::ir::Aff;
+    match a {
+        Aff::Param(q) => *q == p,
+        Aff::Const(_) | Aff::Iter(_) => false,
+        Aff::Add(x, y) | Aff::Sub(x, y) => aff_mentions_param(x, p) || aff_mentions_param(y, p),
+        Aff::Mul(_, x) | Aff::Neg(x) | Aff::FloorDiv(x, _) | Aff::Mod(x, _) => {
+            aff_mentions_param(x, p)
+        }
+    }
 }
 
 /// Lowering before loop normalisation; `context` (isl set text over the parameters, or

@@ -99,6 +99,25 @@ impl DynamicSize {
             ),
         }
     }
+    /// The sizes at which `polyc explain` shows compositions: every value of a set; for a
+    /// range its ends and FTuner's samples (5, 24, 43, 53, 62, 81, 100, 119) inside it.
+    pub fn explain_samples(&self) -> Vec<i64> {
+        match &self.values {
+            SizeValues::Set(v) => v.clone(),
+            SizeValues::Range(lo, hi) => {
+                let mut v = vec![*lo];
+                v.extend(
+                    [5, 24, 43, 53, 62, 81, 100, 119]
+                        .into_iter()
+                        .filter(|x| x > lo && x < hi),
+                );
+                if hi > lo {
+                    v.push(*hi);
+                }
+                v
+            }
+        }
+    }
     /// The C condition that holds exactly for the allowed values of the variable `var`.
     pub fn c_condition(&self, var: &str) -> String {
         match &self.values {
@@ -254,6 +273,9 @@ pub fn composition_text(rows: i64, pieces: &[(i64, i64)]) -> String {
     }
 }
 
+/// `(size, count)` pairs of a composition, largest size first.
+pub type Pieces = Vec<(i64, i64)>;
+
 /// The micro-kernels chosen for one tile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MicroKernelSet {
@@ -265,6 +287,11 @@ pub struct MicroKernelSet {
     pub cols: i64,
     /// The chosen sizes, largest first (the full one first, 1 last).
     pub sizes: Vec<i64>,
+    /// Remainders `r` run as one piece of `m > r` rows shifted back by `m − r` rows over
+    /// rows the tile before already computed (they are recomputed, not stored), when the
+    /// modelled cycles are fewer than the composition's and the size is at least `m`:
+    /// `(r, m)` pairs.
+    pub shifted: Vec<(i64, i64)>,
     /// The model.
     pub model: CpuModel,
 }
@@ -273,10 +300,21 @@ impl MicroKernelSet {
     /// Modelled cycles per reduction step of the whole size `t`: full tiles, then the
     /// composed remainder.
     pub fn cycles(&self, t: i64) -> i64 {
-        compose(t, &self.sizes)
+        let (pieces, shifted) = self.plan(t);
+        pieces
             .iter()
             .map(|&(m, n)| n * self.model.piece_cycles(m, self.cols))
-            .sum()
+            .sum::<i64>()
+            + shifted.map_or(0, |(_, m)| self.model.piece_cycles(m, self.cols))
+    }
+    /// How size `t` runs: the full tiles and the composed remainder, or the full tiles
+    /// and one shifted piece `(r, m)`.
+    pub fn plan(&self, t: i64) -> (Pieces, Option<(i64, i64)>) {
+        let r = t % self.full_rows;
+        match self.shifted.iter().find(|&&(rr, m)| rr == r && t >= m) {
+            Some(&(r, m)) => (compose(t - r, &self.sizes), Some((r, m))),
+            None => (compose(t, &self.sizes), None),
+        }
     }
     /// Modelled cycles with padding instead: `⌈t / R⌉` full tiles.
     pub fn padded_cycles(&self, t: i64) -> i64 {
@@ -308,14 +346,29 @@ impl MicroKernelSet {
         }
         s.push_str("  composition at sample sizes (modelled cycles per reduction step, composed / padded to full tiles):\n");
         for &t in samples {
-            let pieces = compose(t, &self.sizes);
+            let (pieces, shifted) = self.plan(t);
+            let text = match shifted {
+                None => composition_text(t, &pieces),
+                Some((r, m)) => {
+                    let mut c = composition_text(t - r, &pieces);
+                    if t == r {
+                        c = format!("{t} =");
+                    }
+                    let sep = if t == r { " " } else { " + " };
+                    format!(
+                        "{}{sep}{m} shifted back {}",
+                        c.replacen(&format!("{} =", t - r), &format!("{t} ="), 1),
+                        m - r
+                    )
+                }
+            };
             let _ = std::fmt::Write::write_fmt(
                 &mut s,
                 format_args!(
                     "  {}={}: {}  ({} / {})\n",
                     self.size.name,
                     t,
-                    composition_text(t, &pieces),
+                    text,
                     self.cycles(t),
                     self.padded_cycles(t)
                 ),
@@ -406,6 +459,19 @@ pub struct ComposeCx<'a> {
     pub next_id: usize,
     /// The sets chosen so far, with the statements of their tiles.
     pub chosen: ChosenSets,
+    /// What shifted pieces need to know of the program (`None`: no shifted pieces).
+    pub shift: Option<ShiftInfo>,
+}
+
+/// What [`compose_partial`] needs to know of the program to shift a piece back over rows
+/// already computed (see [`MicroKernelSet::shifted`]).
+pub struct ShiftInfo {
+    /// Per statement, the tensor it writes.
+    pub stmt_lhs: Vec<usize>,
+    /// Per tensor, per dimension, the names of the sizes its extent mentions.
+    pub dim_sizes: Vec<Vec<Vec<String>>>,
+    /// Every local buffer of the kernel, by promotion.
+    pub buffers: std::collections::HashMap<usize, LocalBuf>,
 }
 
 /// The row loops of a partial tile: loops `iter <= min(e, K)` whose `e` mentions a
@@ -500,6 +566,26 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
     let id = cx.next_id;
     cx.next_id += 1;
     let rows_var = format!("polyc_mk{id}_rows");
+    // Remainders that run faster as one larger piece shifted back over computed rows.
+    let mut shifted: Vec<(i64, i64)> = Vec::new();
+    if shift_allowed(partial, bufs, &size, &row_iters, &edge, k, cx) {
+        for r in 1..full_rows {
+            let greedy: i64 = compose(r, &sizes)
+                .iter()
+                .map(|&(m, n)| n * cx.model.piece_cycles(m, cols))
+                .sum();
+            let best = sizes
+                .iter()
+                .filter(|&&m| m > r)
+                .map(|&m| (cx.model.piece_cycles(m, cols), m))
+                .min();
+            if let Some((c, m)) = best {
+                if c < greedy {
+                    shifted.push((r, m));
+                }
+            }
+        }
+    }
     // The chain: for each size, `for (o = start; o <= rows - m; o += m) body(m, o)`.
     let mut chain: Option<KNode> = None;
     for (i, &m) in sizes.iter().enumerate().rev() {
@@ -562,11 +648,55 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
             }
         }
     });
+    // Shifted pieces: `if ((rows == r1 || …) && T >= m) { piece(m, rows − m) } else …`.
+    let mut ms: Vec<i64> = shifted.iter().map(|p| p.1).collect();
+    ms.dedup();
+    for &m in ms.iter().rev() {
+        let rs: Vec<i64> = shifted.iter().filter(|p| p.1 == m).map(|p| p.0).collect();
+        let o = format!("polyc_mk{id}_sh{m}");
+        let piece = micro_kernel(
+            &restrict_copy_out(partial.clone(), &(edge.clone(), k), m, &rows_var),
+            &edge,
+            k,
+            m,
+            &o,
+            &shifts,
+        );
+        let cond = rs
+            .iter()
+            .map(|&r| {
+                KExpr::Cmp(
+                    KCmp::Eq,
+                    Box::new(KExpr::var(&rows_var)),
+                    Box::new(KExpr::Int(r)),
+                )
+            })
+            .reduce(|a, b| KExpr::Or(Box::new(a), Box::new(b)))
+            .unwrap_or(KExpr::Int(0));
+        let cond = KExpr::And(
+            Box::new(cond),
+            Box::new(KExpr::Cmp(
+                KCmp::Ge,
+                Box::new(KExpr::var(&size.name)),
+                Box::new(KExpr::Int(m)),
+            )),
+        );
+        chain = Some(KNode::If {
+            cond,
+            then: Box::new(KNode::Let {
+                name: o,
+                value: KExpr::Sub(Box::new(KExpr::var(&rows_var)), Box::new(KExpr::Int(m))),
+                body: Box::new(piece),
+            }),
+            els: chain.map(Box::new),
+        });
+    }
     let set = MicroKernelSet {
         size,
         full_rows,
         cols,
         sizes,
+        shifted,
         model: cx.model,
     };
     if !cx.chosen.iter().any(|(s, st)| *s == set && *st == stmts) {
@@ -580,6 +710,122 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
         ),
         body: Box::new(chain?),
     })
+}
+
+/// Whether a partial tile may run a piece shifted back over rows the tile before already
+/// computed: on a CPU core (on a GPU those rows belong to another thread); every statement
+/// writes the tile's own buffers (so the recomputed rows are not stored); every copy out
+/// sits in a row loop of copies only (so it can skip the recomputed rows); and every
+/// other local buffer the tile reads spans the whole range along the size (so the rows
+/// before are in it, and they were copied in: they are rows of the size).
+fn shift_allowed(
+    partial: &KNode,
+    bufs: &[LocalBuf],
+    size: &DynamicSize,
+    row_iters: &[String],
+    edge: &KExpr,
+    k: i64,
+    cx: &ComposeCx,
+) -> bool {
+    let Some(info) = cx.shift.as_ref() else {
+        return false;
+    };
+    if cx.model.unit != ModelUnit::CpuCore {
+        return false;
+    }
+    let own: Vec<usize> = bufs.iter().map(|b| b.promo).collect();
+    let locals_ok = |locals: &[LocalRef]| {
+        locals.iter().filter(|l| !own.contains(&l.promo)).all(|l| {
+            let Some(buf) = info.buffers.get(&l.promo) else {
+                return false;
+            };
+            let dims = info.dim_sizes.get(l.tensor).cloned().unwrap_or_default();
+            dims.iter().enumerate().all(|(d, names)| {
+                !names.contains(&size.name) || buf.sizes.get(d).is_some_and(|&n| n >= size.hi())
+            })
+        })
+    };
+    let mut ok = true;
+    partial.walk(&mut |x| match x {
+        KNode::Stmt { stmt, locals, .. } => {
+            let lhs = info.stmt_lhs.get(*stmt).copied();
+            ok &= locals_ok(locals)
+                && locals
+                    .iter()
+                    .any(|l| Some(l.tensor) == lhs && own.contains(&l.promo));
+        }
+        KNode::Copy { locals, .. } => ok &= locals_ok(locals),
+        _ => {}
+    });
+    // Copies out only in row loops of copies.
+    fn copies_out_ok(n: &KNode, row_iters: &[String], edge: &(KExpr, i64), in_row: bool) -> bool {
+        match n {
+            KNode::Copy { copy_in: false, .. } => in_row,
+            KNode::For {
+                iter, cond, body, ..
+            } => {
+                if row_iters.contains(iter) && is_row_loop(cond, edge) {
+                    let mut stmt = false;
+                    let mut out = false;
+                    body.walk(&mut |x| {
+                        stmt |= matches!(x, KNode::Stmt { .. });
+                        out |= matches!(x, KNode::Copy { copy_in: false, .. });
+                    });
+                    !out || (!stmt && copies_out_ok(body, row_iters, edge, true))
+                } else {
+                    copies_out_ok(body, row_iters, edge, in_row)
+                }
+            }
+            KNode::Block(v) => v.iter().all(|c| copies_out_ok(c, row_iters, edge, in_row)),
+            KNode::If { then, els, .. } => {
+                copies_out_ok(then, row_iters, edge, in_row)
+                    && els
+                        .as_deref()
+                        .is_none_or(|e| copies_out_ok(e, row_iters, edge, in_row))
+            }
+            KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+                copies_out_ok(body, row_iters, edge, in_row)
+            }
+            _ => true,
+        }
+    }
+    ok && copies_out_ok(partial, row_iters, &(edge.clone(), k), false)
+}
+
+/// The partial tile `n` as a shifted piece of `m` rows will run it (rows `rows − m ..
+/// rows` of the tile, [`micro_kernel`] then shifts them): its row loops of copies out
+/// start at `m − rows`, past the rows the tile before computed.
+fn restrict_copy_out(n: KNode, edge: &(KExpr, i64), m: i64, rows_var: &str) -> KNode {
+    let n = n.map_children(&mut |c| restrict_copy_out(c, edge, m, rows_var));
+    match n {
+        KNode::For {
+            iter,
+            init: KExpr::Int(0),
+            cond,
+            step,
+            body,
+            kind,
+        } if is_row_loop(&cond, edge) && {
+            let mut stmt = false;
+            let mut out = false;
+            body.walk(&mut |x| {
+                stmt |= matches!(x, KNode::Stmt { .. });
+                out |= matches!(x, KNode::Copy { copy_in: false, .. });
+            });
+            out && !stmt
+        } =>
+        {
+            KNode::For {
+                iter,
+                init: KExpr::Sub(Box::new(KExpr::Int(m)), Box::new(KExpr::var(rows_var))),
+                cond,
+                step,
+                body,
+                kind,
+            }
+        }
+        other => other,
+    }
 }
 
 /// Whether a loop condition is `iter <= min(e, K)` with the row edge `(e, K)`.
@@ -718,6 +964,112 @@ fn shift_locals(locals: Vec<LocalRef>, o: &str, shifts: &[(usize, Vec<i64>)]) ->
             l
         })
         .collect()
+}
+
+/// A packed tile pays for its copy from this many accesses per element on
+/// (`promote.rs`, `PackPolicy::Auto`): the static kernels of dense `(T, 2304, 768)` pack
+/// `W` from `T = 4` on.
+pub const PACK_MIN_REUSE: i64 = 4;
+
+/// The small-size version of a dynamic-shape kernel: a tensor with no dimension along the
+/// dynamic size (dense's `W(k, n)`) is used once per value of the size by each of its
+/// elements, so below [`PACK_MIN_REUSE`] its packed tile costs more to copy than it
+/// saves (the static kernels at those sizes do not pack it). When the size can be that
+/// small, the kernel becomes `if (T < 4) { the body reading those tensors in place }
+/// else { the body }`. `independent[t]` says whether tensor `t`'s shape does not mention
+/// the size. Returns the body and, if versioned, a line for `polyc explain`.
+pub fn small_size_version(
+    body: KNode,
+    size: &DynamicSize,
+    independent: &[bool],
+) -> (KNode, Option<String>) {
+    if size.lo() >= PACK_MIN_REUSE {
+        return (body, None);
+    }
+    // Packed (blocked) read-only tiles of tensors without the size.
+    let mut packed: Vec<(usize, usize)> = Vec::new();
+    let mut written: Vec<usize> = Vec::new();
+    body.walk(&mut |n| match n {
+        KNode::Local { bufs, .. } => {
+            for b in bufs {
+                if b.block.is_some()
+                    && b.space == crate::kir::MemSpace::Private
+                    && independent.get(b.tensor).copied().unwrap_or(false)
+                    && !packed.contains(&(b.promo, b.tensor))
+                {
+                    packed.push((b.promo, b.tensor));
+                }
+            }
+        }
+        KNode::Copy {
+            promo,
+            copy_in: false,
+            ..
+        } => written.push(*promo),
+        _ => {}
+    });
+    packed.retain(|(p, _)| !written.contains(p));
+    if packed.is_empty() {
+        return (body, None);
+    }
+    let promos: Vec<usize> = packed.iter().map(|p| p.0).collect();
+    let small = prune_empty(unpromote(body.clone(), &promos));
+    let cond = KExpr::Cmp(
+        KCmp::Lt,
+        Box::new(KExpr::var(&size.name)),
+        Box::new(KExpr::Int(PACK_MIN_REUSE)),
+    );
+    let node = KNode::If {
+        cond,
+        then: Box::new(small),
+        els: Some(Box::new(body)),
+    };
+    (node, Some(format!(
+        "small sizes: {} < {PACK_MIN_REUSE} runs a version of the kernel that reads {} tensor(s) in place instead of packing them (each element is used {} times there, fewer than the {PACK_MIN_REUSE} a packed tile needs)\n",
+        size.name,
+        packed.len(),
+        size.name
+    )))
+}
+
+/// `n` without the promotions `promos`: their buffers, their copies, and their tiles in
+/// the statements' scopes (the statements then read the tensors in place).
+fn unpromote(n: KNode, promos: &[usize]) -> KNode {
+    let n = n.map_children(&mut |c| unpromote(c, promos));
+    match n {
+        KNode::Local { bufs, body } => {
+            let bufs: Vec<LocalBuf> = bufs
+                .into_iter()
+                .filter(|b| !promos.contains(&b.promo))
+                .collect();
+            if bufs.is_empty() {
+                *body
+            } else {
+                KNode::Local { bufs, body }
+            }
+        }
+        KNode::Copy { promo, .. } if promos.contains(&promo) => KNode::Block(Vec::new()),
+        other => other.map_locals(|locals, _| {
+            locals
+                .into_iter()
+                .filter(|l| !promos.contains(&l.promo))
+                .collect()
+        }),
+    }
+}
+
+/// `n` without loops, guards and scopes that do nothing.
+fn prune_empty(n: KNode) -> KNode {
+    let n = n.map_children(&mut prune_empty);
+    let empty = |x: &KNode| x.is_empty();
+    match n {
+        KNode::For { ref body, .. } if empty(body) => KNode::Block(Vec::new()),
+        KNode::If {
+            ref then, ref els, ..
+        } if empty(then) && els.as_deref().is_none_or(empty) => KNode::Block(Vec::new()),
+        KNode::Block(v) => KNode::Block(v.into_iter().filter(|c| !c.is_empty()).collect()),
+        other => other,
+    }
 }
 
 #[cfg(test)]

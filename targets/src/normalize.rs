@@ -162,8 +162,71 @@ pub fn normalize_loops_dynamic(kernel: Kernel, cx: &mut crate::microkernel::Comp
         crate::microkernel::compose_partial(bufs, body, cx)
     });
     Kernel {
-        body: split_versions(body),
+        body: sink_parallel(split_versions(body)),
         loop_iters: kernel.loop_iters,
+    }
+}
+
+/// Moves a parallel loop whose whole body is one sequential loop with bounds of its own
+/// inside that loop (legal: the parallel loop carries no dependence). Dynamic-shape
+/// kernels use it: their tiling puts the parallel tile loop over `N` outside the
+/// reduction's tile loop over `K` (dense: `c0` over 2 halves of `N`, `c1` over 6 tiles of
+/// `K`), and the static kernels' order, `K` tiles outside, ran 3–5 % faster on one
+/// thread at T = 32..128 (AVX-512, dense (T, 2304, 768)).
+pub fn sink_parallel(n: KNode) -> KNode {
+    let n = n.map_children(&mut sink_parallel);
+    let KNode::For {
+        iter,
+        init,
+        cond,
+        step,
+        body,
+        kind: LoopKind::Parallel,
+    } = n
+    else {
+        return n;
+    };
+    let inner = match *body {
+        KNode::Block(mut v) if v.len() == 1 => v.pop().unwrap_or(KNode::Block(Vec::new())),
+        other => other,
+    };
+    match inner {
+        KNode::For {
+            iter: i2,
+            init: a2,
+            cond: c2,
+            step: s2,
+            body: b2,
+            kind: LoopKind::Seq,
+        } if !a2.mentions(&iter)
+            && !c2.mentions(&iter)
+            && !init.mentions(&i2)
+            && !cond.mentions(&i2) =>
+        {
+            KNode::For {
+                iter: i2,
+                init: a2,
+                cond: c2,
+                step: s2,
+                body: Box::new(KNode::For {
+                    iter,
+                    init,
+                    cond,
+                    step,
+                    body: b2,
+                    kind: LoopKind::Parallel,
+                }),
+                kind: LoopKind::Seq,
+            }
+        }
+        other => KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body: Box::new(other),
+            kind: LoopKind::Parallel,
+        },
     }
 }
 

@@ -53,6 +53,8 @@ pub struct BuildInput<'a> {
     /// How to run, for targets that can run a kernel in several ways (`--via`); `None`
     /// is the target's default.
     pub via: Option<&'a str>,
+    /// The dynamic sizes the kernel was compiled for (`--dynamic`; empty otherwise).
+    pub dynamic: &'a [crate::microkernel::DynamicSize],
 }
 
 /// What [`Target::rewrite_kernel`] sees besides the kernel.

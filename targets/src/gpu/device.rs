@@ -96,6 +96,12 @@ pub struct DeviceKernel {
     pub shared: Vec<LocalBuf>,
     /// Program statements the kernel runs (indices), in order of first occurrence.
     pub stmts: Vec<usize>,
+    /// The grid dimension whose blocks the kernel runs only from `polyc_blo` to
+    /// `polyc_bhi − 1` (two more `int64_t` arguments), when it has block shapes.
+    pub range_dim: Option<u8>,
+    /// The block shapes along a dynamic size and their kernels
+    /// ([`crate::gpu::blockshape`]), on the full-shape kernel.
+    pub shapes: Option<Box<crate::gpu::blockshape::BlockShapes>>,
 }
 
 impl DeviceKernel {
@@ -132,6 +138,20 @@ pub struct GpuModule {
     pub host: KNode,
     /// The kernels, by id.
     pub kernels: Vec<DeviceKernel>,
+}
+
+impl GpuModule {
+    /// Every kernel function: each kernel, followed by its block-shape variants.
+    pub fn all_kernels(&self) -> Vec<&DeviceKernel> {
+        let mut v = Vec::new();
+        for k in &self.kernels {
+            v.push(k);
+            if let Some(sh) = &k.shapes {
+                v.extend(sh.variants.iter());
+            }
+        }
+        v
+    }
 }
 
 /// The values of sizes and host loop iterators at a launch.
@@ -215,38 +235,70 @@ fn host_walk(
 
 /// Splits a lowered kernel into host code and device kernels (see the module docs).
 pub fn prepare(prog: &Program, kernel: &Kernel, max_threads: i64) -> Result<GpuModule> {
+    prepare_dynamic(prog, kernel, max_threads, None)
+}
+
+/// [`prepare`] for a kernel with dynamic sizes: kernels whose blocks run along one get
+/// block shapes ([`crate::gpu::blockshape`]) chosen with `model`.
+pub fn prepare_dynamic(
+    prog: &Program,
+    kernel: &Kernel,
+    max_threads: i64,
+    dynamic: Option<(
+        &[crate::microkernel::DynamicSize],
+        crate::gpu::blockshape::BlockModel,
+    )>,
+) -> Result<GpuModule> {
     let mut kernels = Vec::new();
     let sizes: HashSet<String> = prog.params.iter().map(|p| p.name.clone()).collect();
-    let host = split(
+    let cx = SplitCx {
         prog,
-        &kernel.body,
-        &sizes,
-        &mut Vec::new(),
-        &mut kernels,
+        sizes: &sizes,
         max_threads,
-    )?;
+        dynamic,
+    };
+    let host = split(&cx, &kernel.body, &mut Vec::new(), &mut kernels)?;
     Ok(GpuModule { host, kernels })
 }
 
+struct SplitCx<'a> {
+    prog: &'a Program,
+    sizes: &'a HashSet<String>,
+    max_threads: i64,
+    dynamic: Option<(
+        &'a [crate::microkernel::DynamicSize],
+        crate::gpu::blockshape::BlockModel,
+    )>,
+}
+
 fn split(
-    prog: &Program,
+    cx: &SplitCx,
     n: &KNode,
-    sizes: &HashSet<String>,
     host_vars: &mut Vec<String>,
     out: &mut Vec<DeviceKernel>,
-    max_threads: i64,
 ) -> Result<KNode> {
     Ok(match n {
         KNode::Device { body, .. } => {
             let id = out.len();
-            out.push(device_kernel(
-                prog,
-                id,
-                body,
-                sizes,
-                host_vars,
-                max_threads,
-            )?);
+            let make = |force: Option<[i64; 3]>| {
+                device_kernel(
+                    cx.prog,
+                    id,
+                    body,
+                    cx.sizes,
+                    host_vars,
+                    cx.max_threads,
+                    force,
+                )
+            };
+            let k = make(None)?;
+            let k = match cx.dynamic {
+                Some((dynamic, model)) => {
+                    crate::gpu::blockshape::attach(k, dynamic, model, &|b| make(Some(b)))?
+                }
+                None => k,
+            };
+            out.push(k);
             KNode::Device {
                 id,
                 body: body.clone(),
@@ -254,7 +306,7 @@ fn split(
         }
         KNode::Block(v) => KNode::Block(
             v.iter()
-                .map(|c| split(prog, c, sizes, host_vars, out, max_threads))
+                .map(|c| split(cx, c, host_vars, out))
                 .collect::<Result<_>>()?,
         ),
         KNode::For {
@@ -266,7 +318,7 @@ fn split(
             ..
         } => {
             host_vars.push(iter.clone());
-            let b = split(prog, body, sizes, host_vars, out, max_threads);
+            let b = split(cx, body, host_vars, out);
             host_vars.pop();
             KNode::For {
                 iter: iter.clone(),
@@ -279,15 +331,15 @@ fn split(
         }
         KNode::If { cond, then, els } => KNode::If {
             cond: cond.clone(),
-            then: Box::new(split(prog, then, sizes, host_vars, out, max_threads)?),
+            then: Box::new(split(cx, then, host_vars, out)?),
             els: match els {
-                Some(e) => Some(Box::new(split(prog, e, sizes, host_vars, out, max_threads)?)),
+                Some(e) => Some(Box::new(split(cx, e, host_vars, out)?)),
                 None => None,
             },
         },
         KNode::Let { name, value, body } => {
             host_vars.push(name.clone());
-            let b = split(prog, body, sizes, host_vars, out, max_threads);
+            let b = split(cx, body, host_vars, out);
             host_vars.pop();
             KNode::Let {
                 name: name.clone(),
@@ -355,6 +407,7 @@ fn device_kernel(
     sizes: &HashSet<String>,
     host_vars: &[String],
     max_threads: i64,
+    force_block: Option<[i64; 3]>,
 ) -> Result<DeviceKernel> {
     // Host values the body reads.
     // (`map_exprs` visits every expression but takes a `Fn`: collect through a RefCell.)
@@ -446,6 +499,10 @@ fn device_kernel(
             .unwrap_or((0, &1));
         block[d] = (block[d] + 1) / 2;
     }
+    // A block shape of a dynamic size (fewer threads than the loops ask for).
+    if let Some(b) = force_block {
+        block = b;
+    }
 
     // Shared buffers, hoisted.
     let mut shared = Vec::new();
@@ -498,6 +555,8 @@ fn device_kernel(
         host_args,
         shared,
         stmts,
+        range_dim: None,
+        shapes: None,
     })
 }
 
@@ -508,7 +567,7 @@ fn only_vars(e: &KExpr, allowed: &HashSet<String>) -> bool {
 }
 
 /// Calls `f(kind, init, cond, step, body)` on every loop.
-fn walk_loops(n: &KNode, f: &mut impl FnMut(LoopKind, &KExpr, &KExpr, i64, &KNode)) {
+pub(crate) fn walk_loops(n: &KNode, f: &mut impl FnMut(LoopKind, &KExpr, &KExpr, i64, &KNode)) {
     n.walk(&mut |x| {
         if let KNode::For {
             kind,
@@ -524,7 +583,7 @@ fn walk_loops(n: &KNode, f: &mut impl FnMut(LoopKind, &KExpr, &KExpr, i64, &KNod
     });
 }
 
-fn has_private_tile(n: &KNode) -> bool {
+pub(crate) fn has_private_tile(n: &KNode) -> bool {
     let mut found = false;
     n.walk(&mut |x| {
         if let KNode::Local { bufs, .. } = x {

@@ -32,7 +32,7 @@ use polyhedral::ir::{DType, InputRef, Program};
 
 use crate::c::{c_ident, function_params, helpers, Dialect, Emitter};
 use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
-use crate::kir::KNode;
+use crate::kir::{KExpr, KNode};
 
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +45,10 @@ pub enum KernelParam {
     Scalar(usize),
     /// A host loop iterator, `int64_t`.
     Host(String),
+    /// The first block index along the dimension of block shapes (`polyc_blo`).
+    BlockLo,
+    /// The block index past the last one along it (`polyc_bhi`).
+    BlockHi,
 }
 
 /// The parameters of a kernel, in order (see the module docs).
@@ -64,6 +68,10 @@ pub fn kernel_params(prog: &Program, param_texts: &[String], k: &DeviceKernel) -
         }
     }
     v.extend(k.host_args.iter().cloned().map(KernelParam::Host));
+    if k.range_dim.is_some() {
+        v.push(KernelParam::BlockLo);
+        v.push(KernelParam::BlockHi);
+    }
     v
 }
 
@@ -98,6 +106,8 @@ fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelPara
             format!("{t} {}", c_ident(&sc.name))
         }
         KernelParam::Host(h) => format!("int64_t {h}"),
+        KernelParam::BlockLo => format!("int64_t {}", crate::gpu::blockshape::BLOCK_LO),
+        KernelParam::BlockHi => format!("int64_t {}", crate::gpu::blockshape::BLOCK_HI),
     }
 }
 
@@ -260,7 +270,7 @@ pub fn emit_opencl(prog: &Program, param_texts: &[String], module: &GpuModule) -
     out.push_str(OPENCL_PRELUDE);
     out.push_str(&helpers(prog, Dialect::OpenCl));
     out.push('\n');
-    for k in &module.kernels {
+    for k in module.all_kernels() {
         kernel_fn(&mut out, prog, param_texts, Dialect::OpenCl, k);
     }
     out
@@ -283,7 +293,7 @@ pub fn emit_cuda(prog: &Program, param_texts: &[String], module: &GpuModule) -> 
     out.push_str(CUDA_INDEX);
     out.push_str(&helpers(prog, Dialect::Cuda));
     out.push('\n');
-    for k in &module.kernels {
+    for k in module.all_kernels() {
         kernel_fn(&mut out, prog, param_texts, Dialect::Cuda, k);
     }
     host_fn(&mut out, prog, param_texts, module);
@@ -420,29 +430,58 @@ fn host_node(
                         .unwrap_or_else(|| "1".into())
                 })
                 .collect();
-            let args: Vec<String> = kernel_params(prog, param_texts, k)
-                .iter()
-                .map(|p| match p {
-                    KernelParam::Size(i) => c_ident(&prog.params[*i].name),
-                    KernelParam::Tensor(t) => c_ident(&prog.tensors[*t].name),
-                    KernelParam::Scalar(s) => c_ident(&prog.scalars[*s].name),
-                    KernelParam::Host(h) => h.clone(),
-                })
-                .collect();
-            indent(out, level);
-            let _ = writeln!(
-                out,
-                "{{ /* kernel {id} */\n{pad}  dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}  dim3 polyc_block({}, {}, {});\n{pad}  {}<<<polyc_grid, polyc_block, 0, stream>>>({});\n{pad}}}",
-                grid[0],
-                grid[1],
-                grid[2],
-                k.block[0],
-                k.block[1],
-                k.block[2],
-                k.name,
-                args.join(", "),
-                pad = "  ".repeat(level)
-            );
+            let args = |k: &DeviceKernel, lo: &str, hi: &str| -> String {
+                kernel_params(prog, param_texts, k)
+                    .iter()
+                    .map(|p| match p {
+                        KernelParam::Size(i) => c_ident(&prog.params[*i].name),
+                        KernelParam::Tensor(t) => c_ident(&prog.tensors[*t].name),
+                        KernelParam::Scalar(s) => c_ident(&prog.scalars[*s].name),
+                        KernelParam::Host(h) => h.clone(),
+                        KernelParam::BlockLo => lo.to_string(),
+                        KernelParam::BlockHi => hi.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let pad = "  ".repeat(level);
+            let launch = |k: &DeviceKernel,
+                          grid: &[String],
+                          block: [i64; 3],
+                          lo: &str,
+                          hi: &str| {
+                format!(
+                    "{{\n{pad}    dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}    dim3 polyc_block({}, {}, {});\n{pad}    {}<<<polyc_grid, polyc_block, 0, stream>>>({});\n{pad}  }}",
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    k.name,
+                    args(k, lo, hi),
+                )
+            };
+            match &k.shapes {
+                None => {
+                    indent(out, level);
+                    let _ = writeln!(
+                        out,
+                        "{{ /* kernel {id} */\n{pad}  dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}  dim3 polyc_block({}, {}, {});\n{pad}  {}<<<polyc_grid, polyc_block, 0, stream>>>({});\n{pad}}}",
+                        grid[0],
+                        grid[1],
+                        grid[2],
+                        k.block[0],
+                        k.block[1],
+                        k.block[2],
+                        k.name,
+                        args(k, "0", "0"),
+                    );
+                }
+                Some(sh) => {
+                    shaped_launch(out, e, k, sh, &grid, &launch, level);
+                }
+            }
         }
         other => {
             // `prepare` refuses statements outside kernels; nothing else reaches here.
@@ -450,4 +489,112 @@ fn host_node(
             let _ = writeln!(out, "/* unexpected host node {other:?} */");
         }
     }
+}
+
+/// Prints one launch: kernel, grid, block, and the block range's two arguments.
+type LaunchText<'a> = dyn Fn(&DeviceKernel, &[String], [i64; 3], &str, &str) -> String + 'a;
+
+/// The host code of a kernel with block shapes: the full blocks along the dynamic size in
+/// one launch, the partial block in a launch of the smallest shape that covers it, when
+/// that adds no wave (see [`crate::gpu::blockshape`]; `BlockShapes::plan` is the same
+/// decision for the runner).
+fn shaped_launch(
+    out: &mut String,
+    e: &Emitter,
+    k: &DeviceKernel,
+    sh: &crate::gpu::blockshape::BlockShapes,
+    grid: &[String],
+    launch: &LaunchText,
+    level: usize,
+) {
+    let pad = "  ".repeat(level);
+    let d = sh.grid_dim as usize;
+    let size = e.kexpr(&KExpr::var(&sh.size.name), 1);
+    let other: Vec<String> = (0..3)
+        .filter(|&x| x != d)
+        .map(|x| grid[x].clone())
+        .collect();
+    let with = |count: &str| -> Vec<String> {
+        let mut g = grid.to_vec();
+        g[d] = count.to_string();
+        g
+    };
+    let shapes: Vec<String> = sh
+        .shapes
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let b = sh.block_of(i);
+            format!("{} x {} x {}", b[0], b[1], b[2])
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "{pad}{{ /* kernel {}: block shapes along {} ({}): full blocks, then the partial one on the smallest shape that covers it when that adds no wave */",
+        k.id,
+        sh.size.name,
+        shapes.join(", ")
+    );
+    let _ = writeln!(out, "{pad}  const int64_t polyc_nb = {};", grid[d]);
+    let _ = writeln!(
+        out,
+        "{pad}  const int64_t polyc_g = ({}) * ({});",
+        other[0], other[1]
+    );
+    let _ = writeln!(
+        out,
+        "{pad}  const int64_t polyc_nf = polyc_max(polyc_min({size} / {}, polyc_nb), 0);",
+        sh.rows
+    );
+    let _ = writeln!(
+        out,
+        "{pad}  const int64_t polyc_rem = {size} - {} * polyc_nf;",
+        sh.rows
+    );
+    let _ = writeln!(
+        out,
+        "{pad}  int64_t polyc_shape = 0, polyc_wave = {};",
+        sh.per_wave[0]
+    );
+    for (i, &s) in sh.shapes.iter().enumerate().skip(1) {
+        let _ = writeln!(
+            out,
+            "{pad}  if (polyc_rem <= {}) {{ polyc_shape = {i}; polyc_wave = {}; }}",
+            s * sh.rows_per_thread,
+            sh.per_wave[i]
+        );
+    }
+    let w0 = sh.per_wave[0];
+    let _ = writeln!(
+        out,
+        "{pad}  if (polyc_rem > 0 && polyc_nb == polyc_nf + 1 && polyc_shape != 0 && (polyc_nf > 0 ? (polyc_nf * polyc_g + {w0} - 1) / {w0} : 0) + (polyc_g + polyc_wave - 1) / polyc_wave <= (polyc_nb * polyc_g + {w0} - 1) / {w0}) {{"
+    );
+    let _ = writeln!(
+        out,
+        "{pad}    if (polyc_nf > 0) {}",
+        launch(k, &with("polyc_nf"), sh.block_of(0), "0", "polyc_nf").replace("\n", "\n  ")
+    );
+    let _ = writeln!(out, "{pad}    switch (polyc_shape) {{");
+    for (i, v) in sh.variants.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{pad}    case {}: {} break;",
+            i + 1,
+            launch(
+                v,
+                &with("1"),
+                sh.block_of(i + 1),
+                "polyc_nf",
+                "polyc_nf + 1"
+            )
+            .replace("\n", "\n  ")
+        );
+    }
+    let _ = writeln!(out, "{pad}    }}");
+    let _ = writeln!(
+        out,
+        "{pad}  }} else {}",
+        launch(k, &with("polyc_nb"), sh.block_of(0), "0", "polyc_nb")
+    );
+    let _ = writeln!(out, "{pad}}}");
 }

@@ -6,9 +6,11 @@
 //! - [`map`]: the `mapped` pass (kernel and thread marks).
 //! - [`policy`]: the default tiling policy.
 //! - [`device`]: the host/device split, block and grid sizes, barriers, guards.
+//! - [`blockshape`]: block shapes along a dynamic size, composed at launch.
 //! - [`emit`]: CUDA and OpenCL, and their calling conventions.
 //! - [`run`]: launching on a device, with the same tensors the CPU runner takes.
 
+pub mod blockshape;
 pub mod device;
 pub mod emit;
 pub mod map;
@@ -59,6 +61,37 @@ impl GpuTarget {
     /// The kernels of a lowered program.
     pub fn module(&self, prog: &Program, kernel: &Kernel) -> Result<GpuModule> {
         prepare(prog, kernel, self.max_threads())
+    }
+    /// The kernels of a lowered program with `dynamic` sizes (`--dynamic`): kernels whose
+    /// blocks run along one get block shapes ([`blockshape`]).
+    pub fn module_dynamic(
+        &self,
+        prog: &Program,
+        kernel: &Kernel,
+        dynamic: &[crate::microkernel::DynamicSize],
+    ) -> Result<GpuModule> {
+        if dynamic.is_empty() {
+            return self.module(prog, kernel);
+        }
+        device::prepare_dynamic(
+            prog,
+            kernel,
+            self.max_threads(),
+            Some((dynamic, self.block_model())),
+        )
+    }
+    /// The figures that rank block shapes: the description's SMs (1 when unset), warp
+    /// size (32), registers of a thread's register buffer (128) and shared memory (48 KiB).
+    pub fn block_model(&self) -> blockshape::BlockModel {
+        let buffer = |role: BufferRole| self.desc.buffers.iter().find(|b| b.role() == role);
+        blockshape::BlockModel {
+            sms: self.desc.sms.unwrap_or(1) as i64,
+            warp: self.desc.warp_size.unwrap_or(32) as i64,
+            registers_per_thread: buffer(BufferRole::Registers)
+                .and_then(|b| b.registers)
+                .unwrap_or(128) as i64,
+            shared_bytes: buffer(BufferRole::SharedMemory).map_or(49152, |b| b.bytes as i64),
+        }
     }
 }
 
@@ -193,20 +226,20 @@ impl Target for GpuTarget {
         param_texts: &[String],
         kernel: &Kernel,
         format: &str,
-        _opts: &EmitOptions,
+        opts: &EmitOptions,
     ) -> Result<String> {
-        let module = self.module(prog, kernel)?;
+        let module = self.module_dynamic(prog, kernel, &opts.dynamic)?;
         Ok(match format {
             "opencl" => emit::emit_opencl(prog, param_texts, &module),
             _ => emit::emit_cuda(prog, param_texts, &module),
         })
     }
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
-        let module = self.module(input.program, input.kernel)?;
+        let module = self.module_dynamic(input.program, input.kernel, input.dynamic)?;
         run::build(self, input, module)
     }
     fn explain_kernels(&self, input: &BuildInput, sizes: Option<&[i64]>) -> Result<Option<String>> {
-        let module = self.module(input.program, input.kernel)?;
+        let module = self.module_dynamic(input.program, input.kernel, input.dynamic)?;
         // ptxas's own counts where nvcc is installed.
         let ptxas = match crate::cuda_tools::find_nvcc() {
             Some(_) => {

@@ -294,6 +294,30 @@ pub fn explain(
                 r.registers, r.shared_bytes, r.spill_store_bytes, r.spill_load_bytes
             );
         }
+        if let Some(sh) = &k.shapes {
+            for v in &sh.variants {
+                if let Some(r) = ptxas.and_then(|p| p.kernel(&v.name)) {
+                    let _ = writeln!(
+                        out,
+                        "    ptxas `{}`: {} registers, {} bytes shared, {} bytes spill stores, {} bytes spill loads",
+                        v.name, r.registers, r.shared_bytes, r.spill_store_bytes, r.spill_load_bytes
+                    );
+                }
+            }
+            let d = sh.grid_dim as usize;
+            let other = (0..3).filter(|&x| x != d).try_fold(1i64, |acc, x| {
+                let g = &k.grid[x];
+                if g.fallback {
+                    return None;
+                }
+                let mut n = 1;
+                for t in &g.trips {
+                    n = n.max(t.eval(&|_| None)?);
+                }
+                Some(acc * n)
+            });
+            out.push_str(&sh.explain(&k.name, &sh.size.explain_samples(), other));
+        }
         if let Some(c) = counts.as_ref().map(|c| &c[k.id]) {
             let bytes = c.read_bytes + c.write_bytes;
             let _ = writeln!(

@@ -78,23 +78,50 @@ pub fn launch_plan(
     each_launch(prog, module, sizes, &mut |k, env| {
         let grid = k.grid_for(&|v| env.get(v).copied())?;
         let unknown = || miette!("internal error: a kernel argument has no value on the host");
-        let mut args = Vec::new();
-        for p in kernel_params(prog, param_texts, k) {
-            args.push(match p {
-                KernelParam::Size(i) => {
-                    LaunchArg::I64(*env.get(&prog.params[i].name).ok_or_else(unknown)?)
+        let args = |k: &crate::gpu::DeviceKernel, lo: i64, hi: i64| -> Result<Vec<LaunchArg>> {
+            let mut args = Vec::new();
+            for p in kernel_params(prog, param_texts, k) {
+                args.push(match p {
+                    KernelParam::Size(i) => {
+                        LaunchArg::I64(*env.get(&prog.params[i].name).ok_or_else(unknown)?)
+                    }
+                    KernelParam::Tensor(t) => LaunchArg::Buffer(buffer_of(t)),
+                    KernelParam::Scalar(s) => scalar_arg(&scalars[s])?,
+                    KernelParam::Host(h) => LaunchArg::I64(*env.get(&h).ok_or_else(unknown)?),
+                    KernelParam::BlockLo => LaunchArg::I64(lo),
+                    KernelParam::BlockHi => LaunchArg::I64(hi),
+                });
+            }
+            Ok(args)
+        };
+        match &k.shapes {
+            None => out.push(Launch {
+                kernel: k.name.clone(),
+                grid: grid.map(|g| g as usize),
+                block: k.block.map(|b| b as usize),
+                args: args(k, 0, 0)?,
+            }),
+            Some(sh) => {
+                let d = sh.grid_dim as usize;
+                let t = *env.get(&sh.size.name).ok_or_else(unknown)?;
+                let other: i64 = (0..3).filter(|&x| x != d).map(|x| grid[x]).product();
+                for l in sh.plan(t, grid[d], other) {
+                    let kernel = if l.shape == 0 {
+                        k
+                    } else {
+                        &sh.variants[l.shape - 1]
+                    };
+                    let mut g = grid;
+                    g[d] = l.count;
+                    out.push(Launch {
+                        kernel: kernel.name.clone(),
+                        grid: g.map(|x| x as usize),
+                        block: sh.block_of(l.shape).map(|b| b as usize),
+                        args: args(kernel, l.first, l.first + l.count)?,
+                    });
                 }
-                KernelParam::Tensor(t) => LaunchArg::Buffer(buffer_of(t)),
-                KernelParam::Scalar(s) => scalar_arg(&scalars[s])?,
-                KernelParam::Host(h) => LaunchArg::I64(*env.get(&h).ok_or_else(unknown)?),
-            });
+            }
         }
-        out.push(Launch {
-            kernel: k.name.clone(),
-            grid: grid.map(|g| g as usize),
-            block: k.block.map(|b| b as usize),
-            args,
-        });
         Ok(())
     })?;
     Ok(out)
