@@ -33,7 +33,7 @@
 use crate::kir::{Intrinsic, IntrinsicArg, KCmp, KExpr, KNode};
 
 use super::model::{ACCUMULATE_BIT, ACC_BIT, FULL_ACC_BIT, GARBAGE_ADDR};
-use super::recognise::{Gemm, Lin};
+use super::recognise::{AccScale, Gemm, Lin};
 
 /// The Gemmini sizes the code generator needs (from the target description).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -721,7 +721,15 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         ),
         call(
             "gemmini_extended_config_st",
-            vec![i(int(st_stride)), st_act, IntrinsicArg::Float(1.0)],
+            vec![
+                i(int(st_stride)),
+                st_act,
+                match g.epilogue.as_ref().map(|e| e.scale) {
+                    Some(AccScale::Scalar(k)) => IntrinsicArg::Scalar(k),
+                    Some(AccScale::Lit(v)) => IntrinsicArg::Float(v),
+                    None => IntrinsicArg::Float(1.0),
+                },
+            ],
         ),
         call(
             "gemmini_extended3_config_ld",

@@ -83,6 +83,8 @@ struct Interp<'a> {
     mem: FlatMemory,
     offs: Vec<usize>,
     scalars: Vec<i64>,
+    /// The scalars' values as floats (the scales of `requant_i8`).
+    fscalars: Vec<f64>,
     sizes: &'a [i64],
     model: Option<Gemmini>,
     /// Static counting (no model, no data).
@@ -127,13 +129,15 @@ impl Interp<'_> {
                     .addr((self.offs[*tensor] as i64 + off * bytes) as usize)
             }
             IntrinsicArg::Float(v) => v.to_bits() as u64,
+            IntrinsicArg::Scalar(k) => (self.fscalars[*k] as f32).to_bits() as u64,
             IntrinsicArg::Named { value, .. } => *value as u64,
         })
     }
 
-    fn float(a: &IntrinsicArg) -> Result<f32> {
+    fn float(&self, a: &IntrinsicArg) -> Result<f32> {
         match a {
             IntrinsicArg::Float(v) => Ok(*v),
+            IntrinsicArg::Scalar(k) => Ok(self.fscalars[*k] as f32),
             other => Err(miette!("internal error: expected a float, got {other:?}")),
         }
     }
@@ -168,11 +172,11 @@ impl Interp<'_> {
             "gemmini_extended_config_st" => Insn::ConfigSt {
                 stride: n(0)? as u32,
                 activation: act(n(1)?),
-                acc_scale: Self::float(&a[2])?,
+                acc_scale: self.float(&a[2])?,
             },
             "gemmini_extended3_config_ld" => Insn::ConfigLd {
                 stride: n(0)?,
-                scale: Self::float(&a[1])?,
+                scale: self.float(&a[1])?,
                 shrunk: n(2)? != 0,
                 block_stride: self.dim as u16,
                 pixel_repeats: 1,
@@ -538,6 +542,19 @@ impl Interp<'_> {
                 };
                 r as i64
             }
+            Expr::Call(Func::RequantI8, args) if args.len() == 2 => {
+                let x = self.expr(&args[0], ty, it)?;
+                let scale = match &args[1] {
+                    Expr::Lit(v) => *v as f32,
+                    Expr::Scalar(s) => self.fscalars[*s] as f32,
+                    other => {
+                        return Err(miette!(
+                            "internal error: the scale of requant_i8 is {other:?}"
+                        ))
+                    }
+                };
+                polyhedral::interp::requant_i8(x as i32, scale) as i64
+            }
             Expr::Call(f, args) => {
                 let v: Vec<i64> = args
                     .iter()
@@ -588,6 +605,8 @@ fn new_interp<'a>(prog: &'a Program, sizes: &'a [i64], dim: i64) -> Interp<'a> {
         mem: FlatMemory::zeroed(total),
         offs,
         scalars: Vec::new(),
+        // Counting runs without values: a scale of 1 (counts do not depend on it).
+        fscalars: vec![1.0; prog.scalars.len()],
         sizes,
         model: None,
         counts: Counters::default(),
@@ -635,6 +654,7 @@ impl crate::Executable for ModelRun {
         let mut it = new_interp(prog, sizes, self.geo.dim);
         it.model = Some(Gemmini::new(model_config(&self.geo)));
         it.scalars = scalars.iter().map(|s| s.buf.get_i64(0)).collect();
+        it.fscalars = scalars.iter().map(|s| s.buf.get_f64(0)).collect();
         for (t, data) in tensors.iter().enumerate().take(prog.tensors.len()) {
             let bytes = as_bytes(data);
             if prog.tensors[t].role != polyhedral::ir::TensorRole::Temp {

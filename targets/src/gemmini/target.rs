@@ -12,7 +12,7 @@ use crate::target::{BuildInput, RewriteCx, Target};
 use crate::{EmitOptions, Executable};
 
 use super::codegen::{gemm_program, Geometry, Tiles};
-use super::recognise::{recognise, Gemm};
+use super::recognise::{recognise, AccScale, Gemm};
 
 /// The most instruction programs the default policy counts per GEMM.
 pub const MAX_SEARCH_POINTS: usize = 40;
@@ -419,9 +419,17 @@ impl Target for GemminiTarget {
                     if let Some(e) = &g.epilogue {
                         folded[e.stmt] = true;
                         notes.push(format!(
-                            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8){} into `{}`; `{}` never reaches DRAM",
+                            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling ({}, rounded half to even and saturated to int8){} into `{}`; `{}` never reaches DRAM",
                             prog.stmts[e.stmt].name,
                             prog.tensors[g.c].name,
+                            match e.scale {
+                                AccScale::Lit(v) if v == 1.0 => "identity scale".to_string(),
+                                AccScale::Lit(v) => format!("scale {v:?} fused into config_st"),
+                                AccScale::Scalar(k) => format!(
+                                    "scale `{}` fused into config_st",
+                                    prog.scalars[k].name
+                                ),
+                            },
                             if e.relu { " and ReLU" } else { "" },
                             prog.tensors[e.tensor].name,
                             prog.tensors[g.c].name
@@ -491,6 +499,34 @@ impl Target for GemminiTarget {
                     prog.tensors[*tensor].name,
                     prog.tensors[*tensor].name,
                     prog.tensors[*tensor].name
+                ));
+            }
+        }
+        // A requantisation whose ReLU comes before a run-time scale: say why it stays on
+        // the host.
+        for (s, st) in prog.stmts.iter().enumerate() {
+            let StmtBody::Update(
+                AssignOp::Assign,
+                polyhedral::ir::Expr::Call(Func::RequantI8, args),
+            ) = &st.body
+            else {
+                continue;
+            };
+            let (
+                Some(polyhedral::ir::Expr::Call(Func::Relu, inner)),
+                Some(polyhedral::ir::Expr::Scalar(k)),
+            ) = (args.first(), args.get(1))
+            else {
+                continue;
+            };
+            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = inner.first() else {
+                continue;
+            };
+            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+                let (c, sc) = (&prog.tensors[*tensor].name, &prog.scalars[*k].name);
+                notes.push(format!(
+                    "    {}: the requantisation of `{c}` is not fused into its mvout: the ReLU comes before the scale `{sc}`, whose sign is known only at run time, and Gemmini's mvout applies the ReLU after the scale (the same value only for a scale ≥ 0); write `sat_i8(relu({c}(…) * {sc}))`, which fuses",
+                    st.name
                 ));
             }
         }
