@@ -390,6 +390,12 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
             "examples/gemmini/conv2d_bias_relu_i8.tc",
             "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
         ),
+        ("examples/gemmini/gemm_requant.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_requant_lit.tc", "M=37,N=29,K=23"),
+        (
+            "examples/gemmini/conv2d_requant.tc",
+            "N=1,H=14,W=13,CI=19,CO=21,KH=3,KW=3",
+        ),
     ] {
         let c = dir.path().join("k.c");
         let c = c.to_str().expect("path");
@@ -793,7 +799,7 @@ fn bias_relu_and_saturation_run_as_one_kernel() {
         "gemmini",
     ]);
     for want in [
-        "    S_2 is fused into the mvout: `C`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8) and ReLU into `Q`; `C` never reaches DRAM",
+        "    S_2 is fused into the mvout: `C`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded half to even and saturated to int8) and ReLU into `Q`; `C` never reaches DRAM",
         "    S_0 is folded: `bias` is moved into the accumulator (mvin3, row stride 0: one row broadcast to every row) before the reduction",
     ] {
         assert!(ex.contains(want), "no `{want}` in:\n{ex}");

@@ -1223,7 +1223,7 @@ impl<'a> Sema<'a> {
                     Err(self.err(
                         e.span,
                         format!(
-                            "the scale of `sat_i8(x * scale)` must be one f32 value, and `{}` is a {} tensor",
+                            "the scale of `sat_i8(x * scale)` must be one f32 value, and `{}` is an {} tensor",
                             name.name,
                             self.tensors[t].dtype.map_or("float".into(), |d| d.to_string())
                         ),
