@@ -65,7 +65,10 @@ fn requantised_gemms_and_convolutions_match_the_interpreter_on_every_path() {
             &["--target", "gemmini", "--via", "model"],
         ));
         let c = counters(&check(prog, params, &["--target", "gemmini", "--via", "c"]));
-        assert_eq!(model, c, "{prog} {params}: the two paths counted differently");
+        assert_eq!(
+            model, c,
+            "{prog} {params}: the two paths counted differently"
+        );
         // The CPU's C computes the requantisation as the interpreter does.
         check(prog, params, &[]);
     }
@@ -107,12 +110,7 @@ fn q_of(scale: f32, extra: &[&str]) -> Vec<i8> {
     let inputs = tie_inputs(&inputs, scale);
     let out = dir.path().join("out");
     let out_s = out.to_str().expect("path").to_string();
-    let mut args = vec![
-        "--inputs",
-        inputs.as_str(),
-        "--save-io",
-        out_s.as_str(),
-    ];
+    let mut args = vec!["--inputs", inputs.as_str(), "--save-io", out_s.as_str()];
     args.extend_from_slice(extra);
     check(REQUANT, "M=2,N=5,K=1", &args);
     match read_npy(&out.join("Q.npy")).expect("Q.npy").buf {
@@ -147,11 +145,7 @@ fn requantisation_rounds_half_to_even_saturates_and_applies_the_relu_after_the_s
 fn exact_instruction_counts_and_the_fused_config_st() {
     // The same instruction program as the plain GEMM at 37×29×23 (default tiles 48×32×32),
     // with int8 rows leaving the accumulator: 37 × 29 bytes.
-    let line = counters(&check(
-        REQUANT,
-        "M=37,N=29,K=23",
-        &["--target", "gemmini"],
-    ));
+    let line = counters(&check(REQUANT, "M=37,N=29,K=23", &["--target", "gemmini"]));
     assert_eq!(
         line,
         "polyc: ran on Gemmini functional model: 45 instructions (config_ex 1, config_ld 2, \
@@ -162,7 +156,10 @@ fn exact_instruction_counts_and_the_fused_config_st() {
     );
     for (prog, want) in [
         (REQUANT, "gemmini_extended_config_st(29, RELU, scale);"),
-        (REQUANT_LIT, "gemmini_extended_config_st(29, RELU, 0.0625f);"),
+        (
+            REQUANT_LIT,
+            "gemmini_extended_config_st(29, RELU, 0.0625f);",
+        ),
     ] {
         let c = polyc_ok(&[prog, "--param", "M=37,N=29,K=23", "--target", "gemmini"]);
         assert!(c.contains(want), "no `{want}` in the C of {prog}:\n{c}");

@@ -1167,10 +1167,12 @@ impl Compiler<'_> {
                             Some(d) if d.len() == 1 => d.buf.get_f64(0) as f32,
                             _ => return Err(miette!("{}: scalar #{id} has no value", s.name)),
                         },
-                        other => return Err(miette!(
+                        other => {
+                            return Err(miette!(
                             "{}: the scale of `requant_i8` is a literal or a scalar, not {other:?}",
                             s.name
-                        )),
+                        ))
+                        }
                     };
                     return Ok(CE::Requant(bx(self.expr(&args[0])?), scale));
                 }
