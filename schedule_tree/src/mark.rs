@@ -104,8 +104,46 @@ impl BufferRole {
     }
 }
 
+/// Which tensors of a tile a buffer holds (`holds:` in a target description), so that a
+/// capacity check counts only those: a cache holds everything a tile touches, Gemmini's
+/// accumulator only the results and its scratchpad only the operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Holds {
+    /// Every tensor the tile touches.
+    All,
+    /// The tensors the tile's statements write.
+    Results,
+    /// The tensors the tile's statements only read.
+    Operands,
+}
+
+impl Holds {
+    /// Every value, in the order messages list them.
+    pub const ALL: [Holds; 3] = [Holds::All, Holds::Results, Holds::Operands];
+    /// The spelling in target descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Holds::All => "all",
+            Holds::Results => "results",
+            Holds::Operands => "operands",
+        }
+    }
+    /// Parses a spelling.
+    pub fn from_name(s: &str) -> Option<Holds> {
+        Holds::ALL.into_iter().find(|h| h.name() == s)
+    }
+    /// Whether a tensor is held, given whether the tile's statements write it.
+    pub fn holds(self, written: bool) -> bool {
+        match self {
+            Holds::All => true,
+            Holds::Results => written,
+            Holds::Operands => !written,
+        }
+    }
+}
+
 /// One memory level of a target as passes see it: a buffer, its capacity in bytes per
-/// tile, and its role.
+/// tile, its role, and which tensors of a tile it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Level {
     /// The buffer.
@@ -114,16 +152,23 @@ pub struct Level {
     pub bytes: u64,
     /// What kind of memory it is.
     pub role: BufferRole,
+    /// Which tensors of a tile it holds (the capacity check counts only those).
+    pub holds: Holds,
 }
 
 impl Level {
-    /// A level (for tables and tests).
+    /// A level that holds every tensor of a tile (for tables and tests).
     pub const fn new(buffer: Buffer, bytes: u64, role: BufferRole) -> Level {
         Level {
             buffer,
             bytes,
             role,
+            holds: Holds::All,
         }
+    }
+    /// The level, holding only `holds`.
+    pub const fn holding(self, holds: Holds) -> Level {
+        Level { holds, ..self }
     }
 }
 
