@@ -263,7 +263,9 @@ fn tile_spec_errors_are_located() {
         "u.spec",
         "S_1: 512@accumulator, 512@accumulator, 16@scratchpad\n",
     );
-    // Tiling's own capacity check comes first: the located tile-spec error.
+    // Tiling's own capacity check comes first: the located tile-spec error. It counts C
+    // (the result) in the accumulator only, and A and B (the operands) in the scratchpad
+    // only, as the description's `holds:` says.
     let e = flat(&polyc_err(&[
         "examples/gemmini/gemm.tc",
         "--param",
@@ -275,7 +277,27 @@ fn tile_spec_errors_are_located() {
     ]));
     assert!(
         e.contains(&format!(
-            "{spec}:1:1: the scratchpad tile of `S_1` needs 1064960 bytes, but scratchpad holds 262144 bytes"
+            "{spec}:1:1: the accumulator tile of `S_1` needs 1048576 bytes, but accumulator holds 65536 bytes"
+        )),
+        "{e}"
+    );
+    let spec = write(
+        dir.path(),
+        "v.spec",
+        "S_1: 64@accumulator, 64@accumulator, 4096@scratchpad\n",
+    );
+    let e = flat(&polyc_err(&[
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=64,N=64,K=4096",
+        "--target",
+        "gemmini",
+        "--tile-spec",
+        &spec,
+    ]));
+    assert!(
+        e.contains(&format!(
+            "{spec}:1:1: the scratchpad tile of `S_1` needs 524288 bytes, but scratchpad holds 262144 bytes"
         )),
         "{e}"
     );
