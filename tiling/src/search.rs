@@ -386,8 +386,11 @@ struct Evaluator<'a> {
     order: Vec<Buffer>,
     elem_bytes: Vec<u64>,
     /// (model, level, windows) → total bytes of one tile that the level holds.
-    footprints: HashMap<(usize, Buffer, Vec<Option<i64>>), Option<u64>>,
+    footprints: HashMap<FootprintKey, Option<u64>>,
 }
+
+/// A memoised footprint: the band model, the level and the windows.
+type FootprintKey = (usize, Buffer, Vec<Option<i64>>);
 
 fn ext_or_unknown(e: Option<i64>) -> i64 {
     e.unwrap_or(UNKNOWN_EXTENT).max(1)

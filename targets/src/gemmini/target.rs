@@ -107,7 +107,7 @@ impl GemminiTarget {
                             prog.stmts[e.stmt].name,
                             prog.tensors[g.c].name,
                             match e.scale {
-                                AccScale::Lit(v) if v == 1.0 => "identity scale".to_string(),
+                                AccScale::Lit(1.0) => "identity scale".to_string(),
                                 AccScale::Lit(v) => format!("scale {v:?} fused into config_st"),
                                 AccScale::Scalar(k) => format!(
                                     "scale `{}` fused into config_st",
