@@ -51,9 +51,12 @@ impl GemminiTarget {
             return Ok((kernel, Vec::new(), untouched));
         }
         let mut notes = vec![format!("gemmini ({}):", self.desc.name)];
-        if (elem, acc) != (DType::I8, DType::I32) {
+        if !matches!(
+            (elem, acc),
+            (DType::I8, DType::I32) | (DType::F32, DType::F32)
+        ) {
             notes.push(format!(
-                "  nothing is tensorised: this version tensorises int8 × int8 → int32 only, and `{}` holds {elem} → {acc}; every statement runs on the host",
+                "  nothing is tensorised: this version tensorises int8 × int8 → int32 and f32 × f32 → f32, and `{}` holds {elem} → {acc}; every statement runs on the host",
                 self.desc.name
             ));
             return Ok((kernel, notes, untouched));
@@ -352,6 +355,8 @@ impl GemminiTarget {
                 sp_bank_rows,
                 acc_banks,
                 acc_bank_rows,
+                elem_bytes: elem.size_bytes() as i64,
+                acc_bytes: acc_t.size_bytes() as i64,
             },
             elem,
             acc_t,
@@ -389,7 +394,7 @@ impl GemminiTarget {
                 _ => return Ok(None),
             };
             let body = gemm_program(g, geo, t, &p, "s_");
-            let counts = super::run::count_node(cx.program, &body, sizes, geo.dim)?;
+            let counts = super::run::count_node(cx.program, &body, sizes, geo)?;
             Ok(super::cost::cost(&self.desc, geo, &counts).map(|c| c.edp))
         };
         let Some(mut best_edp) = edp(&base)? else {
@@ -707,7 +712,7 @@ impl Target for GemminiTarget {
     /// BACO's EDP of the instruction program, counted without running it.
     fn model_cost(&self, input: &BuildInput, sizes: &[i64]) -> Result<f64> {
         let (geo, _, _) = self.memories()?;
-        let counts = super::run::count(input.program, input.kernel, sizes, geo.dim)?;
+        let counts = super::run::count(input.program, input.kernel, sizes, &geo)?;
         super::cost::cost(&self.desc, &geo, &counts)
             .map(|c| c.edp)
             .ok_or_else(|| miette!("target `{}` has no cost model", self.desc.name))
@@ -717,7 +722,7 @@ impl Target for GemminiTarget {
             return Ok(None);
         };
         let (geo, _, _) = self.memories()?;
-        let counts = super::run::count(input.program, input.kernel, sizes, geo.dim)?;
+        let counts = super::run::count(input.program, input.kernel, sizes, &geo)?;
         Ok(Some(super::cost::report(&self.desc, &geo, &counts)))
     }
 }
