@@ -1086,14 +1086,6 @@ impl<'a> Sema<'a> {
                 Box::new(self.value(a, dt, reads)?),
                 Box::new(self.value(b, dt, reads)?),
             ),
-            // A cast to the type the statement computes in is the identity (`i8`, which
-            // computes in `i32`, and `f16`, rounded per operation, keep theirs).
-            ExprKind::Cast { ty, arg }
-                if ty.dtype == dt
-                    && matches!(dt, DType::I32 | DType::I64 | DType::F32 | DType::F64) =>
-            {
-                self.value(arg, dt, reads)?
-            }
             ExprKind::Cast { ty, arg } => {
                 ir::Expr::Cast(ty.dtype, Box::new(self.value(arg, dt, reads)?))
             }

@@ -279,6 +279,17 @@ pub fn recognise(
         StmtBody::Init(_) => return Err("an initialisation".into()),
         _ => return Err("not a `+=` accumulation".into()),
     };
+    // `C(…) +=! cast<i32>(A(…) * B(…))` (how an int32 temporary is typed): a cast to the
+    // statement's own type is the identity.
+    let e = match e {
+        Expr::Cast(t, inner)
+            if *t == st.dtype
+                && matches!(st.dtype, DType::I32 | DType::I64 | DType::F32 | DType::F64) =>
+        {
+            inner.as_ref()
+        }
+        other => other,
+    };
     if !product_reads(e) {
         return Err("its right side is not a product of two tensor reads".into());
     }
