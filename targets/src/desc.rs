@@ -591,8 +591,10 @@ mod tests {
         assert_eq!(
             g.levels(),
             vec![
-                Level::new(b("scratchpad"), 262144, BufferRole::Scratchpad),
+                Level::new(b("scratchpad"), 262144, BufferRole::Scratchpad)
+                    .holding(Holds::Operands),
                 Level::new(b("accumulator"), 65536, BufferRole::Accumulator)
+                    .holding(Holds::Results)
             ]
         );
         assert_eq!(g.buffers[1].elem_type(), Some(DType::I32));
