@@ -72,6 +72,8 @@ fn requantised_gemms_and_convolutions_match_the_interpreter_on_every_path() {
         // The CPU's C computes the requantisation as the interpreter does.
         check(prog, params, &[]);
     }
+    // So does the GPU's (OpenCL on PoCL), through the same helper.
+    check(REQUANT, "M=37,N=29,K=23", &["--target", "gpu"]);
 }
 
 /// The inputs of a 2×5×1 GEMM whose products are `1, 3, 5, -3, 127` in row 0 and their
