@@ -65,7 +65,9 @@ enum Command {
     Dump {
         #[command(flatten)]
         common: CommonArgs,
-        /// The stage: initial, scheduled, tiled, fused, parallel or final.
+        /// The stage: initial, scheduled, tiled, fused, promoted, parallel or final; with
+        /// --target gemmini also tensorised (the tiles, scratchpad/accumulator marks and
+        /// tensorised DIM×DIM×DIM bands of the instruction program).
         #[arg(long, default_value = "final")]
         stage: String,
         /// Output format.

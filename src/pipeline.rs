@@ -527,7 +527,7 @@ pub fn finish(
         }
         kernel
     };
-    let (kernel, rewrite_notes) = target.rewrite_kernel(
+    let (kernel, rewrite_notes, rewritten_tree) = target.rewrite_kernel_and_tree(
         &targets::RewriteCx {
             program,
             scop,
@@ -538,7 +538,15 @@ pub fn finish(
             policy: opts.policy.as_deref().unwrap_or("default"),
         },
         kernel,
+        &tree,
     )?;
+    // The target's own tiling as a tree (Gemmini): the `tensorised` dump stage.
+    if let Some(t) = rewritten_tree {
+        stages.push(Stage {
+            name: TENSORISED_STAGE.into(),
+            tree: t,
+        });
+    }
     if let Some(text) = explain.as_mut() {
         for n in &rewrite_notes {
             text.push('\n');
@@ -810,10 +818,21 @@ pub fn verify_tree(
     }
 }
 
+/// The dump stage of a target that tiles statements itself on the kernel (Gemmini): the
+/// `final` tree with those tiles, buffers and instructions as bands and marks.
+pub const TENSORISED_STAGE: &str = "tensorised";
+
 impl Compiled {
-    /// The tree after `stage` (`final` is the last one).
+    /// The tree after `stage` (`final` is the last one; `tensorised` comes after it on a
+    /// target that tensorises).
     pub fn stage(&self, stage: &str) -> Result<&Stage> {
         self.stages.iter().find(|s| s.name == stage).ok_or_else(|| {
+            if stage == TENSORISED_STAGE {
+                return miette!(
+                    help = "the `tensorised` tree exists for a target that tensorises statements on a matrix engine and tiles them itself: --target gemmini (or gemmini-fp32); on this target, `final` is the tree the code comes from",
+                    "there is no stage `tensorised`: this target does not tensorise"
+                );
+            }
             let names: Vec<&str> = self.stages.iter().map(|s| s.name.as_str()).collect();
             miette!(
                 help = format!("the stages are: {}", names.join(", ")),

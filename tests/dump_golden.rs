@@ -149,3 +149,122 @@ fn conv_chain_one_nest_tree() {
     assert_eq!(tree.matches("Mark \"skipped\"").count(), 4, "{tree}");
     insta::assert_snapshot!(tree);
 }
+
+/// `polyc dump --stage tensorised --target gemmini`: the tiles the Gemmini code generator
+/// uses, with the accumulator and scratchpad marks and the tensorised DIM×DIM×DIM band.
+fn dump_tensorised(prog: &str, params: &str) -> String {
+    polyc_ok(&[
+        "dump",
+        prog,
+        "--param",
+        params,
+        "--target",
+        "gemmini",
+        "--stage",
+        "tensorised",
+    ])
+}
+
+#[test]
+fn gemmini_gemm_tensorised_tree() {
+    insta::assert_snapshot!(dump_tensorised(
+        "examples/gemmini/gemm.tc",
+        "M=37,N=29,K=23"
+    ));
+}
+
+#[test]
+fn gemmini_gemm_bias_relu_i8_tensorised_tree() {
+    insta::assert_snapshot!(dump_tensorised(
+        "examples/gemmini/gemm_bias_relu_i8.tc",
+        "M=37,N=29,K=23"
+    ));
+}
+
+#[test]
+fn gemmini_padded_conv_tensorised_tree() {
+    insta::assert_snapshot!(dump_tensorised(
+        "examples/gemmini/conv2d_pad.tc",
+        "N=1,H=15,W=13,CI=7,CO=9,KH=5,KW=5"
+    ));
+}
+
+/// A host statement keeps its `final` subtree next to the tensorised one.
+#[test]
+fn gemmini_host_and_tensorised_parts_tree() {
+    insta::assert_snapshot!(dump_tensorised(
+        "examples/gemmini/gemm_relu_host.tc",
+        "M=23,N=17,K=29"
+    ));
+}
+
+/// The tensorised tree comes from the same plan as the code: its tile band follows a
+/// tile spec (`S_1: 32@accumulator, 16@accumulator, 16@scratchpad`), and its `isl` form
+/// reads back (the marks round-trip through their isl names).
+#[test]
+fn gemmini_tensorised_tree_follows_the_tile_spec_and_reads_back() {
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "t.spec",
+        "S_1: 32@accumulator, 16@accumulator, 16@scratchpad\n",
+    );
+    let args = |format: &'static str| {
+        vec![
+            "dump".to_string(),
+            "examples/gemmini/gemm.tc".into(),
+            "--param".into(),
+            "M=37,N=29,K=23".into(),
+            "--target".into(),
+            "gemmini".into(),
+            "--stage".into(),
+            "tensorised".into(),
+            "--tile-spec".into(),
+            spec.clone(),
+            "--format".into(),
+            format.into(),
+        ]
+    };
+    let a = args("tree");
+    let tree = polyc_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    for want in [
+        "Band {S_0 -> (i - (i) mod 32, j - (j) mod 16); S_1 -> (i - (i) mod 32, j - (j) mod 16)}",
+        "Band {S_1 -> (k - (k) mod 16)}",
+        "Mark \"holds:accumulator:C:double\"",
+        "Mark \"tensorised:gemm:ws\"",
+    ] {
+        assert!(tree.contains(want), "no `{want}` in:\n{tree}");
+    }
+    let a = args("isl");
+    let isl = polyc_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let yaml = write(dir.path(), "t.yaml", &isl);
+    // Loaded as the `final` tree of the CPU target, it is a valid schedule of the program.
+    polyc_ok(&[
+        "dump",
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=37,N=29,K=23",
+        "--load-tree",
+        &format!("final={yaml}"),
+        "--stage",
+        "final",
+    ]);
+}
+
+/// Another target has no tensorised tree: an error that says which target has one.
+#[test]
+fn tensorised_stage_needs_a_tensorising_target() {
+    let e = polyc_err(&[
+        "dump",
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=37,N=29,K=23",
+        "--stage",
+        "tensorised",
+    ]);
+    assert!(
+        e.contains("there is no stage `tensorised`: this target does not tensorise"),
+        "{e}"
+    );
+    assert!(e.contains("--target gemmini (or gemmini-fp32)"), "{e}");
+}

@@ -263,7 +263,9 @@ fn tile_spec_errors_are_located() {
         "u.spec",
         "S_1: 512@accumulator, 512@accumulator, 16@scratchpad\n",
     );
-    // Tiling's own capacity check comes first: the located tile-spec error.
+    // Tiling's own capacity check comes first: the located tile-spec error. It counts C
+    // (the result) in the accumulator only, and A and B (the operands) in the scratchpad
+    // only, as the description's `holds:` says.
     let e = flat(&polyc_err(&[
         "examples/gemmini/gemm.tc",
         "--param",
@@ -275,7 +277,27 @@ fn tile_spec_errors_are_located() {
     ]));
     assert!(
         e.contains(&format!(
-            "{spec}:1:1: the scratchpad tile of `S_1` needs 1064960 bytes, but scratchpad holds 262144 bytes"
+            "{spec}:1:1: the accumulator tile of `S_1` needs 1048576 bytes, but accumulator holds 65536 bytes"
+        )),
+        "{e}"
+    );
+    let spec = write(
+        dir.path(),
+        "v.spec",
+        "S_1: 64@accumulator, 64@accumulator, 4096@scratchpad\n",
+    );
+    let e = flat(&polyc_err(&[
+        "examples/gemmini/gemm.tc",
+        "--param",
+        "M=64,N=64,K=4096",
+        "--target",
+        "gemmini",
+        "--tile-spec",
+        &spec,
+    ]));
+    assert!(
+        e.contains(&format!(
+            "{spec}:1:1: the scratchpad tile of `S_1` needs 524288 bytes, but scratchpad holds 262144 bytes"
         )),
         "{e}"
     );
@@ -389,6 +411,12 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
         (
             "examples/gemmini/conv2d_bias_relu_i8.tc",
             "N=1,H=13,W=19,CI=20,CO=17,KH=3,KW=3",
+        ),
+        ("examples/gemmini/gemm_requant.tc", "M=37,N=29,K=23"),
+        ("examples/gemmini/gemm_requant_lit.tc", "M=37,N=29,K=23"),
+        (
+            "examples/gemmini/conv2d_requant.tc",
+            "N=1,H=14,W=13,CI=19,CO=21,KH=3,KW=3",
         ),
     ] {
         let c = dir.path().join("k.c");
@@ -793,7 +821,7 @@ fn bias_relu_and_saturation_run_as_one_kernel() {
         "gemmini",
     ]);
     for want in [
-        "    S_2 is fused into the mvout: `C`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8) and ReLU into `Q`; `C` never reaches DRAM",
+        "    S_2 is fused into the mvout: `C`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded half to even and saturated to int8) and ReLU into `Q`; `C` never reaches DRAM",
         "    S_0 is folded: `bias` is moved into the accumulator (mvin3, row stride 0: one row broadcast to every row) before the reduction",
     ] {
         assert!(ex.contains(want), "no `{want}` in:\n{ex}");

@@ -36,6 +36,9 @@
 //!   type (for f16: computed in f32 and rounded once); `abs` (wrapping for integers),
 //!   `relu(x) = x > 0 ? x : 0`, `max(a, b) = a > b ? a : b`, `min(a, b) = a < b ? a : b`,
 //!   `sat_i8(x) = x < -128 ? -128 : x > 127 ? 127 : x` (the statement computes in i32).
+//!   `requant_i8(x, s)` ([`requant_i8`], the language's `sat_i8(x * s)` with an f32
+//!   scale): `(f32)x * s` in f32, rounded half to even, saturated to int8, NaN → 0;
+//!   the scale is read as f32, never converted to the statement's type.
 //!   Float-only functions in an integer statement are an error.
 //! - `Init(op)` stores the identity: 0 for `+`, 1 for `*`, the lowest value for `max`
 //!   (−inf for floats, `MIN` for integers), the highest for `min`. `Update(Assign, e)`
@@ -554,7 +557,7 @@ macro_rules! float_fns {
                 }
                 // Two-argument functions are evaluated by the caller; `sat_i8` is
                 // rejected in float statements when the statement is compiled.
-                Func::Max | Func::Min | Func::SatI8 => self,
+                Func::Max | Func::Min | Func::SatI8 | Func::RequantI8 => self,
             }
         }
     };
@@ -903,6 +906,20 @@ enum CE<T> {
     F2(Func, Box<CE<T>>, Box<CE<T>>),
     Select(Box<CE<T>>, Box<CE<T>>, Box<CE<T>>),
     Cast(DType, Box<CE<T>>),
+    /// `requant_i8(x, scale)` with the scale known when the statement is compiled.
+    Requant(Box<CE<T>>, f32),
+}
+
+/// Requantisation to int8 as Gemmini's `mvout` applies it (`ACC_SCALE` of
+/// `gemmini_params.h`): `x` converted to f32 (rounded to nearest even), multiplied by
+/// `scale` in f32, rounded half to even, saturated to [-128, 127]; NaN gives 0.
+pub fn requant_i8(x: i32, scale: f32) -> i32 {
+    let y = ((x as f32) * scale).round_ties_even();
+    if y.is_nan() {
+        0
+    } else {
+        y.clamp(-128.0, 127.0) as i32
+    }
 }
 
 /// Why an instance failed.
@@ -1061,6 +1078,7 @@ fn eval<T: Num, const FAST: bool>(e: &CE<T>, cx: &Cx) -> std::result::Result<T, 
             }
         }
         CE::Cast(t, x) => eval::<T, FAST>(x, cx)?.cast_via(*t),
+        CE::Requant(x, scale) => T::from_i32(requant_i8(eval::<T, FAST>(x, cx)?.to_i32(), *scale)),
     })
 }
 
@@ -1134,6 +1152,29 @@ impl Compiler<'_> {
                         f.name(),
                         s.dtype
                     ));
+                }
+                if *f == Func::RequantI8 {
+                    if T::FLOAT {
+                        return Err(miette!(
+                            "{}: `requant_i8` requantises an integer, and this statement computes in {}",
+                            s.name,
+                            s.dtype
+                        ));
+                    }
+                    let scale = match &args[1] {
+                        Expr::Lit(v) => *v as f32,
+                        Expr::Scalar(id) => match self.scalars.get(*id) {
+                            Some(d) if d.len() == 1 => d.buf.get_f64(0) as f32,
+                            _ => return Err(miette!("{}: scalar #{id} has no value", s.name)),
+                        },
+                        other => {
+                            return Err(miette!(
+                            "{}: the scale of `requant_i8` is a literal or a scalar, not {other:?}",
+                            s.name
+                        ))
+                        }
+                    };
+                    return Ok(CE::Requant(bx(self.expr(&args[0])?), scale));
                 }
                 if f.arity() == 2 {
                     CE::F2(*f, bx(self.expr(&args[0])?), bx(self.expr(&args[1])?))

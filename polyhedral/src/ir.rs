@@ -383,6 +383,13 @@ pub enum Func {
     /// whole right side of a statement into an `i8` tensor, which then computes in `i32`
     /// (its reads are not narrowed first) and stores the saturated value.
     SatI8,
+    /// Requantisation to int8, as Gemmini's `mvout` scales accumulator rows
+    /// (`ACC_SCALE`): `requant_i8(x, s)` converts the integer `x` to f32, multiplies it by
+    /// the f32 scale `s` in f32, rounds half to even and saturates to [-128, 127] (NaN
+    /// gives 0). The scale (second argument) is an f32 scalar input or a literal taken as
+    /// f32, never converted to the statement's type. Only in an `i8` statement's
+    /// `sat_i8(x * s)` (which computes in `i32`); the language writes it `sat_i8(x * s)`.
+    RequantI8,
 }
 
 impl Func {
@@ -400,12 +407,13 @@ impl Func {
             Func::Max => "max",
             Func::Min => "min",
             Func::SatI8 => "sat_i8",
+            Func::RequantI8 => "requant_i8",
         }
     }
     /// Number of arguments.
     pub fn arity(self) -> usize {
         match self {
-            Func::Max | Func::Min => 2,
+            Func::Max | Func::Min | Func::RequantI8 => 2,
             _ => 1,
         }
     }

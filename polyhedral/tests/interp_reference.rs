@@ -755,6 +755,32 @@ fn integer_division_and_remainder_follow_c() {
     );
 }
 
+/// `requant_i8(x, s)` (the language's `sat_i8(x * s)` with an f32 scale): Gemmini's
+/// `ACC_SCALE`, `(f32)x * s` rounded half to even and saturated to int8.
+#[test]
+fn requant_i8_rounds_half_to_even_and_saturates() {
+    let rq = |s: f32, a: Vec<i32>| {
+        let n = a.len();
+        run_i32(
+            call(Func::RequantI8, vec![a0(), Expr::Lit(s as f64)]),
+            a,
+            vec![0; n],
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        rq(0.5, vec![1, 3, 5, -1, -3, -5, 7, 300, -300]),
+        vec![0, 2, 2, 0, -2, -2, 4, 127, -128]
+    );
+    assert_eq!(rq(0.37, vec![3, 5, -5, 100]), vec![1, 2, -2, 37]);
+    // (f32)16777217 rounds to 16777216 before the scale: 16777216 / 2^24 = 1.
+    assert_eq!(rq(1.0 / 16777216.0, vec![16777217]), vec![1]);
+    assert_eq!(rq(f32::NAN, vec![5]), vec![0]);
+    assert_eq!(polyhedral::interp::requant_i8(255, 0.5), 127);
+    assert_eq!(polyhedral::interp::requant_i8(-255, 0.5), -128);
+    assert_eq!(polyhedral::interp::requant_i8(5, -0.5), -2);
+}
+
 #[test]
 fn i8_statements_compute_in_i32_and_wrap_on_store() {
     let prog = elementwise(

@@ -14,5 +14,5 @@ pub mod mark;
 pub mod text;
 pub mod tree;
 
-pub use mark::{level_of, Buffer, BufferRole, Level, Mark};
+pub use mark::{level_of, Buffer, BufferRole, Holds, Level, Mark};
 pub use tree::{Band, Node, NodeKind, Pass, ScheduleTree};

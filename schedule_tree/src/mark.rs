@@ -12,22 +12,27 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Buffer(&'static str);
 
+/// `name`, interned: each distinct name is stored once, for the life of the process.
+fn intern(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(|| Mutex::new(HashSet::new()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
 impl Buffer {
     /// The buffer named `name` (interned: each distinct name is stored once).
     pub fn new(name: &str) -> Buffer {
-        use std::collections::HashSet;
-        use std::sync::{Mutex, OnceLock};
-        static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-        let mut names = NAMES
-            .get_or_init(|| Mutex::new(HashSet::new()))
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = names.get(name) {
-            return Buffer(n);
-        }
-        let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-        names.insert(leaked);
-        Buffer(leaked)
+        Buffer(intern(name))
     }
     /// A buffer from a name known at compile time (for tests and built-in tables).
     pub const fn from_static(name: &'static str) -> Buffer {
@@ -99,8 +104,46 @@ impl BufferRole {
     }
 }
 
+/// Which tensors of a tile a buffer holds (`holds:` in a target description), so that a
+/// capacity check counts only those: a cache holds everything a tile touches, Gemmini's
+/// accumulator only the results and its scratchpad only the operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Holds {
+    /// Every tensor the tile touches.
+    All,
+    /// The tensors the tile's statements write.
+    Results,
+    /// The tensors the tile's statements only read.
+    Operands,
+}
+
+impl Holds {
+    /// Every value, in the order messages list them.
+    pub const ALL: [Holds; 3] = [Holds::All, Holds::Results, Holds::Operands];
+    /// The spelling in target descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Holds::All => "all",
+            Holds::Results => "results",
+            Holds::Operands => "operands",
+        }
+    }
+    /// Parses a spelling.
+    pub fn from_name(s: &str) -> Option<Holds> {
+        Holds::ALL.into_iter().find(|h| h.name() == s)
+    }
+    /// Whether a tensor is held, given whether the tile's statements write it.
+    pub fn holds(self, written: bool) -> bool {
+        match self {
+            Holds::All => true,
+            Holds::Results => written,
+            Holds::Operands => !written,
+        }
+    }
+}
+
 /// One memory level of a target as passes see it: a buffer, its capacity in bytes per
-/// tile, and its role.
+/// tile, its role, and which tensors of a tile it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Level {
     /// The buffer.
@@ -109,16 +152,23 @@ pub struct Level {
     pub bytes: u64,
     /// What kind of memory it is.
     pub role: BufferRole,
+    /// Which tensors of a tile it holds (the capacity check counts only those).
+    pub holds: Holds,
 }
 
 impl Level {
-    /// A level (for tables and tests).
+    /// A level that holds every tensor of a tile (for tables and tests).
     pub const fn new(buffer: Buffer, bytes: u64, role: BufferRole) -> Level {
         Level {
             buffer,
             bytes,
             role,
+            holds: Holds::All,
         }
+    }
+    /// The level, holding only `holds`.
+    pub const fn holding(self, holds: Holds) -> Level {
+        Level { holds, ..self }
     }
 }
 
@@ -131,6 +181,39 @@ impl fmt::Display for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// A tensor of the program, by name (interned, so `Copy`), as a mark names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorName(&'static str);
+
+impl TensorName {
+    /// The tensor named `name`.
+    pub fn new(name: &str) -> TensorName {
+        TensorName(intern(name))
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+/// What a tensorised band computes on a matrix engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Contraction {
+    /// A (batched) matrix product.
+    Gemm,
+    /// A convolution through implicit im2col (filter offsets as outer loops).
+    Conv,
+}
+
+/// How a systolic array runs a tensorised band.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dataflow {
+    /// The weights stay in the processing elements.
+    WeightStationary,
+    /// The outputs stay in the processing elements.
+    OutputStationary,
 }
 
 /// What a mark node means.
@@ -147,6 +230,25 @@ pub enum Mark {
     Kernel,
     /// The band below is mapped to threads.
     Thread,
+    /// The tiles of `tensor` that the subtree below uses live in `buffer` (a
+    /// software-managed memory), double-buffered (the next tile moves in while the
+    /// current one is used) or not.
+    Holds {
+        /// The buffer.
+        buffer: Buffer,
+        /// The tensor.
+        tensor: TensorName,
+        /// Double-buffered.
+        double: bool,
+    },
+    /// The band below is one instruction of a matrix engine (the DIM×DIM×DIM block of a
+    /// systolic array): what it computes, and the dataflow.
+    Tensorised {
+        /// GEMM or convolution.
+        kind: Contraction,
+        /// The dataflow.
+        dataflow: Dataflow,
+    },
 }
 
 impl Mark {
@@ -159,6 +261,27 @@ impl Mark {
             Mark::Parallel => "parallel".into(),
             Mark::Kernel => "kernel".into(),
             Mark::Thread => "thread".into(),
+            Mark::Holds {
+                buffer,
+                tensor,
+                double,
+            } => format!(
+                "holds:{}:{}:{}",
+                buffer.name(),
+                tensor.name(),
+                if double { "double" } else { "single" }
+            ),
+            Mark::Tensorised { kind, dataflow } => format!(
+                "tensorised:{}:{}",
+                match kind {
+                    Contraction::Gemm => "gemm",
+                    Contraction::Conv => "conv",
+                },
+                match dataflow {
+                    Dataflow::WeightStationary => "ws",
+                    Dataflow::OutputStationary => "os",
+                }
+            ),
         }
     }
     /// Parses an isl mark id. `None` for a string polyc does not know.
@@ -168,10 +291,43 @@ impl Mark {
             "parallel" => Some(Mark::Parallel),
             "kernel" => Some(Mark::Kernel),
             "thread" => Some(Mark::Thread),
-            _ => s
-                .strip_prefix("mem:")
-                .and_then(Buffer::from_name)
-                .map(Mark::Mem),
+            _ => {
+                if let Some(rest) = s.strip_prefix("holds:") {
+                    let mut parts = rest.split(':');
+                    let (Some(b), Some(t), Some(d), None) =
+                        (parts.next(), parts.next(), parts.next(), parts.next())
+                    else {
+                        return None;
+                    };
+                    return Some(Mark::Holds {
+                        buffer: Buffer::from_name(b)?,
+                        tensor: Buffer::is_valid_name(t).then(|| TensorName::new(t))?,
+                        double: match d {
+                            "double" => true,
+                            "single" => false,
+                            _ => return None,
+                        },
+                    });
+                }
+                if let Some(rest) = s.strip_prefix("tensorised:") {
+                    let (k, d) = rest.split_once(':')?;
+                    return Some(Mark::Tensorised {
+                        kind: match k {
+                            "gemm" => Contraction::Gemm,
+                            "conv" => Contraction::Conv,
+                            _ => return None,
+                        },
+                        dataflow: match d {
+                            "ws" => Dataflow::WeightStationary,
+                            "os" => Dataflow::OutputStationary,
+                            _ => return None,
+                        },
+                    });
+                }
+                s.strip_prefix("mem:")
+                    .and_then(Buffer::from_name)
+                    .map(Mark::Mem)
+            }
         }
     }
     /// Every string [`Mark::from_isl_name`] accepts, for error messages.
@@ -179,6 +335,8 @@ impl Mark {
         let mut v: Vec<String> = vec!["skipped".into(), "parallel".into(), "kernel".into()];
         v.push("thread".into());
         v.push("mem:<buffer> (a buffer of the target description)".into());
+        v.push("holds:<buffer>:<tensor>:double|single".into());
+        v.push("tensorised:gemm|conv:ws|os".into());
         v
     }
 }
@@ -201,6 +359,26 @@ mod tests {
     fn every_mark_round_trips_through_its_isl_name() {
         let mut all = vec![Mark::Skipped, Mark::Parallel, Mark::Kernel, Mark::Thread];
         all.extend(["L1", "shared", "L0A", "UB"].map(|b| Mark::Mem(Buffer::new(b))));
+        all.push(Mark::Holds {
+            buffer: Buffer::new("scratchpad"),
+            tensor: TensorName::new("A"),
+            double: true,
+        });
+        all.push(Mark::Holds {
+            buffer: Buffer::new("accumulator"),
+            tensor: TensorName::new("C_1"),
+            double: false,
+        });
+        all.push(Mark::Tensorised {
+            kind: Contraction::Conv,
+            dataflow: Dataflow::OutputStationary,
+        });
+        all.push(Mark::Tensorised {
+            kind: Contraction::Gemm,
+            dataflow: Dataflow::WeightStationary,
+        });
+        assert_eq!(Mark::from_isl_name("holds:scratchpad:A"), None);
+        assert_eq!(Mark::from_isl_name("tensorised:gemm:xs"), None);
         for m in all {
             assert_eq!(Mark::from_isl_name(&m.to_isl_name()), Some(m));
         }

@@ -468,6 +468,44 @@ fn uses_exp(prog: &Program) -> bool {
     })
 }
 
+/// `requant_i8(x, s)` ([`Func::RequantI8`]): `(float)x * s`, rounded half to even,
+/// saturated to int8, NaN → 0 (Gemmini's `ACC_SCALE`), without the C library: past the
+/// saturation bounds the value is clamped, inside them the truncation is exact.
+const REQUANT_I8: &str = "\n/* Requantisation (sat_i8(x * scale)): x * scale in float, rounded half to even, saturated to int8. */
+static inline int32_t polyc_requant_i8(int32_t x, float s) {
+  float y = (float)x * s;
+  if (y != y) return 0;
+  if (y >= 127.0f) return 127;
+  if (y <= -128.0f) return -128;
+  int32_t i = (int32_t)y;
+  float r = y - (float)i;
+  if (r > 0.5f || (r == 0.5f && (i & 1))) i += 1;
+  else if (r < -0.5f || (r == -0.5f && (i & 1))) i -= 1;
+  return i;
+}
+";
+
+/// Whether a statement of `prog` calls `f`.
+fn uses_func(prog: &Program, f: Func) -> bool {
+    fn any(e: &Expr, f: Func) -> bool {
+        match e {
+            Expr::Call(g, args) => *g == f || args.iter().any(|a| any(a, f)),
+            Expr::Cast(_, a) | Expr::Neg(a) => any(a, f),
+            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => any(a, f) || any(b, f),
+            Expr::Select(c, a, b) => any(c, f) || any(a, f) || any(b, f),
+            Expr::Lit(_)
+            | Expr::Scalar(_)
+            | Expr::IterValue(_)
+            | Expr::SizeValue(_)
+            | Expr::Read { .. } => false,
+        }
+    }
+    prog.stmts.iter().any(|s| match &s.body {
+        StmtBody::Update(_, e) => any(e, f),
+        StmtBody::Init(_) => false,
+    })
+}
+
 /// The index and value helpers every dialect's prelude has, declared for `dialect`.
 pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
     let mut s = String::new();
@@ -524,6 +562,9 @@ pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
             s,
             "static inline {c} polyc_abs_{x}({c} x) {{ return {abs}; }}"
         );
+    }
+    if uses_func(prog, Func::RequantI8) {
+        s.push_str(REQUANT_I8);
     }
     if dialect == Dialect::C {
         s
@@ -1522,6 +1563,16 @@ impl<'a> Emitter<'a> {
                     Func::SatI8 => {
                         format!("polyc_min_{x}(polyc_max_{x}({a}, ({c})-128), ({c})127)")
                     }
+                    Func::RequantI8 => {
+                        let scale = match args.get(1) {
+                            Some(Expr::Lit(v)) => format!("{:?}f", *v as f32),
+                            Some(Expr::Scalar(k)) => {
+                                format!("((float){})", c_ident(&self.prog.scalars[*k].name))
+                            }
+                            _ => b,
+                        };
+                        format!("(({c})polyc_requant_i8((int32_t){a}, {scale}))")
+                    }
                     _ => math(*f, ct, &a, self.dialect.exp_f32()),
                 }
             }
@@ -1553,6 +1604,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             IntrinsicArg::Float(v) => format!("{v:?}f"),
+            IntrinsicArg::Scalar(k) => c_ident(&self.prog.scalars[*k].name),
             IntrinsicArg::Named { name, .. } => name.clone(),
         }
     }
@@ -1780,7 +1832,7 @@ fn math(f: Func, ct: DType, a: &str, exp_f32: &str) -> String {
             // Handled by the caller; kept total for safety.
             Func::Abs => format!("fabs{fs}({x})"),
             Func::Relu => format!("({x} > 0 ? {x} : 0)"),
-            Func::Max | Func::Min | Func::SatI8 => x.to_string(),
+            Func::Max | Func::Min | Func::SatI8 | Func::RequantI8 => x.to_string(),
         }
     };
     match ct {

@@ -23,7 +23,7 @@
 
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::{DType, Span};
-use schedule_tree::{Buffer, BufferRole, Level};
+use schedule_tree::{Buffer, BufferRole, Holds, Level};
 use serde::{Deserialize, Serialize};
 
 /// The text of the built-in CPU description, `specs/targets/cpu.yaml`.
@@ -195,6 +195,11 @@ pub struct BufferDesc {
     /// fusion: a cache that holds an unfused temporary moves it at this rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s: Option<u64>,
+    /// Which tensors of a tile the buffer holds, for the capacity check: `all` (the
+    /// default: a cache), `results` (the tensors the tile writes: Gemmini's accumulator)
+    /// or `operands` (the tensors it only reads: Gemmini's scratchpad).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holds: Option<String>,
 }
 
 impl BufferDesc {
@@ -212,7 +217,12 @@ impl BufferDesc {
     }
     /// The level passes see.
     pub fn level(&self) -> Level {
-        Level::new(self.buffer(), self.bytes, self.role())
+        let holds = self
+            .holds
+            .as_deref()
+            .and_then(Holds::from_name)
+            .unwrap_or(Holds::All);
+        Level::new(self.buffer(), self.bytes, self.role()).holding(holds)
     }
 }
 
@@ -360,6 +370,20 @@ impl TargetDesc {
                     "not a role",
                     format!("roles are {}", roles.join(", ")),
                 )));
+            }
+            if let Some(h) = &b.holds {
+                if Holds::from_name(h).is_none() {
+                    let names: Vec<&str> = Holds::ALL.iter().map(|h| h.name()).collect();
+                    return Err(miette::Report::new(file.error(
+                        find_value(&file.text, "holds", h),
+                        format!("unknown `holds` value `{h}`"),
+                        "not a kind of tensor",
+                        format!(
+                            "a buffer holds {} of a tile's tensors (all: every tensor; results: the tensors the tile writes; operands: the tensors it only reads)",
+                            names.join(", ")
+                        ),
+                    )));
+                }
             }
             if b.bytes == 0 {
                 return Err(miette::Report::new(file.error(
@@ -567,8 +591,10 @@ mod tests {
         assert_eq!(
             g.levels(),
             vec![
-                Level::new(b("scratchpad"), 262144, BufferRole::Scratchpad),
+                Level::new(b("scratchpad"), 262144, BufferRole::Scratchpad)
+                    .holding(Holds::Operands),
                 Level::new(b("accumulator"), 65536, BufferRole::Accumulator)
+                    .holding(Holds::Results)
             ]
         );
         assert_eq!(g.buffers[1].elem_type(), Some(DType::I32));

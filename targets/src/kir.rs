@@ -333,6 +333,8 @@ pub enum IntrinsicArg {
     },
     /// A floating-point constant (printed with a `f` suffix).
     Float(f32),
+    /// The value of a scalar input of the program, as a float (printed as its name).
+    Scalar(usize),
     /// A named constant of the target's API (`WEIGHT_STATIONARY`), with its value.
     Named {
         /// The name the C code uses.

@@ -155,6 +155,20 @@ pub trait Target {
     fn rewrite_kernel(&self, _cx: &RewriteCx, kernel: Kernel) -> Result<(Kernel, Vec<String>)> {
         Ok((kernel, Vec::new()))
     }
+    /// [`Target::rewrite_kernel`], and the schedule tree its rewrite implies, from the
+    /// same decisions (the `tensorised` dump stage: for a target that tiles statements
+    /// itself on the kernel, the `final` tree with those tiles, buffers and instructions
+    /// as bands and marks). `final` is the tree the kernel was lowered from. The default
+    /// rewrites and has no such tree.
+    fn rewrite_kernel_and_tree(
+        &self,
+        cx: &RewriteCx,
+        kernel: Kernel,
+        _final: &schedule_tree::ScheduleTree,
+    ) -> Result<(Kernel, Vec<String>, Option<schedule_tree::ScheduleTree>)> {
+        let (k, notes) = self.rewrite_kernel(cx, kernel)?;
+        Ok((k, notes, None))
+    }
     /// The ways `--via` may name to run a kernel (the first is the default); empty for a
     /// target that runs kernels one way only, where `--via` is an error.
     fn run_ways(&self) -> &'static [&'static str] {

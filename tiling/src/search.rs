@@ -385,9 +385,12 @@ struct Evaluator<'a> {
     models: Vec<BandModel>,
     order: Vec<Buffer>,
     elem_bytes: Vec<u64>,
-    /// (model, windows) → total bytes of one tile.
-    footprints: HashMap<(usize, Vec<Option<i64>>), Option<u64>>,
+    /// (model, level, windows) → total bytes of one tile that the level holds.
+    footprints: HashMap<FootprintKey, Option<u64>>,
 }
+
+/// A memoised footprint: the band model, the level and the windows.
+type FootprintKey = (usize, Buffer, Vec<Option<i64>>);
 
 fn ext_or_unknown(e: Option<i64>) -> i64 {
     e.unwrap_or(UNKNOWN_EXTENT).max(1)
@@ -404,8 +407,14 @@ impl Evaluator<'_> {
         level_of(self.cx.levels, b).map(|l| l.bytes)
     }
 
-    fn bytes(&mut self, model: usize, windows: Vec<Option<i64>>) -> miette::Result<Option<u64>> {
-        let key = (model, windows);
+    /// The bytes of the tensors `level` holds in one tile of `model`'s band.
+    fn bytes(
+        &mut self,
+        model: usize,
+        level: Buffer,
+        windows: Vec<Option<i64>>,
+    ) -> miette::Result<Option<u64>> {
+        let key = (model, level, windows);
         if let Some(v) = self.footprints.get(&key) {
             return Ok(*v);
         }
@@ -415,9 +424,10 @@ impl Evaluator<'_> {
             self.cx.scop,
             self.bands,
             band,
-            &key.1,
+            &key.2,
             &self.elem_bytes,
         )?;
+        let fps = self.cx.held(level, &self.bands[band].stmts, fps);
         let total: Option<u64> = fps.iter().map(|f| f.bytes).sum();
         self.footprints.insert(key, total);
         Ok(total)
@@ -459,7 +469,7 @@ impl Evaluator<'_> {
             let stmt = m.stmt.clone();
             let outer_points = m.outer_points;
             for level in bp.levels(&self.order) {
-                let windows = bp.windows(level, &self.order);
+                let windows = bp.held_windows(level, &self.order, self.cx.holds(level));
                 let mut tiles: u128 = outer_points;
                 for (k, w) in windows.iter().enumerate() {
                     if let Some(w) = w {
@@ -468,7 +478,7 @@ impl Evaluator<'_> {
                         tiles = tiles.saturating_mul(((e + w - 1) / w) as u128);
                     }
                 }
-                let total = self.bytes(mi, windows)?;
+                let total = self.bytes(mi, level, windows)?;
                 // As in tiling: a register file holds only what promotion puts there, within
                 // its capacity, so its footprint is not checked.
                 let checked = if self.cx.is_register_file(level) {

@@ -64,6 +64,31 @@ impl TileCx<'_> {
     pub(crate) fn is_register_file(&self, b: Buffer) -> bool {
         level_of(self.levels, b).is_some_and(|l| l.role.is_register_file())
     }
+    /// The footprints of a tile of the statements `stmts` that `level` holds (its
+    /// [`schedule_tree::Holds`]: every tensor, the ones the statements write, or the
+    /// ones they only read), so a capacity check counts each tensor in the buffer the
+    /// target keeps it in.
+    pub(crate) fn held(
+        &self,
+        level: Buffer,
+        stmts: &[usize],
+        fps: Vec<TensorFootprint>,
+    ) -> Vec<TensorFootprint> {
+        let holds = self.holds(level);
+        let written = |t: usize| {
+            stmts
+                .iter()
+                .any(|&s| self.program.stmts.get(s).is_some_and(|st| st.lhs == t))
+        };
+        fps.into_iter()
+            .filter(|f| holds.holds(written(f.tensor_id)))
+            .collect()
+    }
+    /// Which tensors `level` holds ([`schedule_tree::Holds::All`] for a buffer the target
+    /// does not list).
+    pub(crate) fn holds(&self, level: Buffer) -> schedule_tree::Holds {
+        level_of(self.levels, level).map_or(schedule_tree::Holds::All, |l| l.holds)
+    }
     pub(crate) fn elem_bytes(&self) -> Vec<u64> {
         self.program
             .tensors
@@ -101,6 +126,33 @@ impl BandPlan {
             .iter()
             .rposition(|m| !m.is_empty())
             .map_or(0, |p| p + 1)
+    }
+    /// [`BandPlan::windows`] for the capacity check of a level that holds `holds`. A
+    /// buffer that holds only results or only operands sits beside the target's other
+    /// software-managed buffers rather than inside them, so a member with no size at
+    /// `level` or outside it takes its size at the nearest inner level (Gemmini: the `A`
+    /// tile in the scratchpad spans the I tile given at the accumulator).
+    pub fn held_windows(
+        &self,
+        level: Buffer,
+        order: &[Buffer],
+        holds: schedule_tree::Holds,
+    ) -> Vec<Option<i64>> {
+        let mut w = self.windows(level, order);
+        if holds != schedule_tree::Holds::All {
+            let rank = |b: Buffer| order.iter().position(|x| *x == b).unwrap_or(usize::MAX);
+            let r = rank(level);
+            for (m, slot) in w.iter_mut().enumerate() {
+                if slot.is_none() {
+                    *slot = self.members[m]
+                        .iter()
+                        .filter(|(b, _)| rank(*b) > r)
+                        .min_by_key(|(b, _)| rank(*b))
+                        .map(|(_, s)| *s);
+                }
+            }
+        }
+        w
     }
     /// Per member, the window at `level`: its size at `level`, else its size at the nearest
     /// outer level, else unrestricted.
@@ -301,8 +353,9 @@ pub(crate) fn plan(
         let s = &spec.stmts[p.spec.unwrap_or(0)];
         let mut levels = Vec::new();
         for level in p.levels(order) {
-            let windows = p.windows(level, order);
+            let windows = p.held_windows(level, order, cx.holds(level));
             let fps = tile_footprint(cx.ctx, scop, &bands, p.band, &windows, &elem_bytes)?;
+            let fps = cx.held(level, &band.stmts, fps);
             let total = sum_bytes(&fps);
             let capacity = cx.capacity(level);
             // A register file holds only the tensors promoted into it; promotion picks
@@ -510,9 +563,10 @@ fn smallest_fix(
 ) -> miette::Result<Option<Fix>> {
     let fits = |windows: &[Option<i64>]| -> miette::Result<Option<u64>> {
         let fps = tile_footprint(cx.ctx, cx.scop, bands, p.band, windows, elem_bytes)?;
+        let fps = cx.held(level, &bands[p.band].stmts, fps);
         Ok(sum_bytes(&fps).filter(|&t| t <= cap))
     };
-    let base = p.windows(level, order);
+    let base = p.held_windows(level, order, cx.holds(level));
     let mut best: Option<(f64, usize, i64, u64)> = None;
     for m in 0..base.len() {
         let has = p.members[m].iter().any(|(b, _)| *b == level);

@@ -586,6 +586,10 @@ impl<'a> Sema<'a> {
         // Type.
         self.sat_i8_stmt =
             !self.tc && self.tensors[lhs].dtype == Some(DType::I8) && is_sat_i8(&st.rhs);
+        let root_cast = match &st.rhs.kind {
+            ExprKind::Cast { ty, .. } => Some(ty.dtype),
+            _ => None,
+        };
         let dtype = match self.tensors[lhs].dtype {
             Some(d) if self.tc => {
                 self.tc_check_narrowing(st, d)?;
@@ -596,6 +600,10 @@ impl<'a> Sema<'a> {
             Some(DType::I8) if !self.tc && is_sat_i8(&st.rhs) => DType::I32,
             Some(d) => d,
             None if self.tc => self.tc_infer_type(st, lhs)?,
+            // A temporary whose first statement's right side is `cast<T>(…)` holds `T`
+            // (an i32 accumulator of int8 products: `C(i, j) +=! cast<i32>(A(i, k) *
+            // B(k, j))`).
+            None if root_cast.is_some() && !self.tc => root_cast.unwrap_or(DType::I32),
             None => match self.first_read_type(&st.rhs) {
                 Some(d) => d,
                 None => {
@@ -1168,6 +1176,11 @@ impl<'a> Sema<'a> {
                                 "write it as the whole right side of a statement whose left side is i8: `Q(i, j) = sat_i8(C(i, j))` (the right side is then computed in i32)".to_string(),
                             ));
                         }
+                        if f == Func::SatI8 {
+                            if let Some(r) = self.requant(&args[0], dt, reads)? {
+                                return Ok(r);
+                            }
+                        }
                         if f.float_only() && !dt.is_float() {
                             return Err(self.type_mismatch(
                                 name.span,
@@ -1184,6 +1197,92 @@ impl<'a> Sema<'a> {
                 }
             }
         })
+    }
+
+    /// The f32 scale of `sat_i8(x * scale)`: a float literal, or a scalar input of a float
+    /// type (its value read as f32). `None` for anything else; an error for a float tensor
+    /// element, which is no single scale.
+    fn requant_scale(&self, e: &ast::Expr) -> Res<Option<ir::Expr>> {
+        match &e.kind {
+            ExprKind::Float(v) => Ok(Some(ir::Expr::Lit(*v))),
+            ExprKind::Name(n) => Ok(self
+                .scalar_idx
+                .get(n)
+                .filter(|&&k| self.scalars[k].dtype.is_float())
+                .map(|&k| ir::Expr::Scalar(k))),
+            ExprKind::Call { name, .. } => match self.tensor_idx.get(&name.name) {
+                Some(&t) if self.tensors[t].dtype.is_some_and(|d| d.is_float()) => {
+                    Err(self.err(
+                        e.span,
+                        format!(
+                            "the scale of `sat_i8(x * scale)` must be one f32 value, and `{}` is an {} tensor",
+                            name.name,
+                            self.tensors[t].dtype.map_or("float".into(), |d| d.to_string())
+                        ),
+                        "a tensor element, not a scalar",
+                        "declare the scale as a scalar input of the def (`f32 scale`) or write a float literal (`0.37`); requantisation applies one scale to every element, as Gemmini's mvout does",
+                    ))
+                }
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    /// `sat_i8(x * scale)` (or `sat_i8(relu(x * scale))`) with an f32 scale (a float
+    /// literal or a float scalar input) in an i8 statement: requantisation of the i32 value
+    /// `x`, [`Func::RequantI8`] (with the ReLU applied after it). `None` when the argument
+    /// has no f32 scale.
+    fn requant(
+        &mut self,
+        arg: &ast::Expr,
+        dt: DType,
+        reads: &mut Vec<(TensorId, Vec<Lin>)>,
+    ) -> Res<Option<ir::Expr>> {
+        let (relu, prod) = match &arg.kind {
+            ExprKind::Call { name, args } if name.name == "relu" && args.len() == 1 => {
+                match &args[0].kind {
+                    ExprKind::Bin(ir::BinOp::Mul, ..) => (true, &args[0]),
+                    _ => return Ok(None),
+                }
+            }
+            _ => (false, arg),
+        };
+        let ExprKind::Bin(ir::BinOp::Mul, a, b) = &prod.kind else {
+            return Ok(None);
+        };
+        let (x, scale) = if let Some(sc) = self.requant_scale(b)? {
+            (a, sc)
+        } else if let Some(sc) = self.requant_scale(a)? {
+            (b, sc)
+        } else {
+            return Ok(None);
+        };
+        // The scaled value is an i32 (an accumulator's); an i8 element read directly is
+        // not what requantisation scales.
+        if let ExprKind::Call { name, .. } = &x.kind {
+            if let Some(&t) = self.tensor_idx.get(&name.name) {
+                if let Some(d @ (DType::I8 | DType::F16 | DType::F32 | DType::F64)) =
+                    self.tensors[t].dtype
+                {
+                    return Err(self.err(
+                        x.span,
+                        format!(
+                            "`sat_i8(x * scale)` requantises an i32 value, and `{}` is {d}",
+                            name.name
+                        ),
+                        format!("an {d} element"),
+                        "scale the i32 result of a product (`C(i, j) += A(i, k) * B(k, j)` with `i32 C`), or widen an integer operand first with `cast<i32>(…)`",
+                    ));
+                }
+            }
+        }
+        let v = ir::Expr::Call(Func::RequantI8, vec![self.value(x, dt, reads)?, scale]);
+        Ok(Some(if relu {
+            ir::Expr::Call(Func::Relu, vec![v])
+        } else {
+            v
+        }))
     }
 
     /// The shape of a tensor from its first write.

@@ -33,7 +33,7 @@
 use crate::kir::{Intrinsic, IntrinsicArg, KCmp, KExpr, KNode};
 
 use super::model::{ACCUMULATE_BIT, ACC_BIT, FULL_ACC_BIT, GARBAGE_ADDR};
-use super::recognise::{Gemm, Lin};
+use super::recognise::{AccScale, Gemm, Lin};
 
 /// The Gemmini sizes the code generator needs (from the target description).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +48,10 @@ pub struct Geometry {
     pub acc_banks: i64,
     /// Rows per accumulator bank.
     pub acc_bank_rows: i64,
+    /// Bytes of a scratchpad element (`elem_t`: 1 for int8, 4 for f32).
+    pub elem_bytes: i64,
+    /// Bytes of an accumulator element (`acc_t`: 4 for int32 and f32).
+    pub acc_bytes: i64,
 }
 
 /// Tile sizes, in elements (multiples of DIM).
@@ -72,11 +76,21 @@ pub struct Placement {
     pub c_rows: i64,
     /// `A` and `B` alternate between two banks each.
     pub sp_double: bool,
-    /// `C` alternates between two accumulator banks.
+    /// `C` alternates between two accumulator banks (or the two halves of a lone bank).
     pub acc_double: bool,
 }
 
 impl Geometry {
+    /// The rows of one of the two halves `C` tiles alternate between when double-buffered:
+    /// a bank when the accumulator has two or more, else half of its one bank (Gemmini's
+    /// float configuration).
+    pub fn acc_slot_rows(&self) -> i64 {
+        if self.acc_banks >= 2 {
+            self.acc_bank_rows
+        } else {
+            self.acc_bank_rows / 2
+        }
+    }
     /// Where tiles of these sizes go, or why they do not fit.
     pub fn place(&self, t: &Tiles) -> Result<Placement, String> {
         let d = self.dim;
@@ -93,7 +107,7 @@ impl Geometry {
                 half * self.sp_bank_rows
             ));
         }
-        let acc_double = self.acc_banks >= 2 && c_rows <= self.acc_bank_rows;
+        let acc_double = c_rows <= self.acc_slot_rows();
         if c_rows > self.acc_banks * self.acc_bank_rows {
             return Err(format!(
                 "the C tile needs {c_rows} accumulator rows, but the accumulator has {}",
@@ -294,7 +308,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         Box::new(int(2)),
     );
     let c_base = if p.acc_double {
-        mul(tile_parity, geo.acc_bank_rows)
+        mul(tile_parity, geo.acc_slot_rows())
     } else {
         int(0)
     };
@@ -687,20 +701,23 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         );
     }
     let row = |lin: &Lin, t: usize| lin.coef[t];
-    let a_stride = if g.a_transposed {
-        row(&g.a_off, g.k)
-    } else {
-        row(&g.a_off, g.i)
-    };
-    let b_stride = if g.b_transposed {
-        row(&g.b_off, g.j)
-    } else {
-        row(&g.b_off, g.k)
-    };
-    let c_stride = row(&g.c_off, g.i) * 4;
+    // DRAM strides are in bytes.
+    let a_stride = geo.elem_bytes
+        * if g.a_transposed {
+            row(&g.a_off, g.k)
+        } else {
+            row(&g.a_off, g.i)
+        };
+    let b_stride = geo.elem_bytes
+        * if g.b_transposed {
+            row(&g.b_off, g.j)
+        } else {
+            row(&g.b_off, g.k)
+        };
+    let c_stride = row(&g.c_off, g.i) * geo.acc_bytes;
     let (st_stride, st_act) = match &g.epilogue {
-        Some(e) if e.relu => (row(&e.off, g.i), named("RELU", 1)),
-        Some(e) => (row(&e.off, g.i), named("NO_ACTIVATION", 0)),
+        Some(e) if e.relu => (row(&e.off, g.i) * geo.elem_bytes, named("RELU", 1)),
+        Some(e) => (row(&e.off, g.i) * geo.elem_bytes, named("NO_ACTIVATION", 0)),
         None => (c_stride, named("NO_ACTIVATION", 0)),
     };
     let mut prog = vec![
@@ -721,7 +738,15 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         ),
         call(
             "gemmini_extended_config_st",
-            vec![i(int(st_stride)), st_act, IntrinsicArg::Float(1.0)],
+            vec![
+                i(int(st_stride)),
+                st_act,
+                match g.epilogue.as_ref().map(|e| e.scale) {
+                    Some(AccScale::Scalar(k)) => IntrinsicArg::Scalar(k),
+                    Some(AccScale::Lit(v)) => IntrinsicArg::Float(v),
+                    None => IntrinsicArg::Float(1.0),
+                },
+            ],
         ),
         call(
             "gemmini_extended3_config_ld",
@@ -746,7 +771,7 @@ pub fn gemm_program(g: &Gemm, geo: &Geometry, t: &Tiles, p: &Placement, prefix: 
         prog.push(call(
             "gemmini_extended3_config_ld",
             vec![
-                i(int(row(start_off, g.i) * 4)),
+                i(int(row(start_off, g.i) * geo.acc_bytes)),
                 IntrinsicArg::Float(1.0),
                 i(int(0)),
                 i(int(2)),
@@ -823,6 +848,8 @@ mod tests {
             sp_bank_rows: 4096,
             acc_banks: 2,
             acc_bank_rows: 512,
+            elem_bytes: 1,
+            acc_bytes: 4,
         }
     }
 

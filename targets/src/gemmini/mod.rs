@@ -6,6 +6,8 @@
 //! - [`target`]: [`GemminiTarget`], the [`crate::Target`] for descriptions of kind `gemmini`.
 //! - [`run`]: running on the functional model (kernel IR interpreted, or the emitted C on
 //!   the host header) and counting without running.
+//! - [`tree`]: the `tensorised` schedule tree (tiles, buffer marks, tensorised blocks)
+//!   of the same plan.
 //! - [`cost`]: the `explain` report with BACO's latency, energy and EDP.
 //! - [`model`]: a functional model of the Gemmini ISA in Rust (state, instructions,
 //!   scaling, rounding, saturation, both dataflows, counters).
@@ -20,6 +22,7 @@ pub mod model;
 pub mod recognise;
 pub mod run;
 pub mod target;
+pub mod tree;
 
 pub use target::GemminiTarget;
 

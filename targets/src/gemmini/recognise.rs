@@ -56,8 +56,19 @@ pub struct Preload {
     pub off: Lin,
 }
 
-/// A fused `Q(…) = sat_i8(relu(C(…)))` (or `sat_i8(C(…))`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The scale an `mvout` from the accumulator applies (`config_st`'s `acc_scale`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AccScale {
+    /// A constant (1 for a plain `sat_i8`).
+    Lit(f32),
+    /// A scalar input of the program (its value as f32).
+    Scalar(usize),
+}
+
+/// A fused `Q(…) = sat_i8(relu(C(…)))` (or `sat_i8(C(…))`), or a requantisation
+/// `sat_i8(C(…) * s)`, `sat_i8(relu(C(…) * s))`, `sat_i8(relu(C(…)) * s)` (the last with a
+/// literal `s ≥ 0`, where the ReLU before or after the scaling gives the same value).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Epilogue {
     /// The fused statement.
     pub stmt: usize,
@@ -67,10 +78,12 @@ pub struct Epilogue {
     pub off: Lin,
     /// With the ReLU.
     pub relu: bool,
+    /// The scale (`Lit(1.0)` without a requantisation).
+    pub scale: AccScale,
 }
 
 /// A recognised GEMM statement.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Gemm {
     /// The update statement.
     pub stmt: usize,
@@ -265,6 +278,17 @@ pub fn recognise(
         StmtBody::Update(AssignOp::Add, e) => e,
         StmtBody::Init(_) => return Err("an initialisation".into()),
         _ => return Err("not a `+=` accumulation".into()),
+    };
+    // `C(…) +=! cast<i32>(A(…) * B(…))` (how an int32 temporary is typed): a cast to the
+    // statement's own type is the identity.
+    let e = match e {
+        Expr::Cast(t, inner)
+            if *t == st.dtype
+                && matches!(st.dtype, DType::I32 | DType::I64 | DType::F32 | DType::F64) =>
+        {
+            inner.as_ref()
+        }
+        other => other,
     };
     if !product_reads(e) {
         return Err("its right side is not a product of two tensor reads".into());
@@ -699,7 +723,7 @@ fn epilogue_of(
     j: usize,
     unit: usize,
 ) -> Option<Epilogue> {
-    use polyhedral::ir::{Func, TensorRole};
+    use polyhedral::ir::TensorRole;
     let st = &prog.stmts[s];
     let c = st.lhs;
     let p = s + 1;
@@ -707,13 +731,10 @@ fn epilogue_of(
     if prog.tensors[c].role != TensorRole::Temp || ps.lhs == c {
         return None;
     }
-    let StmtBody::Update(AssignOp::Assign, Expr::Call(Func::SatI8, args)) = &ps.body else {
+    let StmtBody::Update(AssignOp::Assign, rhs) = &ps.body else {
         return None;
     };
-    let (relu, inner) = match args.first()? {
-        Expr::Call(Func::Relu, a) => (true, a.first()?),
-        other => (false, other),
-    };
+    let (relu, inner, scale) = epilogue_form(rhs)?;
     let Expr::Read { tensor, index, .. } = inner else {
         return None;
     };
@@ -749,5 +770,50 @@ fn epilogue_of(
         tensor: q,
         off,
         relu,
+        scale,
     })
+}
+
+/// The scale of a requantisation's second argument.
+fn acc_scale(e: &Expr) -> Option<AccScale> {
+    match e {
+        Expr::Lit(v) => Some(AccScale::Lit(*v as f32)),
+        Expr::Scalar(k) => Some(AccScale::Scalar(*k)),
+        _ => None,
+    }
+}
+
+/// The right side of an epilogue `mvout` computes, as (ReLU, the value read, scale):
+/// `sat_i8(x)`, `sat_i8(relu(x))` (scale 1), `requant_i8(x, s)` (`sat_i8(x * s)`),
+/// `relu(requant_i8(x, s))` (`sat_i8(relu(x * s))`: Gemmini's order, scale then
+/// activation), and `requant_i8(relu(x), s)` with a literal `s ≥ 0` (then the same value).
+pub(crate) fn epilogue_form(rhs: &Expr) -> Option<(bool, &Expr, AccScale)> {
+    use polyhedral::ir::Func;
+    fn relu_of(e: &Expr) -> Option<&Expr> {
+        match e {
+            Expr::Call(Func::Relu, a) if a.len() == 1 => Some(&a[0]),
+            _ => None,
+        }
+    }
+    match rhs {
+        Expr::Call(Func::SatI8, args) if args.len() == 1 => Some(match relu_of(&args[0]) {
+            Some(x) => (true, x, AccScale::Lit(1.0)),
+            None => (false, &args[0], AccScale::Lit(1.0)),
+        }),
+        Expr::Call(Func::RequantI8, args) if args.len() == 2 => {
+            let scale = acc_scale(&args[1])?;
+            match (relu_of(&args[0]), scale) {
+                (Some(x), AccScale::Lit(v)) if v >= 0.0 => Some((true, x, scale)),
+                (Some(_), _) => None,
+                (None, _) => Some((false, &args[0], scale)),
+            }
+        }
+        Expr::Call(Func::Relu, a) if a.len() == 1 => match &a[0] {
+            Expr::Call(Func::RequantI8, args) if args.len() == 2 => {
+                Some((true, &args[0], acc_scale(&args[1])?))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }

@@ -23,8 +23,8 @@ use crate::RunStats;
 use super::codegen::Geometry;
 use super::host::{compile_host, HostCcOptions, HostKernel};
 use super::model::{
-    Activation, Counters, Dataflow, FlatMemory, Fp32, Gemmini, GemminiConfig, Insn, ACC_BIT,
-    GARBAGE_ADDR,
+    Activation, Counters, Dataflow, ElemTypes, FlatMemory, Fp32, Gemmini, GemminiConfig, Insn,
+    Int8, ACC_BIT, GARBAGE_ADDR,
 };
 
 /// The model configuration for a geometry (int8 elements, int32 accumulator).
@@ -77,14 +77,16 @@ fn layout(prog: &Program, sizes: &[i64]) -> (Vec<usize>, usize) {
 }
 
 /// The interpreter's state.
-struct Interp<'a> {
+struct Interp<'a, T: ElemTypes = Int8> {
     prog: &'a Program,
     env: HashMap<String, i64>,
     mem: FlatMemory,
     offs: Vec<usize>,
     scalars: Vec<i64>,
+    /// The scalars' values as floats (the scales of `requant_i8`).
+    fscalars: Vec<f64>,
     sizes: &'a [i64],
-    model: Option<Gemmini>,
+    model: Option<Gemmini<T>>,
     /// Static counting (no model, no data).
     counts: Counters,
     pe_extent: (u64, u64),
@@ -92,6 +94,10 @@ struct Interp<'a> {
     os: bool,
     preload: Option<(u32, u32, u64, u64, u64)>,
     dim: u64,
+    /// Bytes of a scratchpad and of an accumulator element (for counting).
+    elem_bytes: u64,
+    /// See [`Interp::elem_bytes`].
+    acc_bytes: u64,
 }
 
 fn eval_k(e: &KExpr, env: &HashMap<String, i64>) -> Result<i64> {
@@ -116,7 +122,7 @@ fn compute_type(t: DType) -> DType {
     }
 }
 
-impl Interp<'_> {
+impl<T: ElemTypes> Interp<'_, T> {
     fn arg(&self, a: &IntrinsicArg) -> Result<u64> {
         Ok(match a {
             IntrinsicArg::Int(e) => eval_k(e, &self.env)? as u64,
@@ -127,13 +133,15 @@ impl Interp<'_> {
                     .addr((self.offs[*tensor] as i64 + off * bytes) as usize)
             }
             IntrinsicArg::Float(v) => v.to_bits() as u64,
+            IntrinsicArg::Scalar(k) => (self.fscalars[*k] as f32).to_bits() as u64,
             IntrinsicArg::Named { value, .. } => *value as u64,
         })
     }
 
-    fn float(a: &IntrinsicArg) -> Result<f32> {
+    fn float(&self, a: &IntrinsicArg) -> Result<f32> {
         match a {
             IntrinsicArg::Float(v) => Ok(*v),
+            IntrinsicArg::Scalar(k) => Ok(self.fscalars[*k] as f32),
             other => Err(miette!("internal error: expected a float, got {other:?}")),
         }
     }
@@ -168,11 +176,11 @@ impl Interp<'_> {
             "gemmini_extended_config_st" => Insn::ConfigSt {
                 stride: n(0)? as u32,
                 activation: act(n(1)?),
-                acc_scale: Self::float(&a[2])?,
+                acc_scale: self.float(&a[2])?,
             },
             "gemmini_extended3_config_ld" => Insn::ConfigLd {
                 stride: n(0)?,
-                scale: Self::float(&a[1])?,
+                scale: self.float(&a[1])?,
                 shrunk: n(2)? != 0,
                 block_stride: self.dim as u16,
                 pixel_repeats: 1,
@@ -246,7 +254,11 @@ impl Interp<'_> {
                 let (rows, cols) = (rows as u64, cols as u64);
                 let blocks = cols.div_ceil(d);
                 let to_acc = local & ACC_BIT != 0;
-                let elem = if to_acc { 4 } else { 1 };
+                let elem = if to_acc {
+                    self.acc_bytes
+                } else {
+                    self.elem_bytes
+                };
                 let bytes = if dram_addr == 0 {
                     0
                 } else {
@@ -268,15 +280,15 @@ impl Interp<'_> {
                 let blocks = cols.div_ceil(d);
                 if local & ACC_BIT != 0 {
                     let elem = if local & super::model::FULL_ACC_BIT != 0 {
-                        4
+                        self.acc_bytes
                     } else {
-                        1
+                        self.elem_bytes
                     };
                     c.acc_to_dram_rows += rows * blocks;
                     c.acc_to_dram_bytes += rows * cols * elem;
                 } else {
                     c.spad_to_dram_rows += rows * blocks;
-                    c.spad_to_dram_bytes += rows * cols;
+                    c.spad_to_dram_bytes += rows * cols * self.elem_bytes;
                 }
             }
             Insn::Preload {
@@ -538,6 +550,19 @@ impl Interp<'_> {
                 };
                 r as i64
             }
+            Expr::Call(Func::RequantI8, args) if args.len() == 2 => {
+                let x = self.expr(&args[0], ty, it)?;
+                let scale = match &args[1] {
+                    Expr::Lit(v) => *v as f32,
+                    Expr::Scalar(s) => self.fscalars[*s] as f32,
+                    other => {
+                        return Err(miette!(
+                            "internal error: the scale of requant_i8 is {other:?}"
+                        ))
+                    }
+                };
+                polyhedral::interp::requant_i8(x as i32, scale) as i64
+            }
             Expr::Call(f, args) => {
                 let v: Vec<i64> = args
                     .iter()
@@ -576,7 +601,12 @@ impl Interp<'_> {
     }
 }
 
-fn new_interp<'a>(prog: &'a Program, sizes: &'a [i64], dim: i64) -> Interp<'a> {
+fn new_interp<'a, T: ElemTypes>(
+    prog: &'a Program,
+    sizes: &'a [i64],
+    geo: &Geometry,
+) -> Interp<'a, T> {
+    let dim = geo.dim;
     let (offs, total) = layout(prog, sizes);
     let mut env = HashMap::new();
     for (p, v) in prog.params.iter().zip(sizes) {
@@ -588,6 +618,8 @@ fn new_interp<'a>(prog: &'a Program, sizes: &'a [i64], dim: i64) -> Interp<'a> {
         mem: FlatMemory::zeroed(total),
         offs,
         scalars: Vec::new(),
+        // Counting runs without values: a scale of 1 (counts do not depend on it).
+        fscalars: vec![1.0; prog.scalars.len()],
         sizes,
         model: None,
         counts: Counters::default(),
@@ -595,19 +627,21 @@ fn new_interp<'a>(prog: &'a Program, sizes: &'a [i64], dim: i64) -> Interp<'a> {
         os: false,
         preload: None,
         dim: dim as u64,
+        elem_bytes: geo.elem_bytes as u64,
+        acc_bytes: geo.acc_bytes as u64,
     }
 }
 
 /// The instructions and data movement of `kernel` at `sizes`, counted without running
 /// (see the module documentation).
-pub fn count(prog: &Program, kernel: &Kernel, sizes: &[i64], dim: i64) -> Result<Counters> {
-    count_node(prog, &kernel.body, sizes, dim)
+pub fn count(prog: &Program, kernel: &Kernel, sizes: &[i64], geo: &Geometry) -> Result<Counters> {
+    count_node(prog, &kernel.body, sizes, geo)
 }
 
 /// The counters of one piece of a kernel (a GEMM's instruction program), counted without
 /// running it, as [`count`] does for the whole kernel.
-pub fn count_node(prog: &Program, node: &KNode, sizes: &[i64], dim: i64) -> Result<Counters> {
-    let mut it = new_interp(prog, sizes, dim);
+pub fn count_node(prog: &Program, node: &KNode, sizes: &[i64], geo: &Geometry) -> Result<Counters> {
+    let mut it = new_interp::<Int8>(prog, sizes, geo);
     it.mem = FlatMemory::zeroed(0);
     // Addresses only need to be numbers here; give the tensors a base.
     it.exec(node)?;
@@ -630,11 +664,31 @@ impl crate::Executable for ModelRun {
         tensors: &mut [TensorData],
         scalars: &[TensorData],
     ) -> Result<RunStats> {
+        // A float description (4-byte elements in the scratchpad) runs the float model.
+        if self.geo.elem_bytes == 4 {
+            run_model::<Fp32>(&self.kernel, &self.geo, prog, sizes, tensors, scalars)
+        } else {
+            run_model::<Int8>(&self.kernel, &self.geo, prog, sizes, tensors, scalars)
+        }
+    }
+}
+
+/// Runs `kernel` on a functional model with the element types `T`.
+fn run_model<T: ElemTypes>(
+    kernel: &Kernel,
+    geo: &Geometry,
+    prog: &Program,
+    sizes: &[i64],
+    tensors: &mut [TensorData],
+    scalars: &[TensorData],
+) -> Result<RunStats> {
+    {
         check_buffers(prog, sizes, tensors, scalars)?;
         let start = std::time::Instant::now();
-        let mut it = new_interp(prog, sizes, self.geo.dim);
-        it.model = Some(Gemmini::new(model_config(&self.geo)));
+        let mut it = new_interp::<T>(prog, sizes, geo);
+        it.model = Some(Gemmini::<T>::with_types(model_config(geo)));
         it.scalars = scalars.iter().map(|s| s.buf.get_i64(0)).collect();
+        it.fscalars = scalars.iter().map(|s| s.buf.get_f64(0)).collect();
         for (t, data) in tensors.iter().enumerate().take(prog.tensors.len()) {
             let bytes = as_bytes(data);
             if prog.tensors[t].role != polyhedral::ir::TensorRole::Temp {
@@ -642,7 +696,7 @@ impl crate::Executable for ModelRun {
                 it.mem.bytes[o..o + bytes.len()].copy_from_slice(&bytes);
             }
         }
-        it.exec(&self.kernel.body)?;
+        it.exec(&kernel.body)?;
         // Outputs, and inputs a statement updates in place, come back from DRAM.
         for t in 0..prog.tensors.len().min(tensors.len()) {
             if prog.tensors[t].role == polyhedral::ir::TensorRole::Temp {

@@ -12,7 +12,7 @@ use crate::target::{BuildInput, RewriteCx, Target};
 use crate::{EmitOptions, Executable};
 
 use super::codegen::{gemm_program, Geometry, Tiles};
-use super::recognise::{recognise, Gemm};
+use super::recognise::{recognise, AccScale, Gemm};
 
 /// The most instruction programs the default policy counts per GEMM.
 pub const MAX_SEARCH_POINTS: usize = 40;
@@ -32,6 +32,292 @@ impl GemminiTarget {
     /// The target for a description of kind `gemmini`.
     pub fn new(desc: TargetDesc) -> GemminiTarget {
         GemminiTarget { desc }
+    }
+
+    /// Tensorises what the array can run (the notes say what and why not), and, given the
+    /// `final` tree, the `tensorised` tree of the same plan ([`super::tree`]).
+    fn rewrite(
+        &self,
+        cx: &RewriteCx,
+        kernel: Kernel,
+        fin: Option<&ScheduleTree>,
+    ) -> Result<(Kernel, Vec<String>, Option<ScheduleTree>)> {
+        let prog = cx.program;
+        let (geo, elem, acc) = self.memories()?;
+        super::check_types(prog, &self.desc, elem, acc)?;
+        // With nothing tensorised, the `tensorised` tree is the `final` one.
+        let untouched = fin.cloned();
+        if !cx.optimised {
+            return Ok((kernel, Vec::new(), untouched));
+        }
+        let mut notes = vec![format!("gemmini ({}):", self.desc.name)];
+        if !matches!(
+            (elem, acc),
+            (DType::I8, DType::I32) | (DType::F32, DType::F32)
+        ) {
+            notes.push(format!(
+                "  nothing is tensorised: this version tensorises int8 × int8 → int32 and f32 × f32 → f32, and `{}` holds {elem} → {acc}; every statement runs on the host",
+                self.desc.name
+            ));
+            return Ok((kernel, notes, untouched));
+        }
+        let Some(sizes) = cx
+            .param_values
+            .iter()
+            .copied()
+            .collect::<Option<Vec<i64>>>()
+        else {
+            notes.push(
+                "  nothing is tensorised: the sizes are symbolic (bind them with --param); every statement runs on the host"
+                    .into(),
+            );
+            return Ok((kernel, notes, untouched));
+        };
+        let n = prog.stmts.len();
+        let mut gemms: Vec<Option<(Gemm, Tiles)>> = vec![None; n];
+        let mut folded = vec![false; n];
+        #[allow(clippy::needless_range_loop)]
+        for s in 0..n {
+            match recognise(prog, cx.scop, s, &sizes, elem, acc, geo.dim) {
+                Ok(g) => {
+                    let (t, how) = self.tiles(cx, &g, &geo, &sizes)?;
+                    let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
+                    notes.push(format!(
+                        "  {}: tensorised as a GEMM ({}), {}",
+                        prog.stmts[s].name,
+                        describe_gemm(prog, &g),
+                        if g.os() {
+                            "output-stationary (both operands are stored transposed)"
+                        } else {
+                            "weight-stationary"
+                        }
+                    ));
+                    notes.push(format!(
+                        "    tiles {}×{}×{} (i×j×k, from {how}); scratchpad: A {} rows, B {} rows{}; accumulator: C {} rows{}",
+                        t.ti,
+                        t.tj,
+                        t.tk,
+                        p.a_rows,
+                        p.b_rows,
+                        if p.sp_double { ", double-buffered across banks" } else { ", single-buffered" },
+                        p.c_rows,
+                        if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
+                    ));
+                    if let Some(e) = &g.epilogue {
+                        folded[e.stmt] = true;
+                        notes.push(format!(
+                            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling ({}, rounded half to even and saturated to int8){} into `{}`; `{}` never reaches DRAM",
+                            prog.stmts[e.stmt].name,
+                            prog.tensors[g.c].name,
+                            match e.scale {
+                                AccScale::Lit(1.0) => "identity scale".to_string(),
+                                AccScale::Lit(v) => format!("scale {v:?} fused into config_st"),
+                                AccScale::Scalar(k) => format!(
+                                    "scale `{}` fused into config_st",
+                                    prog.scalars[k].name
+                                ),
+                            },
+                            if e.relu { " and ReLU" } else { "" },
+                            prog.tensors[e.tensor].name,
+                            prog.tensors[g.c].name
+                        ));
+                    }
+                    if let Some(p) = &g.preload {
+                        folded[p.stmt] = true;
+                        notes.push(format!(
+                            "    {} is folded: `{}` is moved into the accumulator (mvin3{}) before the reduction",
+                            prog.stmts[p.stmt].name,
+                            prog.tensors[p.tensor].name,
+                            if p.off.coef[g.i] == 0 { ", row stride 0: one row broadcast to every row" } else { "" }
+                        ));
+                    }
+                    if !g.guards.is_empty() {
+                        let names: Vec<String> = g
+                            .outer
+                            .iter()
+                            .filter(|r| g.guards.iter().any(|x| x.iter == **r))
+                            .map(|&r| format!("`{}`", prog.stmts[s].iters[r].name))
+                            .collect();
+                        notes.push(format!(
+                            "    padding: the ranges of {} depend on the output position, so per filter offset each block's `mvin` and compute cover only the rows it reaches (nothing is padded in DRAM)",
+                            names.join(", ")
+                        ));
+                    }
+                    if let Some(i) = g.init {
+                        folded[i] = true;
+                        notes.push(if g.guards.is_empty() {
+                            format!(
+                                "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
+                                prog.stmts[i].name, prog.tensors[g.c].name
+                            )
+                        } else {
+                            format!(
+                                "    {} (the init of `{}`) is folded: the accumulator starts from zeros (mvin3 from DRAM address 0), since the first filter offset may not reach every row",
+                                prog.stmts[i].name, prog.tensors[g.c].name
+                            )
+                        });
+                    }
+                    gemms[s] = Some((g, t));
+                }
+                Err(why) => {
+                    if !matches!(prog.stmts[s].body, StmtBody::Init(_)) {
+                        notes.push(format!(
+                            "  {}: runs on the host, not tensorised: {why}",
+                            prog.stmts[s].name
+                        ));
+                    }
+                }
+            }
+        }
+        // A ReLU of a tensorised result cannot ride on its `mvout`: say why.
+        for (s, st) in prog.stmts.iter().enumerate() {
+            let StmtBody::Update(AssignOp::Assign, polyhedral::ir::Expr::Call(Func::Relu, args)) =
+                &st.body
+            else {
+                continue;
+            };
+            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = args.first() else {
+                continue;
+            };
+            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+                notes.push(format!(
+                    "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; for an int8 result, write `Q(…) = sat_i8(relu({}(…)))` into an int8 tensor with `{}` a temporary, which fuses",
+                    st.name,
+                    prog.tensors[*tensor].name,
+                    prog.tensors[*tensor].name,
+                    prog.tensors[*tensor].name
+                ));
+            }
+        }
+        // A requantisation whose ReLU comes before a run-time scale: say why it stays on
+        // the host.
+        for (s, st) in prog.stmts.iter().enumerate() {
+            let StmtBody::Update(
+                AssignOp::Assign,
+                polyhedral::ir::Expr::Call(Func::RequantI8, args),
+            ) = &st.body
+            else {
+                continue;
+            };
+            let (
+                Some(polyhedral::ir::Expr::Call(Func::Relu, inner)),
+                Some(polyhedral::ir::Expr::Scalar(k)),
+            ) = (args.first(), args.get(1))
+            else {
+                continue;
+            };
+            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = inner.first() else {
+                continue;
+            };
+            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+                let (c, sc) = (&prog.tensors[*tensor].name, &prog.scalars[*k].name);
+                notes.push(format!(
+                    "    {}: the requantisation of `{c}` is not fused into its mvout: the ReLU comes before the scale `{sc}`, whose sign is known only at run time, and Gemmini's mvout applies the ReLU after the scale (the same value only for a scale ≥ 0); write `sat_i8(relu({c}(…) * {sc}))`, which fuses",
+                    st.name
+                ));
+            }
+        }
+        // A folded statement was looked at before the GEMM that folds it.
+        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| **f) {
+            let host = format!("  {}: runs on the host", st.name);
+            notes.retain(|n| !n.starts_with(&host));
+        }
+        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| !**f) {
+            if matches!(st.body, StmtBody::Init(_)) {
+                notes.push(format!(
+                    "  {}: runs on the host (the initialisation of a statement that is not tensorised)",
+                    st.name
+                ));
+            }
+        }
+        // Program order: each statement runs over its whole domain before the next, so
+        // host groups and instruction programs can follow one another.
+        let mut parts = Vec::new();
+        let mut loop_iters = kernel.loop_iters.clone();
+        let mut host: Vec<usize> = Vec::new();
+        // The same parts for the `tensorised` tree: `Err(host statements)` or `Ok(GEMM)`.
+        let mut tree_parts: Vec<std::result::Result<usize, Vec<usize>>> = Vec::new();
+        let flush =
+            |host: &mut Vec<usize>,
+             parts: &mut Vec<KNode>,
+             tree_parts: &mut Vec<std::result::Result<usize, Vec<usize>>>| {
+                if !host.is_empty() {
+                    tree_parts.push(Err(host.clone()));
+                    let keep = host.clone();
+                    parts.push(retain_stmts(kernel.body.clone(), &move |s| {
+                        keep.contains(&s)
+                    }));
+                    host.clear();
+                }
+            };
+        for s in 0..n {
+            if folded[s] {
+                continue;
+            }
+            match &gemms[s] {
+                None => host.push(s),
+                Some((g, t)) => {
+                    flush(&mut host, &mut parts, &mut tree_parts);
+                    tree_parts.push(Ok(s));
+                    let p = geo.place(t).map_err(|e| miette!("internal error: {e}"))?;
+                    let prefix = format!("g{s}_");
+                    let body = gemm_program(g, &geo, t, &p, &prefix);
+                    body.walk(&mut |n| {
+                        if let KNode::For { iter, .. } = n {
+                            if !loop_iters.contains(iter) {
+                                loop_iters.push(iter.clone());
+                            }
+                        }
+                    });
+                    parts.push(body);
+                }
+            }
+        }
+        flush(&mut host, &mut parts, &mut tree_parts);
+        let tree = match fin {
+            Some(fin) => {
+                let mut tparts = Vec::new();
+                for part in tree_parts {
+                    tparts.push(match part {
+                        Err(host) => super::tree::Part::Host(host),
+                        Ok(s) => {
+                            let Some((g, t)) = &gemms[s] else {
+                                return Err(miette!("internal error: statement {s} has no plan"));
+                            };
+                            super::tree::Part::Tensorised {
+                                gemm: g,
+                                tiles: *t,
+                                place: geo.place(t).map_err(|e| miette!("internal error: {e}"))?,
+                            }
+                        }
+                    });
+                }
+                let role = |r: BufferRole| {
+                    self.desc
+                        .buffers
+                        .iter()
+                        .find(|b| b.role() == r)
+                        .map(|b| schedule_tree::Buffer::new(&b.name))
+                        .ok_or_else(|| miette!("internal error: no {} buffer", r.name()))
+                };
+                let bufs = super::tree::Buffers {
+                    operands: role(BufferRole::Scratchpad)?,
+                    results: role(BufferRole::Accumulator)?,
+                };
+                Some(super::tree::tensorised_tree(
+                    prog, fin, &tparts, &bufs, geo.dim,
+                )?)
+            }
+            None => None,
+        };
+        Ok((
+            Kernel {
+                body: KNode::Block(parts),
+                loop_iters,
+            },
+            notes,
+            tree,
+        ))
     }
 
     /// The description's scratchpad and accumulator, with their element types.
@@ -69,6 +355,8 @@ impl GemminiTarget {
                 sp_bank_rows,
                 acc_banks,
                 acc_bank_rows,
+                elem_bytes: elem.size_bytes() as i64,
+                acc_bytes: acc_t.size_bytes() as i64,
             },
             elem,
             acc_t,
@@ -106,7 +394,7 @@ impl GemminiTarget {
                 _ => return Ok(None),
             };
             let body = gemm_program(g, geo, t, &p, "s_");
-            let counts = super::run::count_node(cx.program, &body, sizes, geo.dim)?;
+            let counts = super::run::count_node(cx.program, &body, sizes, geo)?;
             Ok(super::cost::cost(&self.desc, geo, &counts).map(|c| c.edp))
         };
         let Some(mut best_edp) = edp(&base)? else {
@@ -360,197 +648,16 @@ impl Target for GemminiTarget {
         &["c"]
     }
     fn rewrite_kernel(&self, cx: &RewriteCx, kernel: Kernel) -> Result<(Kernel, Vec<String>)> {
-        let prog = cx.program;
-        let (geo, elem, acc) = self.memories()?;
-        super::check_types(prog, &self.desc, elem, acc)?;
-        if !cx.optimised {
-            return Ok((kernel, Vec::new()));
-        }
-        let mut notes = vec![format!("gemmini ({}):", self.desc.name)];
-        if (elem, acc) != (DType::I8, DType::I32) {
-            notes.push(format!(
-                "  nothing is tensorised: this version tensorises int8 × int8 → int32 only, and `{}` holds {elem} → {acc}; every statement runs on the host",
-                self.desc.name
-            ));
-            return Ok((kernel, notes));
-        }
-        let Some(sizes) = cx
-            .param_values
-            .iter()
-            .copied()
-            .collect::<Option<Vec<i64>>>()
-        else {
-            notes.push(
-                "  nothing is tensorised: the sizes are symbolic (bind them with --param); every statement runs on the host"
-                    .into(),
-            );
-            return Ok((kernel, notes));
-        };
-        let n = prog.stmts.len();
-        let mut gemms: Vec<Option<(Gemm, Tiles)>> = vec![None; n];
-        let mut folded = vec![false; n];
-        #[allow(clippy::needless_range_loop)]
-        for s in 0..n {
-            match recognise(prog, cx.scop, s, &sizes, elem, acc, geo.dim) {
-                Ok(g) => {
-                    let (t, how) = self.tiles(cx, &g, &geo, &sizes)?;
-                    let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
-                    notes.push(format!(
-                        "  {}: tensorised as a GEMM ({}), {}",
-                        prog.stmts[s].name,
-                        describe_gemm(prog, &g),
-                        if g.os() {
-                            "output-stationary (both operands are stored transposed)"
-                        } else {
-                            "weight-stationary"
-                        }
-                    ));
-                    notes.push(format!(
-                        "    tiles {}×{}×{} (i×j×k, from {how}); scratchpad: A {} rows, B {} rows{}; accumulator: C {} rows{}",
-                        t.ti,
-                        t.tj,
-                        t.tk,
-                        p.a_rows,
-                        p.b_rows,
-                        if p.sp_double { ", double-buffered across banks" } else { ", single-buffered" },
-                        p.c_rows,
-                        if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
-                    ));
-                    if let Some(e) = &g.epilogue {
-                        folded[e.stmt] = true;
-                        notes.push(format!(
-                            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling (identity scale, rounded and saturated to int8){} into `{}`; `{}` never reaches DRAM",
-                            prog.stmts[e.stmt].name,
-                            prog.tensors[g.c].name,
-                            if e.relu { " and ReLU" } else { "" },
-                            prog.tensors[e.tensor].name,
-                            prog.tensors[g.c].name
-                        ));
-                    }
-                    if let Some(p) = &g.preload {
-                        folded[p.stmt] = true;
-                        notes.push(format!(
-                            "    {} is folded: `{}` is moved into the accumulator (mvin3{}) before the reduction",
-                            prog.stmts[p.stmt].name,
-                            prog.tensors[p.tensor].name,
-                            if p.off.coef[g.i] == 0 { ", row stride 0: one row broadcast to every row" } else { "" }
-                        ));
-                    }
-                    if !g.guards.is_empty() {
-                        let names: Vec<String> = g
-                            .outer
-                            .iter()
-                            .filter(|r| g.guards.iter().any(|x| x.iter == **r))
-                            .map(|&r| format!("`{}`", prog.stmts[s].iters[r].name))
-                            .collect();
-                        notes.push(format!(
-                            "    padding: the ranges of {} depend on the output position, so per filter offset each block's `mvin` and compute cover only the rows it reaches (nothing is padded in DRAM)",
-                            names.join(", ")
-                        ));
-                    }
-                    if let Some(i) = g.init {
-                        folded[i] = true;
-                        notes.push(if g.guards.is_empty() {
-                            format!(
-                                "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
-                                prog.stmts[i].name, prog.tensors[g.c].name
-                            )
-                        } else {
-                            format!(
-                                "    {} (the init of `{}`) is folded: the accumulator starts from zeros (mvin3 from DRAM address 0), since the first filter offset may not reach every row",
-                                prog.stmts[i].name, prog.tensors[g.c].name
-                            )
-                        });
-                    }
-                    gemms[s] = Some((g, t));
-                }
-                Err(why) => {
-                    if !matches!(prog.stmts[s].body, StmtBody::Init(_)) {
-                        notes.push(format!(
-                            "  {}: runs on the host, not tensorised: {why}",
-                            prog.stmts[s].name
-                        ));
-                    }
-                }
-            }
-        }
-        // A ReLU of a tensorised result cannot ride on its `mvout`: say why.
-        for (s, st) in prog.stmts.iter().enumerate() {
-            let StmtBody::Update(AssignOp::Assign, polyhedral::ir::Expr::Call(Func::Relu, args)) =
-                &st.body
-            else {
-                continue;
-            };
-            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = args.first() else {
-                continue;
-            };
-            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
-                notes.push(format!(
-                    "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; for an int8 result, write `Q(…) = sat_i8(relu({}(…)))` into an int8 tensor with `{}` a temporary, which fuses",
-                    st.name,
-                    prog.tensors[*tensor].name,
-                    prog.tensors[*tensor].name,
-                    prog.tensors[*tensor].name
-                ));
-            }
-        }
-        // A folded statement was looked at before the GEMM that folds it.
-        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| **f) {
-            let host = format!("  {}: runs on the host", st.name);
-            notes.retain(|n| !n.starts_with(&host));
-        }
-        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| !**f) {
-            if matches!(st.body, StmtBody::Init(_)) {
-                notes.push(format!(
-                    "  {}: runs on the host (the initialisation of a statement that is not tensorised)",
-                    st.name
-                ));
-            }
-        }
-        // Program order: each statement runs over its whole domain before the next, so
-        // host groups and instruction programs can follow one another.
-        let mut parts = Vec::new();
-        let mut loop_iters = kernel.loop_iters.clone();
-        let mut host: Vec<usize> = Vec::new();
-        let flush = |host: &mut Vec<usize>, parts: &mut Vec<KNode>| {
-            if !host.is_empty() {
-                let keep = host.clone();
-                parts.push(retain_stmts(kernel.body.clone(), &move |s| {
-                    keep.contains(&s)
-                }));
-                host.clear();
-            }
-        };
-        for s in 0..n {
-            if folded[s] {
-                continue;
-            }
-            match &gemms[s] {
-                None => host.push(s),
-                Some((g, t)) => {
-                    flush(&mut host, &mut parts);
-                    let p = geo.place(t).map_err(|e| miette!("internal error: {e}"))?;
-                    let prefix = format!("g{s}_");
-                    let body = gemm_program(g, &geo, t, &p, &prefix);
-                    body.walk(&mut |n| {
-                        if let KNode::For { iter, .. } = n {
-                            if !loop_iters.contains(iter) {
-                                loop_iters.push(iter.clone());
-                            }
-                        }
-                    });
-                    parts.push(body);
-                }
-            }
-        }
-        flush(&mut host, &mut parts);
-        Ok((
-            Kernel {
-                body: KNode::Block(parts),
-                loop_iters,
-            },
-            notes,
-        ))
+        let (k, notes, _) = self.rewrite(cx, kernel, None)?;
+        Ok((k, notes))
+    }
+    fn rewrite_kernel_and_tree(
+        &self,
+        cx: &RewriteCx,
+        kernel: Kernel,
+        fin: &ScheduleTree,
+    ) -> Result<(Kernel, Vec<String>, Option<ScheduleTree>)> {
+        self.rewrite(cx, kernel, Some(fin))
     }
     fn emit(
         &self,
@@ -605,7 +712,7 @@ impl Target for GemminiTarget {
     /// BACO's EDP of the instruction program, counted without running it.
     fn model_cost(&self, input: &BuildInput, sizes: &[i64]) -> Result<f64> {
         let (geo, _, _) = self.memories()?;
-        let counts = super::run::count(input.program, input.kernel, sizes, geo.dim)?;
+        let counts = super::run::count(input.program, input.kernel, sizes, &geo)?;
         super::cost::cost(&self.desc, &geo, &counts)
             .map(|c| c.edp)
             .ok_or_else(|| miette!("target `{}` has no cost model", self.desc.name))
@@ -615,7 +722,7 @@ impl Target for GemminiTarget {
             return Ok(None);
         };
         let (geo, _, _) = self.memories()?;
-        let counts = super::run::count(input.program, input.kernel, sizes, geo.dim)?;
+        let counts = super::run::count(input.program, input.kernel, sizes, &geo)?;
         Ok(Some(super::cost::report(&self.desc, &geo, &counts)))
     }
 }
