@@ -97,3 +97,24 @@ pub fn polyc_in(dir: &Path, args: &[&str]) -> Output {
 pub fn abs(rel: &str) -> String {
     root().join(rel).display().to_string()
 }
+
+/// Compiles the Gemmini C file `c` into `obj` with Debian's RISC-V GCC and picolibc,
+/// against the real `gemmini.h` under `api` (its `include/` folder). `Err` when the
+/// compiler cannot be started.
+pub fn riscv_compile(api: &Path, c: &Path, obj: &Path) -> std::io::Result<Output> {
+    Command::new("riscv64-unknown-elf-gcc")
+        .args([
+            "--specs=picolibc.specs",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+            "-O2",
+            "-Werror=implicit-function-declaration",
+            "-I",
+        ])
+        .arg(api)
+        .arg("-c")
+        .arg(c)
+        .arg("-o")
+        .arg(obj)
+        .output()
+}

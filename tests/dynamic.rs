@@ -289,6 +289,19 @@ fn targets_without_a_micro_kernel_model_say_dynamic_is_not_supported_yet() {
     );
 }
 
+/// The launches `polyc run … --check` makes at [`GPU_SAMPLES`], after asserting that the
+/// output `Y` matches the interpreter exactly at every sample.
+fn checked_launches(args: &[&str]) -> Vec<String> {
+    let (out, launches) = run_with_launches(args);
+    assert_eq!(
+        out.matches("Y: max_abs_err=0.000e0 max_rel_err=0.000e0 ok")
+            .count(),
+        GPU_SAMPLES.len(),
+        "{out}"
+    );
+    launches
+}
+
 /// The launches `polyc run` makes (`POLYC_DEBUG_LAUNCH`), and its standard output.
 fn run_with_launches(args: &[&str]) -> (String, Vec<String>) {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
@@ -339,13 +352,7 @@ fn gpu_dynamic_kernel_checks_at_every_remainder() {
         ],
         &texts,
     );
-    let (out, launches) = run_with_launches(&args);
-    assert_eq!(
-        out.matches("Y: max_abs_err=0.000e0 max_rel_err=0.000e0 ok")
-            .count(),
-        GPU_SAMPLES.len(),
-        "{out}"
-    );
+    let launches = checked_launches(&args);
     // One block along N (108 SMs hold every block in one wave): the partial block runs
     // apart only when it is the only one.
     let full = |rows: usize| format!("dense_k0_S_0_S_1 grid [1, {rows}, 1] block [16, 16, 1]");
@@ -442,13 +449,7 @@ fn gpu_dynamic_splits_full_and_partial_blocks() {
         ],
         &texts,
     );
-    let (out, launches) = run_with_launches(&args);
-    assert_eq!(
-        out.matches("Y: max_abs_err=0.000e0 max_rel_err=0.000e0 ok")
-            .count(),
-        GPU_SAMPLES.len(),
-        "{out}"
-    );
+    let launches = checked_launches(&args);
     let full = |rows: usize| format!("dense_k0_S_0_S_1 grid [2, {rows}, 1] block [16, 16, 1]");
     let b = |s: usize| format!("dense_k0_S_0_S_1_b{s} grid [2, 1, 1] block [16, {s}, 1]");
     let mut want = vec![b(2), b(2), b(8), full(1), full(1), full(1), full(1)];

@@ -13,8 +13,7 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 /// An error text with the line wrapping of the report undone.
 fn flat(s: &str) -> String {
@@ -424,21 +423,7 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
         polyc_ok(&[prog, "--param", params, "--target", "gemmini", "-o", c]);
         let obj = dir.path().join("k.o");
         let cc = "riscv64-unknown-elf-gcc";
-        let out = Command::new(cc)
-            .args([
-                "--specs=picolibc.specs",
-                "-march=rv64gc",
-                "-mabi=lp64d",
-                "-O2",
-                "-Werror=implicit-function-declaration",
-                "-I",
-            ])
-            .arg(&api)
-            .arg("-c")
-            .arg(c)
-            .arg("-o")
-            .arg(&obj)
-            .output();
+        let out = riscv_compile(&api, Path::new(c), &obj);
         let out = match out {
             Ok(o) => o,
             Err(e) => {

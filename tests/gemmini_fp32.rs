@@ -7,8 +7,7 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 /// `polyc run … --target gemmini-fp32 --check --via VIA`; the counters line.
 fn check(prog: &str, params: &str, via: &str) -> String {
@@ -135,21 +134,7 @@ fn f32_c_compiles_for_riscv_against_the_real_header() {
         "-o",
         c,
     ]);
-    let out = Command::new("riscv64-unknown-elf-gcc")
-        .args([
-            "--specs=picolibc.specs",
-            "-march=rv64gc",
-            "-mabi=lp64d",
-            "-O2",
-            "-Werror=implicit-function-declaration",
-            "-I",
-        ])
-        .arg(&api)
-        .arg("-c")
-        .arg(c)
-        .arg("-o")
-        .arg(dir.path().join("k.o"))
-        .output();
+    let out = riscv_compile(&api, Path::new(c), &dir.path().join("k.o"));
     match out {
         Ok(o) => assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr)),
         Err(e) => assert!(skip, "could not run riscv64-unknown-elf-gcc: {e}"),

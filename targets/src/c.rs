@@ -448,24 +448,7 @@ fn reads_tensor(e: &Expr, t: TensorId) -> bool {
 /// Whether a statement of `prog` calls `exp` or `sigmoid` (the C prelude then defines
 /// [`EXP_F32`]).
 fn uses_exp(prog: &Program) -> bool {
-    fn any(e: &Expr) -> bool {
-        match e {
-            Expr::Call(Func::Exp | Func::Sigmoid, _) => true,
-            Expr::Call(_, args) => args.iter().any(any),
-            Expr::Cast(_, a) | Expr::Neg(a) => any(a),
-            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => any(a) || any(b),
-            Expr::Select(c, a, b) => any(c) || any(a) || any(b),
-            Expr::Lit(_)
-            | Expr::Scalar(_)
-            | Expr::IterValue(_)
-            | Expr::SizeValue(_)
-            | Expr::Read { .. } => false,
-        }
-    }
-    prog.stmts.iter().any(|s| match &s.body {
-        StmtBody::Update(_, e) => any(e),
-        StmtBody::Init(_) => false,
-    })
+    calls(prog, &|f| matches!(f, Func::Exp | Func::Sigmoid))
 }
 
 /// `requant_i8(x, s)` ([`Func::RequantI8`]): `(float)x * s`, rounded half to even,
@@ -485,14 +468,14 @@ static inline int32_t polyc_requant_i8(int32_t x, float s) {
 }
 ";
 
-/// Whether a statement of `prog` calls `f`.
-fn uses_func(prog: &Program, f: Func) -> bool {
-    fn any(e: &Expr, f: Func) -> bool {
+/// Whether a statement of `prog` calls a function `wanted` accepts.
+fn calls(prog: &Program, wanted: &dyn Fn(Func) -> bool) -> bool {
+    fn any(e: &Expr, wanted: &dyn Fn(Func) -> bool) -> bool {
         match e {
-            Expr::Call(g, args) => *g == f || args.iter().any(|a| any(a, f)),
-            Expr::Cast(_, a) | Expr::Neg(a) => any(a, f),
-            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => any(a, f) || any(b, f),
-            Expr::Select(c, a, b) => any(c, f) || any(a, f) || any(b, f),
+            Expr::Call(g, args) => wanted(*g) || args.iter().any(|a| any(a, wanted)),
+            Expr::Cast(_, a) | Expr::Neg(a) => any(a, wanted),
+            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => any(a, wanted) || any(b, wanted),
+            Expr::Select(c, a, b) => any(c, wanted) || any(a, wanted) || any(b, wanted),
             Expr::Lit(_)
             | Expr::Scalar(_)
             | Expr::IterValue(_)
@@ -501,7 +484,7 @@ fn uses_func(prog: &Program, f: Func) -> bool {
         }
     }
     prog.stmts.iter().any(|s| match &s.body {
-        StmtBody::Update(_, e) => any(e, f),
+        StmtBody::Update(_, e) => any(e, wanted),
         StmtBody::Init(_) => false,
     })
 }
@@ -563,7 +546,7 @@ pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
             "static inline {c} polyc_abs_{x}({c} x) {{ return {abs}; }}"
         );
     }
-    if uses_func(prog, Func::RequantI8) {
+    if calls(prog, &|f| f == Func::RequantI8) {
         s.push_str(REQUANT_I8);
     }
     if dialect == Dialect::C {
