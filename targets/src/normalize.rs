@@ -425,9 +425,23 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
     let mut out = Vec::new();
     let plus =
         |e: &KExpr, k: i64| simplify(&KExpr::Add(Box::new(e.clone()), Box::new(KExpr::Int(k))));
+    // A partial range with a bound in the sizes runs under a test that it is not empty.
+    // The loop is the same, but gcc then compiles the full-tile loop beside it as it does
+    // without it: dense (T, 2304, 768) at T = 64 ran 13 % slower per row with the bare
+    // loop than with it (one thread, AVX-512).
+    let partial = |s: KExpr, u: KExpr, body: KNode| -> KNode {
+        if matches!((&s, &u), (KExpr::Int(_), KExpr::Int(_))) {
+            return with(s, u, body);
+        }
+        KNode::If {
+            cond: KExpr::Cmp(KCmp::Le, Box::new(s.clone()), Box::new(u.clone())),
+            then: Box::new(with(s, u, body)),
+            els: None,
+        }
+    };
     if let (Some(lo), Some(e)) = (&lo, &els) {
         let u = bound(KExpr::Min(vec![upper.clone(), plus(lo, -1)]));
-        out.push(with(init.clone(), u, wrap(e.clone())));
+        out.push(partial(init.clone(), u, wrap(e.clone())));
     }
     let start = match &lo {
         Some(lo) => bound(KExpr::Max(vec![init.clone(), lo.clone()])),
@@ -440,7 +454,7 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
     out.push(with(start, end, wrap((**then).clone())));
     if let (Some(hi), Some(e)) = (&hi, &els) {
         let s = bound(KExpr::Max(vec![init.clone(), plus(hi, 1)]));
-        out.push(with(s, upper.clone(), wrap(e.clone())));
+        out.push(partial(s, upper.clone(), wrap(e.clone())));
     }
     KNode::Block(out.into_iter().filter(|n| !empty_range(n)).collect())
 }
