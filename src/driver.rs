@@ -7,7 +7,7 @@
 use crate::options::CompileOptions;
 use crate::pipeline::{analyse, finish, load_target, Compiled, Mode, SpecChoice};
 use miette::{miette, Result};
-use targets::{BuildInput, Executable};
+use targets::{BuildInput, Executable, Target};
 
 /// Compiles one `def` as the options say: the first half of the pipeline, the tile-size
 /// search (for search entries in the spec), then the target's passes.
@@ -29,25 +29,7 @@ pub fn build(
 ) -> Result<Box<dyn Executable>> {
     let target = load_target(opts)?;
     if let Some(via) = &opts.via {
-        let ways = target.run_ways();
-        if !ways.contains(&via.as_str()) {
-            return Err(miette!(
-                help = if ways.is_empty() {
-                    format!(
-                        "target `{}` runs kernels one way only; drop --via",
-                        target.name()
-                    )
-                } else {
-                    format!(
-                        "target `{}` runs kernels via: {}",
-                        target.name(),
-                        ways.join(", ")
-                    )
-                },
-                "--via {via}: target `{}` cannot run a kernel via `{via}`",
-                target.name()
-            ));
-        }
+        check_via(target.as_ref(), via)?;
     }
     let kernel = compiled.kernel.as_ref().ok_or_else(|| {
         miette!("internal error: the program was only scheduled, so there is nothing to build")
@@ -61,4 +43,29 @@ pub fn build(
         via: opts.via.as_deref(),
         dynamic: &compiled.dynamic,
     })
+}
+
+/// Checks `--via WAY` against the ways `target` runs kernels ([`Target::run_ways`]): an
+/// error that lists them when it cannot.
+pub fn check_via(target: &dyn Target, via: &str) -> Result<()> {
+    let ways = target.run_ways();
+    if !ways.contains(&via) {
+        return Err(miette!(
+            help = if ways.is_empty() {
+                format!(
+                    "target `{}` runs kernels one way only; drop --via",
+                    target.name()
+                )
+            } else {
+                format!(
+                    "target `{}` runs kernels via: {}",
+                    target.name(),
+                    ways.join(", ")
+                )
+            },
+            "--via {via}: target `{}` cannot run a kernel via `{via}`",
+            target.name()
+        ));
+    }
+    Ok(())
 }

@@ -131,6 +131,11 @@ struct SuiteArgs {
     /// the suite file's `target` (default `cpu`).
     #[arg(long, value_name = "NAME|FILE")]
     target: Option<String>,
+    /// How every run runs its kernel, as `polyc run --via`: on Gemmini `model` (the
+    /// default) or `c` (the emitted C against polyc's host header). Checked against the
+    /// target first.
+    #[arg(long, value_name = "WAY")]
+    via: Option<String>,
 }
 
 /// Subcommands of `polyc suite`.
@@ -655,6 +660,7 @@ fn suite(args: SuiteArgs) -> Result<u8> {
                     json: args.json,
                     shard,
                     target: args.target,
+                    via: args.via,
                 },
             )?;
             Ok(if ok { 0 } else { EXIT_MISMATCH })

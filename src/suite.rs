@@ -533,10 +533,13 @@ impl<'de> Deserialize<'de> for Shard {
     }
 }
 
-fn run_job(exe: &Path, job: &Job, target: &str) -> SuiteRow {
+fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> SuiteRow {
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("run").arg(&job.program_path);
     cmd.arg("--target").arg(target);
+    if let Some(v) = via {
+        cmd.arg("--via").arg(v);
+    }
     if let Some(e) = &job.entry {
         cmd.arg("--entry").arg(e);
     }
@@ -632,6 +635,9 @@ pub struct SuiteRunOptions {
     pub shard: Shard,
     /// `--target NAME|FILE`: overrides the suite file's `target`.
     pub target: Option<String>,
+    /// `--via WAY`: how every run runs its kernel (`polyc run --via`), for a target that
+    /// runs kernels more than one way (Gemmini: `model` or `c`).
+    pub via: Option<String>,
 }
 
 /// The target description's name for `--target NAME|FILE` (the result files carry it).
@@ -659,6 +665,13 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
         _ => target,
     };
     target_name(&target)?;
+    if let Some(via) = &opts.via {
+        let desc = targets::desc::TargetDesc::resolve(&target)?;
+        crate::driver::check_via(
+            targets::target_for(desc, targets::gpu::Device::default()).as_ref(),
+            via,
+        )?;
+    }
     let exe = std::env::current_exe().map_err(|e| miette!("cannot find polyc itself: {e}"))?;
     let all = suite_jobs(path, &suite)?;
     let hash = suite_hash(path, &suite)?;
@@ -690,7 +703,7 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
         n_jobs
     );
     let start = std::time::Instant::now();
-    let rows = run_jobs(&exe, jobs, n_jobs, &target)?;
+    let rows = run_jobs(&exe, jobs, n_jobs, &target, opts.via.as_deref())?;
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     print!("{}", format_table(&rows));
     let failed = rows.iter().filter(|r| r.status != "ok").count();
@@ -740,7 +753,13 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// Runs `jobs`, `n` at a time, each in its own process, with a progress bar; rows come
 /// back in the jobs' order.
-fn run_jobs(exe: &Path, jobs: Vec<Job>, n: usize, target: &str) -> Result<Vec<SuiteRow>> {
+fn run_jobs(
+    exe: &Path,
+    jobs: Vec<Job>,
+    n: usize,
+    target: &str,
+    via: Option<&str>,
+) -> Result<Vec<SuiteRow>> {
     let bar = indicatif::ProgressBar::new(jobs.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
@@ -759,7 +778,7 @@ fn run_jobs(exe: &Path, jobs: Vec<Job>, n: usize, target: &str) -> Result<Vec<Su
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
                 bar.set_message(format!("{} {}", job.program, job.shape));
-                let row = run_job(exe, job, target);
+                let row = run_job(exe, job, target, via);
                 if let Ok(mut r) = rows.lock() {
                     r.push((i, row));
                 }

@@ -132,3 +132,9 @@ fn entry_picks_a_def() {
     ]);
     assert_eq!(out, "Y: max_abs_err=0.000e0 max_rel_err=0.000e0 ok\n");
 }
+
+// `polyc suite --via` is checked against the target before any run.
+error_case!(
+    suite_via_on_a_one_way_target,
+    ["suite", "specs/suites/smoke.yaml", "--via", "c"]
+);
