@@ -277,7 +277,12 @@ pub fn recognise(
     let e = match &st.body {
         StmtBody::Update(AssignOp::Add, e) => e,
         StmtBody::Init(_) => return Err("an initialisation".into()),
-        _ => return Err("not a `+=` accumulation".into()),
+        _ => {
+            return Err(
+                "not a `+=` accumulation of products (the array runs `C += A·B`; the only element-wise work Gemmini does is its mvout's ReLU, scaling and saturation to int8)"
+                    .into(),
+            )
+        }
     };
     // `C(…) +=! cast<i32>(A(…) * B(…))` (how an int32 temporary is typed): a cast to the
     // statement's own type is the identity.
