@@ -977,13 +977,22 @@ mod tests {
                     body: Box::new(local(stmt(0))),
                     kind: LoopKind::Seq,
                 },
-                KNode::For {
-                    iter: "c1".into(),
-                    init: KExpr::Max(vec![hi_plus_1, KExpr::Int(0)]),
-                    cond: KExpr::Cmp(KCmp::Le, v("c1"), i(15)),
-                    step: 1,
-                    body: Box::new(local(stmt(1))),
-                    kind: LoopKind::Seq,
+                // The partial range, under a test that it is not empty.
+                KNode::If {
+                    cond: KExpr::Cmp(
+                        KCmp::Le,
+                        Box::new(KExpr::Max(vec![hi_plus_1.clone(), KExpr::Int(0)])),
+                        i(15)
+                    ),
+                    then: Box::new(KNode::For {
+                        iter: "c1".into(),
+                        init: KExpr::Max(vec![hi_plus_1, KExpr::Int(0)]),
+                        cond: KExpr::Cmp(KCmp::Le, v("c1"), i(15)),
+                        step: 1,
+                        body: Box::new(local(stmt(1))),
+                        kind: LoopKind::Seq,
+                    }),
+                    els: None,
                 },
             ])
         );
