@@ -118,3 +118,33 @@ pub fn riscv_compile(api: &Path, c: &Path, obj: &Path) -> std::io::Result<Output
         .arg(obj)
         .output()
 }
+
+/// `polyc ARGS` (a `run … --check`): asserts exit 0 and that every tensor matched the
+/// interpreter; returns standard error.
+pub fn run_checked(args: &[&str]) -> String {
+    let o = polyc(args);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        !out.is_empty() && out.lines().all(|l| l.ends_with(" ok")),
+        "{args:?}:\n{out}\n{}",
+        stderr(&o)
+    );
+    stderr(&o)
+}
+
+/// The Gemmini functional model's counters line in a run's standard error.
+pub fn gemmini_counters(err: &str) -> String {
+    err.lines()
+        .find(|l| l.starts_with("polyc: ran on Gemmini functional model:"))
+        .unwrap_or_else(|| panic!("no counters in:\n{err}"))
+        .to_string()
+}
+
+/// An error text with the line wrapping of the report undone.
+pub fn flat(s: &str) -> String {
+    s.replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}

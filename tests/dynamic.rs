@@ -6,14 +6,6 @@
 mod common;
 use common::*;
 
-/// An error text with the line wrapping of the report undone.
-fn flat(s: &str) -> String {
-    s.replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The micro-kernel section of `polyc explain`.
 fn micro_kernels(args: &[&str]) -> String {
     let mut all = vec!["explain"];

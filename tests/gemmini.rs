@@ -15,32 +15,13 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// An error text with the line wrapping of the report undone.
-fn flat(s: &str) -> String {
-    s.replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// `polyc run … --check` via `via`; returns the counters line the run printed.
 fn check(prog: &str, params: &str, via: &str, extra: &[&str]) -> String {
     let mut args = vec![
         "run", prog, "--param", params, "--target", "gemmini", "--check", "--via", via,
     ];
     args.extend_from_slice(extra);
-    let o = polyc(&args);
-    assert_code(&o, 0);
-    let out = stdout(&o);
-    assert!(
-        out.lines().all(|l| l.ends_with(" ok")) && !out.is_empty(),
-        "{prog} {params} via {via}:\n{out}"
-    );
-    stderr(&o)
-        .lines()
-        .find(|l| l.starts_with("polyc: ran on Gemmini functional model:"))
-        .unwrap_or_else(|| panic!("no counters for {prog} {params} via {via}"))
-        .to_string()
+    gemmini_counters(&run_checked(&args))
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// `polyc run … --target gemmini-fp32 --check --via VIA`; the counters line.
 fn check(prog: &str, params: &str, via: &str) -> String {
-    let o = polyc(&[
+    gemmini_counters(&run_checked(&[
         "run",
         prog,
         "--param",
@@ -21,18 +21,7 @@ fn check(prog: &str, params: &str, via: &str) -> String {
         "--check",
         "--via",
         via,
-    ]);
-    assert_code(&o, 0);
-    let out = stdout(&o);
-    assert!(
-        !out.is_empty() && out.lines().all(|l| l.ends_with(" ok")),
-        "{prog} {params} via {via}:\n{out}"
-    );
-    stderr(&o)
-        .lines()
-        .find(|l| l.starts_with("polyc: ran on Gemmini functional model:"))
-        .unwrap_or_else(|| panic!("no counters for {prog} {params} via {via}"))
-        .to_string()
+    ]))
 }
 
 const CONV: &str = "def convf(f32(N, H, W, CI) I, f32(KH, KW, CI, CO) Wt) -> (f32(N, H - KH + 1, W - KW + 1, CO) O) {\n  O(n, oh, ow, co) +=! I(n, oh + kh, ow + kw, ci) * Wt(kh, kw, ci, co)\n}\n";

@@ -16,36 +16,12 @@ const REQUANT: &str = "examples/gemmini/gemm_requant.tc";
 const REQUANT_LIT: &str = "examples/gemmini/gemm_requant_lit.tc";
 const CONV_REQUANT: &str = "examples/gemmini/conv2d_requant.tc";
 
-/// An error text with the line wrapping of the report undone.
-fn flat(s: &str) -> String {
-    s.replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// `polyc run PROG --param P --check` with `extra`; asserts every tensor matched and
 /// returns standard error.
 fn check(prog: &str, params: &str, extra: &[&str]) -> String {
     let mut args = vec!["run", prog, "--param", params, "--check"];
     args.extend_from_slice(extra);
-    let o = polyc(&args);
-    assert_code(&o, 0);
-    let out = stdout(&o);
-    assert!(
-        !out.is_empty() && out.lines().all(|l| l.ends_with(" ok")),
-        "{prog} {params} {extra:?}:\n{out}\n{}",
-        stderr(&o)
-    );
-    stderr(&o)
-}
-
-/// The model's counters line of a Gemmini run.
-fn counters(err: &str) -> String {
-    err.lines()
-        .find(|l| l.starts_with("polyc: ran on Gemmini functional model:"))
-        .unwrap_or_else(|| panic!("no counters in:\n{err}"))
-        .to_string()
+    run_checked(&args)
 }
 
 #[test]
@@ -59,12 +35,12 @@ fn requantised_gemms_and_convolutions_match_the_interpreter_on_every_path() {
         (CONV_REQUANT, "N=1,H=14,W=13,CI=19,CO=21,KH=3,KW=3"),
     ];
     for (prog, params) in cases {
-        let model = counters(&check(
+        let model = gemmini_counters(&check(
             prog,
             params,
             &["--target", "gemmini", "--via", "model"],
         ));
-        let c = counters(&check(prog, params, &["--target", "gemmini", "--via", "c"]));
+        let c = gemmini_counters(&check(prog, params, &["--target", "gemmini", "--via", "c"]));
         assert_eq!(
             model, c,
             "{prog} {params}: the two paths counted differently"
@@ -147,7 +123,7 @@ fn requantisation_rounds_half_to_even_saturates_and_applies_the_relu_after_the_s
 fn exact_instruction_counts_and_the_fused_config_st() {
     // The same instruction program as the plain GEMM at 37×29×23 (default tiles 48×32×32),
     // with int8 rows leaving the accumulator: 37 × 29 bytes.
-    let line = counters(&check(REQUANT, "M=37,N=29,K=23", &["--target", "gemmini"]));
+    let line = gemmini_counters(&check(REQUANT, "M=37,N=29,K=23", &["--target", "gemmini"]));
     assert_eq!(
         line,
         "polyc: ran on Gemmini functional model: 45 instructions (config_ex 1, config_ld 2, \

@@ -6,15 +6,6 @@
 mod common;
 use common::*;
 
-/// An error text with the line wrapping of the report undone: words separated by single
-/// spaces, without the `│` that continues a wrapped line.
-fn flat(s: &str) -> String {
-    s.replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The compiled C of `prog` with no size bound.
 fn symbolic_c(prog: &str) -> String {
     polyc_ok(&[prog])
