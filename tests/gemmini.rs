@@ -381,6 +381,10 @@ fn emitted_c_compiles_for_riscv_against_the_real_header() {
             "examples/gemmini/depthwise_conv.tc",
             "C=3,H=12,W=21,KH=3,KW=3",
         ),
+        (
+            "examples/gemmini/depthwise_nhwc.tc",
+            "N=1,H=10,W=12,C=20,KH=3,KW=3",
+        ),
         ("examples/gemmini/conv_chain.tc", "H=20,W=35,KH=3,KW=3"),
         ("examples/gemmini/gemm_bias.tc", "M=37,N=29,K=23"),
         (
