@@ -358,12 +358,43 @@ impl ScheduleTree {
         }
     }
 
-    /// isl's own YAML block form of the tree (what isl prints for the schedule).
+    /// isl's own YAML block form of the tree (what isl prints for the schedule), with an
+    /// explicit `leaf` under a mark that ends its branch ([`leaf_under_marks`]).
     pub fn to_isl_yaml(&self, ctx: &Ctx) -> miette::Result<String> {
         let s = self.to_isl(ctx)?;
         ffi::schedule_to_block_yaml(&s)
+            .map(|y| leaf_under_marks(&y))
             .ok_or_else(|| miette::miette!("isl could not print the schedule as YAML"))
     }
+}
+
+/// isl prints a mark whose child is a leaf without a `child:` key, but reads a mark only
+/// with one: adds `child:` and `leaf` under such marks, so that the printed tree reads
+/// back (with `--load-tree`, or by isl).
+pub fn leaf_under_marks(yaml: &str) -> String {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut out = String::with_capacity(yaml.len());
+    for (n, line) in lines.iter().enumerate() {
+        out.push_str(line);
+        out.push('\n');
+        let body = line.trim_start();
+        let body = body.strip_prefix("- ").unwrap_or(body);
+        if !body.starts_with("mark:") {
+            continue;
+        }
+        // The column of the mark's keys (after a list item's `- `).
+        let col = line.len() - body.len();
+        let has_child = lines[n + 1..]
+            .iter()
+            .take_while(|l| indent(l) >= col)
+            .any(|l| indent(l) == col && l.trim_start().starts_with("child:"));
+        if !has_child {
+            let pad = " ".repeat(col);
+            out.push_str(&format!("{pad}child:\n{pad}  leaf\n"));
+        }
+    }
+    out
 }
 
 /// `[Invalid] syntax error` → `syntax error`.

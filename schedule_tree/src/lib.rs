@@ -14,5 +14,6 @@ pub mod mark;
 pub mod text;
 pub mod tree;
 
+pub use convert::leaf_under_marks;
 pub use mark::{level_of, Buffer, BufferRole, Holds, Level, Mark};
 pub use tree::{Band, Node, NodeKind, Pass, ScheduleTree};

@@ -216,6 +216,31 @@ pub enum Dataflow {
     OutputStationary,
 }
 
+/// How a statement folded into a tensorised one runs without instructions of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fold {
+    /// An initialisation to zero: the first reduction step overwrites the accumulator.
+    Init,
+    /// A bias: preloaded into the accumulator (`mvin` there) before the products.
+    Preload,
+    /// An epilogue: applied by the `mvout` that leaves the accumulator (ReLU, scaling,
+    /// saturation).
+    Mvout,
+}
+
+impl Fold {
+    /// Every fold, in the order the statements run.
+    pub const ALL: [Fold; 3] = [Fold::Init, Fold::Preload, Fold::Mvout];
+    /// The name in a mark: `init`, `preload`, `mvout`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fold::Init => "init",
+            Fold::Preload => "preload",
+            Fold::Mvout => "mvout",
+        }
+    }
+}
+
 /// What a mark node means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mark {
@@ -249,6 +274,9 @@ pub enum Mark {
         /// The dataflow.
         dataflow: Dataflow,
     },
+    /// The statements below are folded into the tensorised statement beside them: they
+    /// run as part of its instructions, as the [`Fold`] says.
+    Folded(Fold),
 }
 
 impl Mark {
@@ -271,6 +299,7 @@ impl Mark {
                 tensor.name(),
                 if double { "double" } else { "single" }
             ),
+            Mark::Folded(f) => format!("folded:{}", f.name()),
             Mark::Tensorised { kind, dataflow } => format!(
                 "tensorised:{}:{}",
                 match kind {
@@ -309,6 +338,12 @@ impl Mark {
                         },
                     });
                 }
+                if let Some(rest) = s.strip_prefix("folded:") {
+                    return Fold::ALL
+                        .into_iter()
+                        .find(|f| f.name() == rest)
+                        .map(Mark::Folded);
+                }
                 if let Some(rest) = s.strip_prefix("tensorised:") {
                     let (k, d) = rest.split_once(':')?;
                     return Some(Mark::Tensorised {
@@ -337,6 +372,7 @@ impl Mark {
         v.push("mem:<buffer> (a buffer of the target description)".into());
         v.push("holds:<buffer>:<tensor>:double|single".into());
         v.push("tensorised:gemm|conv:ws|os".into());
+        v.push("folded:init|preload|mvout".into());
         v
     }
 }
@@ -377,6 +413,8 @@ mod tests {
             kind: Contraction::Gemm,
             dataflow: Dataflow::WeightStationary,
         });
+        all.extend(Fold::ALL.map(Mark::Folded));
+        assert_eq!(Mark::from_isl_name("folded:relu"), None);
         assert_eq!(Mark::from_isl_name("holds:scratchpad:A"), None);
         assert_eq!(Mark::from_isl_name("tensorised:gemm:xs"), None);
         for m in all {

@@ -13,6 +13,7 @@
 //!     Band (I×J tile starts)                                 one C tile per point
 //!       Mark "holds:<accumulator>:C:double|single"
 //!         Sequence: Filter {init} | Filter {S} … | Filter {epilogue}
+//!                   (the folded ones with a Mark "folded:init|preload|mvout" below)
 //!           Band (filter offsets)                            a convolution's
 //!             Band (K tile starts)                           one reduction step
 //!               Mark "holds:<scratchpad>:A:…"
@@ -26,7 +27,7 @@ use miette::Result;
 use polyhedral::ir::Program;
 use polyhedral::isl::isl_rs::{MultiUnionPwAff, UnionSet};
 use polyhedral::isl::{Ctx, IslResultExt};
-use schedule_tree::mark::{Contraction, Dataflow, TensorName};
+use schedule_tree::mark::{Contraction, Dataflow, Fold, TensorName};
 use schedule_tree::{Band, Buffer, Mark, Node, NodeKind, ScheduleTree};
 
 use super::codegen::{Placement, Tiles};
@@ -257,12 +258,21 @@ fn tensorised(
         node = wrap(NodeKind::Band(outer), node);
     }
     if group.len() > 1 {
-        let mut children: Vec<Node> = before
+        let folded = |x: usize, f: Fold| {
+            filter(
+                prog,
+                &[x],
+                wrap(NodeKind::Mark(Mark::Folded(f)), Node::leaf()),
+            )
+        };
+        let mut children: Vec<Node> = g
+            .init
             .iter()
-            .map(|&x| filter(prog, &[x], Node::leaf()))
+            .map(|&x| folded(x, Fold::Init))
+            .chain(g.preload.as_ref().map(|x| folded(x.stmt, Fold::Preload)))
             .collect();
         children.push(filter(prog, &[s], node));
-        children.extend(after.iter().map(|&x| filter(prog, &[x], Node::leaf())));
+        children.extend(after.iter().map(|&x| folded(x, Fold::Mvout)));
         node = Node::new(NodeKind::Sequence, children);
     }
     node = wrap(holds(bufs.results, g.c, p.acc_double), node);
