@@ -255,7 +255,23 @@ pub fn split_versions(n: KNode) -> KNode {
 }
 
 fn split_versions_in(n: KNode, iters: &[String]) -> KNode {
-    split_loop(n.map_children(&mut |c| split_versions_in(c, iters)), iters)
+    let n = inline_single_iteration(n);
+    match split_loop(n.map_children(&mut |c| split_versions_in(c, iters)), iters) {
+        // A range the split left with one iteration (the last tile): inlined, so that
+        // the guards inside it can split in turn.
+        KNode::Block(v) => KNode::Block(
+            v.into_iter()
+                .map(|x| {
+                    if is_single_iteration(&x) {
+                        split_versions_in(x, iters)
+                    } else {
+                        x
+                    }
+                })
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// The conjuncts of a condition.
@@ -741,6 +757,41 @@ fn node(n: KNode) -> KNode {
     }
 }
 
+/// A sequential loop with one iteration, `for (c = a; c <= a; c++)` with a constant `a`
+/// (the last, partial tile of a band split into full and partial tiles), becomes its body
+/// with `c` replaced by `a`, so that the guards below it that mention `c` become guards
+/// in the inner loop's iterator alone, which [`split_loop`] can split.
+fn inline_single_iteration(n: KNode) -> KNode {
+    if !is_single_iteration(&n) {
+        return n;
+    }
+    match n {
+        KNode::For {
+            iter,
+            init: KExpr::Int(a),
+            cond: KExpr::Cmp(KCmp::Le, c, u),
+            step: 1,
+            body,
+            kind: LoopKind::Seq,
+        } if *c == KExpr::Var(iter.clone()) && *u == KExpr::Int(a) => {
+            inline_single_iteration(substitute(*body, &iter, &KExpr::Int(a)))
+        }
+        other => other,
+    }
+}
+
+/// Whether `n` is a sequential loop `for (c = a; c <= a; c++)` with a constant `a`.
+fn is_single_iteration(n: &KNode) -> bool {
+    matches!(n, KNode::For {
+        iter,
+        init: KExpr::Int(a),
+        cond: KExpr::Cmp(KCmp::Le, c, u),
+        step: 1,
+        kind: LoopKind::Seq,
+        ..
+    } if **c == KExpr::Var(iter.clone()) && **u == KExpr::Int(*a))
+}
+
 /// Replaces the variable `name` by `value` everywhere in `n`, simplifying.
 fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
     n.map_exprs(&|e: &KExpr| {
@@ -877,13 +928,60 @@ mod tests {
                 els: Some(Box::new(stmt(1))),
             }),
         );
+        // The last tile's loop has one iteration: it becomes its body, at c1 = 63.
         assert_eq!(
             split_versions(n),
-            KNode::Block(vec![
-                for_loop("c1", 0, 62, local(stmt(0))),
-                for_loop("c1", 63, 63, local(stmt(1))),
-            ])
+            KNode::Block(vec![for_loop("c1", 0, 62, local(stmt(0))), local(stmt(1)),])
         );
+    }
+
+    #[test]
+    fn a_guard_on_an_outer_single_iteration_loop_splits_once_it_is_inlined() {
+        // for c0 in 0..=1 { for c1 in 0..=3 { local { if (full(c0) ...) } } }: the guard
+        // -(32 c0) - 8 c1 + 42 >= 7 mentions c0, an outer loop, so c1 is not split; once
+        // c0's range is split into c0 = 0 and c0 = 1 and those are inlined, it splits.
+        let guard = |c0: &str| {
+            KExpr::Cmp(
+                KCmp::Ge,
+                Box::new(KExpr::Add(
+                    Box::new(KExpr::Sub(
+                        Box::new(KExpr::Neg(Box::new(KExpr::Mul(i(32), v(c0))))),
+                        Box::new(KExpr::Mul(i(8), v("c1"))),
+                    )),
+                    i(42),
+                )),
+                i(7),
+            )
+        };
+        let inner = for_loop(
+            "c1",
+            0,
+            3,
+            local(KNode::If {
+                cond: guard("c0"),
+                then: Box::new(stmt(0)),
+                els: Some(Box::new(stmt(1))),
+            }),
+        );
+        let outer = for_loop(
+            "c0",
+            0,
+            1,
+            local(KNode::If {
+                cond: full("c0", 42),
+                then: Box::new(inner.clone()),
+                els: Some(Box::new(inner)),
+            }),
+        );
+        let out = split_versions(outer);
+        // No guard is left in any loop body: every range was split.
+        let mut guards = 0;
+        out.walk(&mut |x| {
+            if matches!(x, KNode::If { .. }) {
+                guards += 1;
+            }
+        });
+        assert_eq!(guards, 0, "{out:?}");
     }
 
     #[test]
