@@ -332,3 +332,24 @@ fn generator_adds_ranges() {
     assert_eq!(check(&text, c.n, c.m, SchedulerKind::Isl), Ok(()));
     assert_eq!(check(&text, c.n, c.m, SchedulerKind::Ilp), Ok(()));
 }
+
+/// A chain the property test found failing in CI: the ILP scheduler fuses `T0`'s fill
+/// with `T1`'s zero-fill and update, and gcc 12.2 at `-O3` (with `-fopenmp` and AVX-512)
+/// distributed that loop, turned the zero-fill into a `memset` and placed it after the
+/// update, so `T1` came out zero. The emitted C turns gcc's loop distribution off.
+#[test]
+fn fill_then_update_survives_gcc_loop_distribution() {
+    let text =
+        "def chain(f32(N, M) X, f32(M, N) Y, f32(N) u, f32(M) w) -> (f32(N, M) T0, f32(M, N) T1) {
+  T0(i, j) = (w(j) + abs(w(j))) where i in 0:N
+  T1(j, i) +=! (exp(X(i, j) * 0.1) + X(i, j))
+}
+";
+    for (scheduler, fuse) in SCHEDULERS {
+        assert_eq!(
+            check_fused(text, 1, 3, scheduler, fuse),
+            Ok(()),
+            "{scheduler:?} {fuse}"
+        );
+    }
+}
