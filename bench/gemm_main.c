@@ -1,4 +1,4 @@
-/* GEMM 1024^3 f32: polyc's kernel against the naive loops of three compilers and
+/* GEMM 1024^3 f32 (C = A * B, or A * B^T with -DBT): polyc's kernel against the naive loops of three compilers and
  * OpenBLAS cblas_sgemm, one thread. */
 #include "harness.h"
 /* cblas_sgemm, declared here because <cblas.h> names its parameters M, N, K, which are
@@ -6,9 +6,19 @@
 void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
                  int ldc);
-enum { CblasRowMajor = 101, CblasNoTrans = 111 };
+enum { CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 };
 
-void matmul(const float *restrict A, const float *restrict B, float *restrict C); /* polyc */
+/* -DBT: C = A * B^T, B stored N x K (polyc's examples/matmul_bt.tc). */
+#ifdef BT
+#define POLYC matmul_bt
+#define TRANS_B CblasTrans
+#define LDB K
+#else
+#define POLYC matmul
+#define TRANS_B CblasNoTrans
+#define LDB N
+#endif
+void POLYC(const float *restrict A, const float *restrict B, float *restrict C); /* polyc */
 void naive_gcc(const float *restrict A, const float *restrict B, float *restrict C);
 void naive_clang(const float *restrict A, const float *restrict B, float *restrict C);
 void naive_polly(const float *restrict A, const float *restrict B, float *restrict C);
@@ -21,8 +31,8 @@ struct ctx { const float *A, *B; float *C; gemm_fn f; };
 static void run_fn(void *p) { struct ctx *c = p; c->f(c->A, c->B, c->C); }
 static void run_blas(void *p) {
   struct ctx *c = p;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, c->A, K, c->B, N,
-              0.0f, c->C, N);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, TRANS_B, M, N, K, 1.0f, c->A, K, c->B, LDB, 0.0f,
+              c->C, N);
 }
 
 int main(void) {
@@ -44,7 +54,7 @@ int main(void) {
   double t = bench_time(NULL, run_fn, &c);
   bad |= bench_report("gemm", "gcc-O3", flops, t, 0.0, tol);
   const char *names[] = {"polyc", "clang-O3", "clang-O3-polly"};
-  gemm_fn fns[] = {matmul, naive_clang, naive_polly};
+  gemm_fn fns[] = {POLYC, naive_clang, naive_polly};
   for (int i = 0; i < 3; i++) {
     memset(C, 0xFF, sizeof(float) * (size_t)M * N);
     c.C = C;

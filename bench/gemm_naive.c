@@ -5,16 +5,27 @@
  * 12 GFLOP/s flat, 32 GFLOP/s 2-D, 40-50 GFLOP/s 2-D with -ffp-contract=fast). gcc and
  * plain clang run both forms at the same speed. The exported entry keeps the flat-pointer
  * signature the harness calls and casts to array pointers (the kernel is inlined). */
-static void kernel(const float A[restrict M][K], const float B[restrict K][N],
+/* -DBT: C = A * B^T with B stored N x K (examples/matmul_bt.tc, a linear layer). */
+#ifdef BT
+#define B_ROWS N
+#define B_COLS K
+#define B_AT(k, j) B[j][k]
+#else
+#define B_ROWS K
+#define B_COLS N
+#define B_AT(k, j) B[k][j]
+#endif
+
+static void kernel(const float A[restrict M][K], const float B[restrict B_ROWS][B_COLS],
                    float C[restrict M][N]) {
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       C[i][j] = 0.0f;
       for (int k = 0; k < K; k++)
-        C[i][j] += A[i][k] * B[k][j];
+        C[i][j] += A[i][k] * B_AT(k, j);
     }
 }
 
 void NAIVE(const float *restrict A, const float *restrict B, float *restrict C) {
-  kernel((const float (*)[K])A, (const float (*)[N])B, (float (*)[N])C);
+  kernel((const float (*)[K])A, (const float (*)[B_COLS])B, (float (*)[N])C);
 }

@@ -536,6 +536,151 @@ pub fn display_aff(e: &Aff, iters: &[String], params: &[String]) -> String {
     go(e, iters, params, 0)
 }
 
+/// How one access of a statement moves when a band member takes one step: see
+/// [`Scop::member_steps`].
+pub struct AccessStep {
+    /// The statement.
+    pub stmt: usize,
+    /// The accessed tensor.
+    pub tensor: TensorId,
+    /// The differences of the accessed index (tensor space) between an instance and the
+    /// instance one step of the member later.
+    pub deltas: UnionSet,
+}
+
+impl Scop {
+    /// For every statement that band `schedule` (isl text of its multi-union-pw-aff, with
+    /// `n` members) schedules, and whose iterators include one that a step of member `m`
+    /// advances by one: each access (the reads, then the write) and how that step moves
+    /// its index. Accesses the step leaves out are omitted (a statement the member does
+    /// not move has none).
+    pub fn member_steps(
+        &self,
+        isl: &isl_rs::Context,
+        schedule: &str,
+        n: usize,
+        m: usize,
+    ) -> miette::Result<Vec<AccessStep>> {
+        let mupa =
+            isl_rs::MultiUnionPwAff::read_from_str(isl, schedule).isl("reading a band schedule")?;
+        let sched = UnionMap::from_multi_union_pw_aff(mupa).isl("a band schedule as a map")?;
+        let prefix = self.param_prefix();
+        let unit: Vec<&str> = (0..n).map(|k| if k == m { "1" } else { "0" }).collect();
+        let unit = UnionSet::read_from_str(isl, &format!("{prefix}{{ [{}] }}", unit.join(", ")))
+            .isl("reading a unit step")?;
+        let mut out = Vec::new();
+        for s in 0..self.stmt_names.len() {
+            let dom = UnionSet::from_set(self.stmt_domains[s].copy().isl("copying a domain")?)
+                .isl("a domain as a union set")?;
+            let sched_s = sched
+                .copy()
+                .isl("copying a map")?
+                .intersect_domain(dom.copy().isl("copying a set")?)
+                .isl("a statement's band schedule")?;
+            if sched_s.is_empty().isl("testing a map for emptiness")? {
+                continue;
+            }
+            // The iterator whose step is one step of member m.
+            let name = &self.stmt_names[s];
+            let its = &self.iter_names[s];
+            let mut next = None;
+            for k in 0..its.len() {
+                let after: Vec<String> = its
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| {
+                        if j == k {
+                            format!("{v} + 1")
+                        } else {
+                            v.clone()
+                        }
+                    })
+                    .collect();
+                let r = UnionMap::read_from_str(
+                    isl,
+                    &format!(
+                        "{prefix}{{ {name}[{}] -> {name}[{}] }}",
+                        its.join(", "),
+                        after.join(", ")
+                    ),
+                )
+                .isl("reading an iterator step")?
+                .intersect_domain(dom.copy().isl("copying a set")?)
+                .isl("restricting a step")?
+                .intersect_range(dom.copy().isl("copying a set")?)
+                .isl("restricting a step")?;
+                if r.is_empty().isl("testing a map for emptiness")? {
+                    continue;
+                }
+                let moves = r
+                    .copy()
+                    .isl("copying a map")?
+                    .apply_domain(sched_s.copy().isl("copying a map")?)
+                    .isl("scheduling a step")?
+                    .apply_range(sched_s.copy().isl("copying a map")?)
+                    .isl("scheduling a step")?
+                    .deltas()
+                    .isl("a step's schedule distance")?;
+                if moves.is_equal(&unit).isl("comparing a step")? {
+                    next = Some(r);
+                    break;
+                }
+            }
+            let Some(next) = next else { continue };
+            for a in self.stmt_reads[s]
+                .iter()
+                .chain(std::iter::once(&self.stmt_writes[s]))
+            {
+                let acc = UnionMap::from_map(a.map.copy().isl("copying an access")?)
+                    .isl("an access as a union map")?;
+                let moved = next
+                    .copy()
+                    .isl("copying a map")?
+                    .apply_domain(acc.copy().isl("copying an access")?)
+                    .isl("accessed before a step")?
+                    .apply_range(acc)
+                    .isl("accessed after a step")?;
+                if moved.is_empty().isl("testing a map for emptiness")? {
+                    continue;
+                }
+                out.push(AccessStep {
+                    stmt: s,
+                    tensor: a.tensor,
+                    deltas: moved.deltas().isl("access steps")?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// `{ T[0, …, 0]; T[0, …, 1, …, 0] }` for the tensor named `name` of rank `rank`:
+    /// standing still, or one step along dimension `d` (with `d = rank - 1`, the steps a
+    /// contiguous access makes).
+    pub fn unit_steps(
+        &self,
+        isl: &isl_rs::Context,
+        name: &str,
+        rank: usize,
+        d: usize,
+    ) -> miette::Result<UnionSet> {
+        let still = vec!["0"; rank];
+        let mut by_one = still.clone();
+        if let Some(x) = by_one.get_mut(d) {
+            *x = "1";
+        }
+        UnionSet::read_from_str(
+            isl,
+            &format!(
+                "{}{{ {name}[{}]; {name}[{}] }}",
+                self.param_prefix(),
+                still.join(", "),
+                by_one.join(", ")
+            ),
+        )
+        .isl("reading the steps along a dimension")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -713,6 +713,9 @@ pub(crate) struct Emitter<'a> {
     tiles: HashMap<usize, Vec<i64>>,
     /// Block extents of the local buffers stored in blocks, by promotion number.
     blocks: HashMap<usize, Vec<i64>>,
+    /// The order each local buffer's dimensions are stored in (within each block), by
+    /// promotion number, when it is not the tensor's own.
+    orders: HashMap<usize, Vec<usize>>,
     /// The promoted tiles in scope of the statement being emitted (outermost first).
     cur: RefCell<Vec<LocalRef>>,
     /// Fill local buffers with `0xFF` bytes too (see [`EmitOptions::poison_temps`]).
@@ -805,6 +808,7 @@ impl<'a> Emitter<'a> {
             bound,
             tiles: HashMap::new(),
             blocks: HashMap::new(),
+            orders: HashMap::new(),
             cur: RefCell::new(Vec::new()),
             poison: false,
             in_tile: std::cell::Cell::new(0),
@@ -831,6 +835,9 @@ impl<'a> Emitter<'a> {
         self.tiles.insert(b.promo, b.sizes.clone());
         if let Some(blk) = &b.block {
             self.blocks.insert(b.promo, blk.clone());
+        }
+        if let Some(o) = &b.order {
+            self.orders.insert(b.promo, o.clone());
         }
         if b.space == MemSpace::Shared {
             self.shared.insert(b.promo);
@@ -873,17 +880,21 @@ impl<'a> Emitter<'a> {
         }
         let sizes = self.tile_dims(l.promo, l.tensor);
         let mut flat = String::new();
-        for (d, ix) in index.iter().enumerate() {
+        for (k, d) in self
+            .stored_order(l.promo, index.len())
+            .into_iter()
+            .enumerate()
+        {
             let off = l
                 .offset
                 .get(d)
                 .map(|o| self.kexpr(o, 7))
                 .unwrap_or_else(|| "0".into());
-            let ix = format!("({} - {off})", paren(ix));
-            if d == 0 {
+            let ix = format!("({} - {off})", paren(&index[d]));
+            if k == 0 {
                 flat = ix;
             } else {
-                let ext = sizes.get(d).copied().unwrap_or(1);
+                let ext = sizes.get(k).copied().unwrap_or(1);
                 flat = format!("({flat}) * {ext} + {ix}");
             }
         }
@@ -900,7 +911,7 @@ impl<'a> Emitter<'a> {
         let per_block: i64 = b.iter().product();
         let mut outer = String::new();
         let mut inner = String::new();
-        for (d, ix) in index.iter().enumerate() {
+        for d in 0..index.len() {
             let bs = b.get(d).copied().unwrap_or(1);
             let nb = (sizes.get(d).copied().unwrap_or(1) + bs - 1) / bs.max(1);
             let q = r.index.get(d).map(|e| self.kexpr(e, 7));
@@ -913,13 +924,21 @@ impl<'a> Emitter<'a> {
             } else if !outer.is_empty() {
                 outer = format!("({outer}) * {nb}");
             }
+        }
+        // Inside a block, the dimensions in their stored order.
+        for (k, d) in self
+            .stored_order(promo, index.len())
+            .into_iter()
+            .enumerate()
+        {
+            let bs = b.get(d).copied().unwrap_or(1);
             let o = r
                 .origin
                 .get(d)
                 .map(|e| self.kexpr(e, 7))
                 .unwrap_or_else(|| "0".into());
-            let ix = format!("({} - {o})", paren(ix));
-            inner = if d == 0 {
+            let ix = format!("({} - {o})", paren(&index[d]));
+            inner = if k == 0 {
                 ix
             } else {
                 format!("({inner}) * {bs} + {ix}")
@@ -931,6 +950,15 @@ impl<'a> Emitter<'a> {
             (false, _) => format!("({outer}) * {per_block} + {inner}"),
         };
         format!("{}[{flat}]", tile_name(promo))
+    }
+
+    /// The tensor dimensions of local buffer `promo` (of `rank` dimensions) in the order
+    /// they are stored, outermost first.
+    fn stored_order(&self, promo: usize, rank: usize) -> Vec<usize> {
+        match self.orders.get(&promo) {
+            Some(o) if o.len() == rank => o.clone(),
+            _ => (0..rank).collect(),
+        }
     }
 
     /// Elements of a local buffer as laid out: [`Emitter::tile_dims`], or whole blocks.
@@ -945,10 +973,15 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// The extents of a local buffer as laid out (the last one padded, see
+    /// The extents of a local buffer as laid out, in its stored order (the last one padded, see
     /// [`padded_row`]).
     fn tile_dims(&self, promo: usize, tensor: TensorId) -> Vec<i64> {
-        let mut sizes = self.tiles.get(&promo).cloned().unwrap_or_default();
+        let natural = self.tiles.get(&promo).cloned().unwrap_or_default();
+        let mut sizes: Vec<i64> = self
+            .stored_order(promo, natural.len())
+            .into_iter()
+            .map(|d| natural.get(d).copied().unwrap_or(1))
+            .collect();
         let elem = self.prog.tensors[tensor].dtype.size_bytes() as i64;
         let shared = self.shared.contains(&promo);
         if sizes.len() >= 2 {

@@ -439,6 +439,9 @@ pub struct LocalBuf {
     /// Stored in blocks of these extents (each block row-major, the blocks row-major)
     /// rather than row-major: the tiles of an inner memory level, each contiguous.
     pub block: Option<Vec<i64>>,
+    /// The order its dimensions are stored in (within each block), outermost first;
+    /// `None`: the tensor's own order.
+    pub order: Option<Vec<usize>>,
 }
 
 impl KNode {

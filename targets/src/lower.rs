@@ -210,7 +210,7 @@ fn lower_raw(
         schedule
     };
     let promos = match scop {
-        Some(scop) => crate::promote::promotions_in(ctx, prog, scop, &schedule)?,
+        Some(scop) => crate::promote::promotions_in(ctx, prog, scop, &schedule, &opts.levels)?,
         None => Vec::new(),
     };
     let schedule = tag_marks(ctx, schedule, &promos)?;
@@ -921,6 +921,7 @@ impl Lowerer<'_> {
                                     tensor: p.tensor,
                                     sizes: p.sizes.clone(),
                                     block: p.block.clone(),
+                                    order: p.order.clone(),
                                 })
                                 .collect()
                         })

@@ -512,7 +512,7 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
     // Only the innermost tiles.
     let mut nested = false;
     partial.walk(&mut |x| nested |= matches!(x, KNode::Local { .. }));
-    if nested || bufs.iter().any(|b| b.block.is_some()) {
+    if nested || bufs.iter().any(|b| b.block.is_some() || b.order.is_some()) {
         return None;
     }
     let rows = row_loops(partial, cx.sizes);

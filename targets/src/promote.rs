@@ -181,6 +181,10 @@ pub struct PromotedTile {
     /// Stored in blocks of these extents, the tiles of the memory marks nested below
     /// (see [`blocking`]); `None`: row-major.
     pub block: Option<Vec<i64>>,
+    /// Stored (within each block) with its dimensions in this order, outermost first,
+    /// rather than in the tensor's: the register tiles below read the tile with their
+    /// vector member walking the last (see [`vector_order`]). `None`: the tensor's order.
+    pub order: Option<Vec<usize>>,
 }
 
 /// What the pass did.
@@ -220,9 +224,19 @@ impl fmt::Display for PromoteReport {
                 }
                 None => String::new(),
             };
+            let order = match &t.order {
+                Some(o) => {
+                    let o: Vec<String> = o.iter().map(|d| d.to_string()).collect();
+                    format!(
+                        "; dimensions stored in the order {} (the register tiles' vectors walk the last)",
+                        o.join(", ")
+                    )
+                }
+                None => String::new(),
+            };
             writeln!(
                 f,
-                "  #{} {} in {} below {}: {} = {} bytes, {:.1} accesses per element, {copies}{local}{blocks}",
+                "  #{} {} in {} below {}: {} = {} bytes, {:.1} accesses per element, {copies}{local}{blocks}{order}",
                 t.id,
                 t.tensor,
                 t.buffer.name(),
@@ -773,7 +787,15 @@ pub fn promote(
     tree: &ScheduleTree,
     opts: &PromoteOptions,
 ) -> Result<(ScheduleTree, PromoteReport)> {
-    let marks = tree_marks(ctx, scop, tree)?;
+    let schedule = tree.to_isl(ctx)?;
+    let root = schedule.get_root().isl("reading the root")?;
+    let marks = mark_tiles(ctx, scop, &root)?;
+    let regs: Vec<Buffer> = opts
+        .levels
+        .iter()
+        .filter(|l| l.kind == PromoteKind::Registers)
+        .map(|l| l.buffer)
+        .collect();
     // Every memory mark's analysis, when tile-local temporaries must be placed; otherwise
     // each mark is analysed only when its level promotes something.
     let mut analyses: Vec<Option<MarkAnalysis>> = Vec::with_capacity(marks.len());
@@ -884,6 +906,11 @@ pub fn promote(
             } else {
                 blocking(ctx, scop, &marks, mi, &t)?.map(|b| b.sizes)
             };
+            let order = if !local && level.is_some_and(|l| l.kind == PromoteKind::Pack) {
+                vector_order(ctx, prog, scop, &root, &marks, mi, t.tensor, &regs)?
+            } else {
+                None
+            };
             let id = report.tiles.len();
             let ten = &prog.tensors[t.tensor];
             let eb = ten.dtype.size_bytes() as u64;
@@ -907,6 +934,7 @@ pub fn promote(
                     None
                 },
                 block: block.clone(),
+                order,
             });
             chosen.push(GraftTile {
                 id,
@@ -924,6 +952,114 @@ pub fn promote(
         graft(&mut out, &p, prog, &tiles)?;
     }
     Ok((out, report))
+}
+
+/// The order to store the packed tile of tensor `t` at `marks[mi]` in, so that the
+/// register tiles below read it contiguously: when, in every register tile nested below
+/// (a mark of one of the buffers `regs`), one step of the vector member (the last
+/// coincident member of the point band below the mark, which code generation keeps
+/// innermost) moves every access of `t` along one dimension `p` other than the last, or
+/// leaves it in place, the order puts `p` last (`B` of `A·Bᵀ`, read `B(j, k)` with
+/// vectors along `j`, is stored `k`-major). `None` when some register tile reads `t`
+/// along its last dimension already, or diagonally, or when no register tile below
+/// reads it. The promotion pass and code generation ([`promotions_in`]) both call it on
+/// the same tree (before and after the copies are grafted), so they agree.
+#[allow(clippy::too_many_arguments)]
+fn vector_order(
+    ctx: &Ctx,
+    prog: &Program,
+    scop: &Scop,
+    root: &ScheduleNode,
+    marks: &[MarkTiles],
+    mi: usize,
+    t: usize,
+    regs: &[Buffer],
+) -> Result<Option<Vec<usize>>> {
+    let ten = &prog.tensors[t];
+    let rank = ten.shape.len();
+    if rank < 2 {
+        return Ok(None);
+    }
+    let here = &marks[mi].path;
+    let still = scop.unit_steps(&ctx.isl, &ten.name, rank, rank)?;
+    let mut along: Option<usize> = None;
+    for m in marks {
+        let Mark::Mem(b) = m.mark else { continue };
+        if !regs.contains(&b) || m.dead || m.path.len() <= here.len() || !m.path.starts_with(here) {
+            continue;
+        }
+        let Some(point) = point_band_below(node_at(root, &m.path)?)? else {
+            continue;
+        };
+        let n = point.band_n_member().isl("reading a band")?;
+        let mut v = None;
+        for k in 0..n {
+            if point.band_member_get_coincident(k).isl("reading a band")? {
+                v = Some(k as usize);
+            }
+        }
+        let Some(v) = v else { continue };
+        let schedule = point
+            .band_get_partial_schedule()
+            .isl("reading a band's schedule")?;
+        let Some(text) = polyhedral::isl::ffi::schedule_tree::multi_union_pw_aff_text(&schedule)
+        else {
+            continue;
+        };
+        for step in scop.member_steps(&ctx.isl, &text, n as usize, v)? {
+            if step.tensor != t || step.deltas.is_subset(&still).isl("testing steps")? {
+                continue;
+            }
+            let mut dim = None;
+            for p in 0..rank {
+                let unit = scop.unit_steps(&ctx.isl, &ten.name, rank, p)?;
+                if step
+                    .deltas
+                    .is_subset(&unit)
+                    .isl("testing the access steps")?
+                {
+                    dim = Some(p);
+                    break;
+                }
+            }
+            match (dim, along) {
+                (Some(p), None) if p + 1 < rank => along = Some(p),
+                (Some(p), Some(q)) if p == q => {}
+                _ => return Ok(None),
+            }
+        }
+    }
+    Ok(along.map(|p| (0..rank).filter(|&d| d != p).chain([p]).collect()))
+}
+
+/// The point band right below a memory mark: its child, or, once copies are grafted
+/// there (an extension over a sequence of copies and the original subtree), the band of
+/// the sequence's child that holds no copy statement.
+fn point_band_below(mark: ScheduleNode) -> Result<Option<ScheduleNode>> {
+    let mut c = mark.child(0).isl("visiting a child")?;
+    if c.get_type().isl("reading a node type")? == ScheduleNodeType::Extension {
+        let seq = c.child(0).isl("visiting a child")?;
+        if seq.get_type().isl("reading a node type")? != ScheduleNodeType::Sequence {
+            return Ok(None);
+        }
+        let mut found = None;
+        for i in 0..seq.n_children().isl("counting children")? {
+            let f = seq
+                .copy()
+                .isl("copying a node")?
+                .child(i)
+                .isl("visiting a child")?;
+            let filter = f.filter_get_filter().isl("reading a filter")?;
+            let names = polyhedral::isl::ffi::model::union_set_text(&filter);
+            if !names.contains("copyin_") && !names.contains("copyout_") {
+                found = Some(f.child(0).isl("visiting a child")?);
+                break;
+            }
+        }
+        let Some(f) = found else { return Ok(None) };
+        c = f;
+    }
+    Ok((c.get_type().isl("reading a node type")? == ScheduleNodeType::Band).then_some(c))
 }
 
 /// The tensors of `a` (the analysis of `marks[mi]`) whose box is smaller at a memory mark
@@ -1381,19 +1517,31 @@ pub struct Promotion {
     /// A view, at a nested mark, of promotion `id`'s buffer stored in blocks: below the
     /// mark, the tensor is read from the block at `offset` (no buffer, no copies).
     pub view: bool,
+    /// The order its dimensions are stored in ([`PromotedTile::order`]).
+    pub order: Option<Vec<usize>>,
 }
 
 /// The promotions of the marks of `schedule`, per mark in pre-order (marks that are not
 /// memory marks included, with no promotions): recomputed from the copy statements the
 /// promotion pass grafted, with the same analysis.
+///
+/// `levels` are the target's memory levels: the promotions at a cache level are stored in
+/// [`vector_order`] for the register tiles (marks of its register files) below, as the
+/// promotion pass stored them.
 pub fn promotions_in(
     ctx: &Ctx,
     prog: &Program,
     scop: &Scop,
     schedule: &Schedule,
+    levels: &[schedule_tree::Level],
 ) -> Result<Vec<Vec<Promotion>>> {
     let root = schedule.get_root().isl("reading the root")?;
     let marks = mark_tiles(ctx, scop, &root)?;
+    let regs: Vec<Buffer> = levels
+        .iter()
+        .filter(|l| l.role.is_register_file())
+        .map(|l| l.buffer)
+        .collect();
     let mut out = Vec::with_capacity(marks.len());
     let mut views: Vec<(usize, Promotion)> = Vec::new();
     for (mi, m) in marks.iter().enumerate() {
@@ -1423,10 +1571,19 @@ pub fn promotions_in(
                                         sizes: b.sizes.clone(),
                                         block: Some(b.sizes.clone()),
                                         view: true,
+                                        order: None,
                                     },
                                 ));
                             }
                         }
+                        let cache = levels
+                            .iter()
+                            .any(|l| l.buffer == buf && l.role == schedule_tree::BufferRole::Cache);
+                        let order = if cache {
+                            vector_order(ctx, prog, scop, &root, &marks, mi, t.tensor, &regs)?
+                        } else {
+                            None
+                        };
                         here.push(Promotion {
                             id: *k,
                             tensor: t.tensor,
@@ -1436,6 +1593,7 @@ pub fn promotions_in(
                             sizes: t.sizes,
                             block: block.map(|b| b.sizes),
                             view: false,
+                            order,
                         });
                     }
                 }

@@ -7,6 +7,7 @@ use polyhedral::deps::DepKind;
 use polyhedral::ir::Span;
 use polyhedral::ir::TensorRole;
 use polyhedral::isl::isl_rs::DimType;
+use polyhedral::isl::IslResultExt;
 use schedule_tree::{Buffer, BufferRole, Level, ScheduleTree};
 
 /// The rule [`default_spec`] follows, in words (for `--help` texts and reports).
@@ -293,8 +294,132 @@ pub fn default_spec(
     }
     if let Some(l2) = l2 {
         plan_fusion(cx, &bands, &mut out, l2_buf, l2, &elem)?;
+        if let Some((reg_buf, _)) = reg {
+            plan_fused_packing(cx, &bands, &mut out, l1_buf, l2_buf, reg_buf)?;
+        }
     }
     Ok(out)
+}
+
+/// Rows of the `L1` tile [`plan_fused_packing`] gives a producer's register tiles.
+const PACKED_ROWS: i64 = 64;
+
+/// Packing inside fused tiles: post-tiling fusion grafts a producer's levels inside the
+/// live-out's outermost level only. A producer whose register tiles have no cache level
+/// above them, and whose vector member reads an operand across its rows (attention's
+/// `K` in `S(i, j) += Q(i, d) * K(j, d)`), would then run without register tiles inside
+/// the fused tile. When the live-out's outermost level is `L1`, such a producer gets an
+/// `L1` level right above its register tiles (`PACKED_ROWS` rows, rounded to whole
+/// register tiles, by one register tile along the vector member), where promotion packs
+/// the operand with the vector member's dimension last, and the live-out's outermost
+/// level becomes `L2`, so that the fused tile holds the producer's `L1` tiles. Nothing
+/// changes when no producer needs it.
+fn plan_fused_packing(
+    cx: &TileCx,
+    bands: &[BandInfo],
+    out: &mut TileSpec,
+    l1_buf: Buffer,
+    l2_buf: Buffer,
+    reg_buf: Buffer,
+) -> miette::Result<()> {
+    let scop = cx.scop;
+    let Some(bi) = live_out_band(cx, bands) else {
+        return Ok(());
+    };
+    let spec_of = |out: &TileSpec, b: &BandInfo| {
+        out.stmts
+            .iter()
+            .position(|st| b.stmts.iter().any(|&s| scop.stmt_names[s] == st.stmt))
+    };
+    let Some(live) = spec_of(out, &bands[bi]) else {
+        return Ok(());
+    };
+    let first_in = |st: &StmtSpec, buf: Buffer| {
+        !st.dims.is_empty()
+            && st
+                .dims
+                .iter()
+                .all(|d| d.levels.first().is_some_and(|l| l.buffer == buf))
+    };
+    if !first_in(&out.stmts[live], l1_buf) {
+        return Ok(());
+    }
+    let mut packed = false;
+    for (pi, band) in bands.iter().enumerate() {
+        if pi == bi || !band.outer.is_empty() {
+            continue;
+        }
+        let Some(si) = spec_of(out, band) else {
+            continue;
+        };
+        if !first_in(&out.stmts[si], reg_buf) {
+            continue;
+        }
+        let n = out.stmts[si].dims.len();
+        let Some(v) = band.coincident[..n.min(band.n_members())]
+            .iter()
+            .rposition(|&c| c)
+        else {
+            continue;
+        };
+        if !reads_across_rows(cx, band, v)? {
+            continue;
+        }
+        let reg_size = |d: &DimSpec| match d.levels.first().map(|l| &l.size) {
+            Some(SizeSpec::Fixed(x)) => *x,
+            _ => 1,
+        };
+        for (m, d) in out.stmts[si].dims.iter_mut().enumerate() {
+            let r = reg_size(d).max(1);
+            let size = if m == v {
+                r
+            } else {
+                let ext = band
+                    .extents
+                    .get(m)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(ASSUMED_EXTENT);
+                (PACKED_ROWS.min(ext) + r - 1) / r * r
+            };
+            d.levels.insert(0, level(size, l1_buf));
+        }
+        packed = true;
+    }
+    if packed {
+        for d in &mut out.stmts[live].dims {
+            d.levels[0].buffer = l2_buf;
+        }
+    }
+    Ok(())
+}
+
+/// Whether one step of member `v` of `band` moves a read of some tensor the band does not
+/// write along a dimension other than its last (the register tile would gather it).
+fn reads_across_rows(cx: &TileCx, band: &BandInfo, v: usize) -> miette::Result<bool> {
+    let scop = cx.scop;
+    let isl = &cx.ctx.isl;
+    let written: Vec<usize> = band
+        .stmts
+        .iter()
+        .map(|&s| scop.stmt_writes[s].tensor)
+        .collect();
+    for step in scop.member_steps(isl, &band.schedule, band.n_members(), v)? {
+        if written.contains(&step.tensor) {
+            continue;
+        }
+        let ten = &cx.program.tensors[step.tensor];
+        let rank = ten.shape.len();
+        let along_last = scop.unit_steps(isl, &ten.name, rank, rank.saturating_sub(1))?;
+        if !step
+            .deltas
+            .is_subset(&along_last)
+            .isl("testing the access steps")?
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Fusion planning: the live-out band (the one holding the program's last statement) reads
@@ -316,13 +441,7 @@ fn plan_fusion(
     elem: &[u64],
 ) -> miette::Result<()> {
     let scop = cx.scop;
-    let Some(last) = scop.stmt_names.len().checked_sub(1) else {
-        return Ok(());
-    };
-    let Some(bi) = bands
-        .iter()
-        .position(|b| b.outer.is_empty() && b.stmts.contains(&last))
-    else {
+    let Some(bi) = live_out_band(cx, bands) else {
         return Ok(());
     };
     let band = &bands[bi];
@@ -432,6 +551,15 @@ fn plan_fusion(
         }
     }
     Ok(())
+}
+
+/// The outermost band holding the program's last statement (the live-out band that
+/// post-tiling fusion fuses into), by index into `bands`.
+fn live_out_band(cx: &TileCx, bands: &[BandInfo]) -> Option<usize> {
+    let last = cx.scop.stmt_names.len().checked_sub(1)?;
+    bands
+        .iter()
+        .position(|b| b.outer.is_empty() && b.stmts.contains(&last))
 }
 
 /// Whether the band's first `n` members are the first `n` iterators of statement `s`.

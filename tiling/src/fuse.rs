@@ -1489,68 +1489,118 @@ fn local_buffers(
 }
 
 /// The copy of a fused producer's subtree inside the live-out tiles fused at `buffer`:
-/// its cache tile bands are dropped (with their `mem` marks), since the live-out tile
-/// already bounds the producer's share and its marks place the data. Register tiles
-/// inside the fusion level stay when they stream contiguous data, so that a contraction
-/// keeps its register tiles over its share of the fused tile (attention's `P·V` inside a
-/// row block). A producer's tile grid is absolute, so its register tiles cut the fused
-/// tile's share exactly where the unfused tiles would. (Inner cache levels are dropped
-/// too: promotion places a fused temporary at the fused tile's mark, and a nested mark of
-/// the copy would split it.)
+/// its tile bands at or outside the fusion level are dropped (with their `mem` marks),
+/// since the live-out tile already bounds the producer's share and its marks place the
+/// data. Its levels inside the fusion level tile its share of the fused tile: register
+/// tiles, and the cache levels above them, whose marks promotion packs the register
+/// tiles' operands at (attention's `K`, stored transposed for `Q·Kᵀ`). A producer's tile
+/// grid is absolute, so its inner tiles cut the fused tile's share exactly where the
+/// unfused tiles would. A register tile with no cache level of the copy above it stays
+/// only when it streams contiguous data (attention's `P·V` inside a row block), since no
+/// packing level reorders its operands. (A cache level with no register tiles below is
+/// dropped: promotion places a fused temporary at the fused tile's mark, and a nested
+/// mark that packs nothing would only split it.)
 fn copy_inside(
-    mut node: Node,
+    node: Node,
     buffer: Buffer,
     cx: &TileCx,
     log: &mut Vec<String>,
 ) -> miette::Result<Node> {
     let fused_at = cx.levels.iter().position(|l| l.buffer == buffer);
-    // A level at or outside the fusion level (or unknown to the target) is dropped, and
-    // so is a register tile over strided data (see [`streams_contiguously`]).
-    let mut dropped = |n: &Node| -> miette::Result<bool> {
+    copy_below(node, fused_at, false, cx, log)
+}
+
+/// What [`copy_inside`] does to one node of the copy and its subtree; `packed` says that a
+/// cache level of the copy encloses the node.
+fn copy_below(
+    mut node: Node,
+    fused_at: Option<usize>,
+    mut packed: bool,
+    cx: &TileCx,
+    log: &mut Vec<String>,
+) -> miette::Result<Node> {
+    // What to do with a tile band over a memory mark: drop it, keep it as a cache level,
+    // or keep it as a register tile.
+    enum Level {
+        Drop,
+        Cache,
+        Keep,
+    }
+    let mut level = |n: &Node| -> miette::Result<Level> {
         let (NodeKind::Band(tile), [mark]) = (&n.kind, n.children.as_slice()) else {
-            return Ok(false);
+            return Ok(Level::Keep);
         };
         let NodeKind::Mark(Mark::Mem(b)) = mark.kind else {
-            return Ok(false);
+            return Ok(Level::Keep);
         };
         let at = cx.levels.iter().position(|l| l.buffer == b);
         let outside = match (at, fused_at) {
             (Some(a), Some(f)) => a <= f,
             _ => true,
         };
-        if outside || !cx.is_register_file(b) {
-            return Ok(true);
+        if outside {
+            return Ok(Level::Drop);
         }
         let Some(NodeKind::Band(point)) = mark.children.first().map(|c| &c.kind) else {
-            return Ok(false);
+            return Ok(Level::Keep);
         };
         let stmts = band_statements(point, cx)?;
+        if !cx.is_register_file(b) {
+            if !has_register_tiles(mark, cx) {
+                return Ok(Level::Drop);
+            }
+            log.push(format!(
+                "copy of {stmts} keeps its {b} tiles inside the fused tile, where its register tiles read what they pack"
+            ));
+            return Ok(Level::Cache);
+        }
+        if packed {
+            log.push(format!(
+                "copy of {stmts} keeps its register tiles inside its own cache tiles"
+            ));
+            return Ok(Level::Keep);
+        }
         match streams_contiguously(tile, point, cx)? {
             None => {
                 log.push(format!(
                     "copy of {stmts} keeps its register tiles inside the fused tile"
                 ));
-                Ok(false)
+                Ok(Level::Keep)
             }
             Some(t) => {
                 log.push(format!(
                     "copy of {stmts} runs without its register tiles: they would read {} across its rows, and no level inside the fused tile packs it",
                     cx.program.tensors[t].name
                 ));
-                Ok(true)
+                Ok(Level::Drop)
             }
         }
     };
-    while dropped(&node)? {
-        let mark = node.children.pop().unwrap_or_else(Node::leaf);
-        node = mark.children.into_iter().next().unwrap_or_else(Node::leaf);
+    loop {
+        match level(&node)? {
+            Level::Drop => {
+                let mark = node.children.pop().unwrap_or_else(Node::leaf);
+                node = mark.children.into_iter().next().unwrap_or_else(Node::leaf);
+            }
+            Level::Cache => {
+                packed = true;
+                break;
+            }
+            Level::Keep => break,
+        }
     }
     node.children = node
         .children
         .into_iter()
-        .map(|c| copy_inside(c, buffer, cx, log))
+        .map(|c| copy_below(c, fused_at, packed, cx, log))
         .collect::<miette::Result<_>>()?;
     Ok(node)
+}
+
+/// Whether the subtree of `node` has a mark of a register file (register tiles).
+fn has_register_tiles(node: &Node, cx: &TileCx) -> bool {
+    matches!(node.kind, NodeKind::Mark(Mark::Mem(b)) if cx.is_register_file(b))
+        || node.children.iter().any(|c| has_register_tiles(c, cx))
 }
 
 /// The statements a band schedules, by name (`S_1, S_2`).
@@ -1592,108 +1642,18 @@ fn streams_contiguously(
         return Ok(None);
     }
     let isl = &cx.ctx.isl;
-    let mupa =
-        MultiUnionPwAff::read_from_str(isl, &point.schedule).isl("reading a band schedule")?;
-    let sched = UnionMap::from_multi_union_pw_aff(mupa).isl("a band schedule as a map")?;
-    let prefix = cx.scop.param_prefix();
-    let unit: Vec<&str> = (0..n).map(|k| if k == m { "1" } else { "0" }).collect();
-    let unit = UnionSet::read_from_str(isl, &format!("{prefix}{{ [{}] }}", unit.join(", ")))
-        .isl("reading a unit step")?;
-    for s in 0..cx.scop.stmt_names.len() {
-        let dom = UnionSet::from_set(cx.scop.stmt_domains[s].copy().isl("copying a domain")?)
-            .isl("a domain as a union set")?;
-        let sched_s = sched
-            .copy()
-            .isl("copying a map")?
-            .intersect_domain(dom.copy().isl("copying a set")?)
-            .isl("a statement's band schedule")?;
-        if sched_s.is_empty().isl("testing a map for emptiness")? {
-            continue;
-        }
-        // The iterator whose step is one step of member m (none: the statement does not
-        // move along m, and its accesses stay put).
-        let name = &cx.scop.stmt_names[s];
-        let its = &cx.scop.iter_names[s];
-        let mut next = None;
-        for k in 0..its.len() {
-            let after: Vec<String> = its
-                .iter()
-                .enumerate()
-                .map(|(j, v)| {
-                    if j == k {
-                        format!("{v} + 1")
-                    } else {
-                        v.clone()
-                    }
-                })
-                .collect();
-            let r = UnionMap::read_from_str(
-                isl,
-                &format!(
-                    "{prefix}{{ {name}[{}] -> {name}[{}] }}",
-                    its.join(", "),
-                    after.join(", ")
-                ),
-            )
-            .isl("reading an iterator step")?
-            .intersect_domain(dom.copy().isl("copying a set")?)
-            .isl("restricting a step")?
-            .intersect_range(dom.copy().isl("copying a set")?)
-            .isl("restricting a step")?;
-            if r.is_empty().isl("testing a map for emptiness")? {
-                continue;
-            }
-            let moves = r
-                .copy()
-                .isl("copying a map")?
-                .apply_domain(sched_s.copy().isl("copying a map")?)
-                .isl("scheduling a step")?
-                .apply_range(sched_s.copy().isl("copying a map")?)
-                .isl("scheduling a step")?
-                .deltas()
-                .isl("a step's schedule distance")?;
-            if moves.is_equal(&unit).isl("comparing a step")? {
-                next = Some(r);
-                break;
-            }
-        }
-        let Some(next) = next else { continue };
-        let accesses = cx.scop.stmt_reads[s]
-            .iter()
-            .chain(std::iter::once(&cx.scop.stmt_writes[s]));
-        for a in accesses {
-            let acc = UnionMap::from_map(a.map.copy().isl("copying an access")?)
-                .isl("an access as a union map")?;
-            let moved = next
-                .copy()
-                .isl("copying a map")?
-                .apply_domain(acc.copy().isl("copying an access")?)
-                .isl("accessed before a step")?
-                .apply_range(acc)
-                .isl("accessed after a step")?;
-            if moved.is_empty().isl("testing a map for emptiness")? {
-                continue;
-            }
-            let deltas = moved.deltas().isl("access steps")?;
-            let name = &cx.program.tensors[a.tensor].name;
-            let rank = a.index.len();
-            let still = vec!["0"; rank];
-            let mut by_one = still.clone();
-            if let Some(last) = by_one.last_mut() {
-                *last = "1";
-            }
-            let allowed = UnionSet::read_from_str(
-                isl,
-                &format!(
-                    "{prefix}{{ {name}[{}]; {name}[{}] }}",
-                    still.join(", "),
-                    by_one.join(", ")
-                ),
-            )
-            .isl("reading the contiguous steps")?;
-            if !deltas.is_subset(&allowed).isl("testing the access steps")? {
-                return Ok(Some(a.tensor));
-            }
+    for step in cx.scop.member_steps(isl, &point.schedule, n, m)? {
+        let ten = &cx.program.tensors[step.tensor];
+        let rank = ten.shape.len();
+        let allowed = cx
+            .scop
+            .unit_steps(isl, &ten.name, rank, rank.saturating_sub(1))?;
+        if !step
+            .deltas
+            .is_subset(&allowed)
+            .isl("testing the access steps")?
+        {
+            return Ok(Some(step.tensor));
         }
     }
     Ok(None)
