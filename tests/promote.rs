@@ -519,6 +519,17 @@ fn transposed_operand_packed_with_the_vector_dimension_last() {
         !out.contains(" A in L2 below S_0, S_1: 32 x 32 = 4096 bytes, 64.0 accesses per element, copy in; dimensions"),
         "{out}"
     );
+    // With a small K the data fits L2 and the default policy gives the register tiles a
+    // 64 x 32 L1 level, where B is packed k-major.
+    let out = polyc_ok(&["explain", BT, "--param", "M=1024,N=1024,K=64"]);
+    assert!(
+        out.contains("tile spec:\nS_1: 64@L1 8@reg, 32@L1 32@reg\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" B in L1 below S_0, S_1: 32 x 64 = 8192 bytes, 64.0 accesses per element, copy in; dimensions stored in the order 1, 0"),
+        "{out}"
+    );
     for params in ["M=64,N=96,K=64", "M=67,N=45,K=39", "M=300,N=1100,K=200"] {
         check(BT, params, spec, &[]);
         let o = polyc_ok(&["run", BT, "--param", params, "--check"]);

@@ -1264,7 +1264,8 @@ pub fn blocking(
 
 /// Where tile-local temporary `name` lives: `Ok((mark, tile))`, the deepest memory mark
 /// below which every statement that touches it runs and whose tile writes every element
-/// the tile reads; or why it stays a global array.
+/// the tile reads (and, when `exclusive`, whose tiles write disjoint elements); or why it
+/// stays a global array (the reason the deepest covering mark fails).
 fn place_local(
     prog: &Program,
     scop: &Scop,
@@ -1282,33 +1283,44 @@ fn place_local(
         })
         .map(|s| scop.stmt_names[s].as_str())
         .collect();
-    let mut best: Option<(usize, usize)> = None;
+    let mut candidates: Vec<(usize, usize)> = Vec::new();
     for (mi, m) in marks.iter().enumerate() {
         let Some(a) = &analyses[mi] else { continue };
         let Some(i) = a.tiles.iter().position(|x| x.tensor == t) else {
             continue;
         };
         let here = stmt_names(&m.inst)?;
-        if !users.iter().all(|u| here.iter().any(|h| h == u)) {
-            continue;
-        }
-        if best.is_none_or(|(b, _)| m.path.len() > marks[b].path.len()) {
-            best = Some((mi, i));
+        if users.iter().all(|u| here.iter().any(|h| h == u)) {
+            candidates.push((mi, i));
         }
     }
-    let Some((mi, i)) = best else {
-        return Ok(Err(
-            "no memory mark with a rectangular tile of it covers all its uses".into(),
-        ));
-    };
-    let tile = &analyses[mi].as_ref().expect("analysed above").tiles[i];
+    // Deepest first (stable: the first of equally deep marks first).
+    candidates.sort_by_key(|&(mi, _)| std::cmp::Reverse(marks[mi].path.len()));
+    let mut first_why: Option<String> = None;
+    for (mi, i) in candidates {
+        let tile = &analyses[mi].as_ref().expect("analysed above").tiles[i];
+        match local_fits(tile, exclusive)? {
+            None => return Ok(Ok((mi, i))),
+            Some(why) => {
+                first_why.get_or_insert(why);
+            }
+        }
+    }
+    Ok(Err(first_why.unwrap_or_else(|| {
+        "no memory mark with a rectangular tile of it covers all its uses".into()
+    })))
+}
+
+/// Why `tile` cannot be a tile-local buffer: a tile reads elements it does not write, or
+/// (when `exclusive`) several tiles write one element; `None` when it can.
+fn local_fits(tile: &TensorTile, exclusive: bool) -> Result<Option<String>> {
     let covered = match (&tile.reads, &tile.writes) {
         (Some(r), Some(w)) => r.is_subset(w).isl("comparing footprints")?,
         (None, Some(_)) => true,
         _ => false,
     };
     if !covered {
-        return Ok(Err(
+        return Ok(Some(
             "a tile reads elements of it that the same tile does not write".into(),
         ));
     }
@@ -1324,10 +1336,10 @@ fn place_local(
             None => false,
         };
         if !one_tile {
-            return Ok(Err("several tiles write one element of it".into()));
+            return Ok(Some("several tiles write one element of it".into()));
         }
     }
-    Ok(Ok((mi, i)))
+    Ok(None)
 }
 
 /// The statements of the domain of `inst`, sorted naturally.

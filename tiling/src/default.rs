@@ -295,32 +295,33 @@ pub fn default_spec(
     if let Some(l2) = l2 {
         plan_fusion(cx, &bands, &mut out, l2_buf, l2, &elem)?;
         if let Some((reg_buf, _)) = reg {
-            plan_fused_packing(cx, &bands, &mut out, l1_buf, l2_buf, reg_buf)?;
+            plan_packing(cx, &bands, &mut out, (l1_buf, l1), l2_buf, reg_buf, &elem)?;
         }
     }
     Ok(out)
 }
 
-/// Rows of the `L1` tile [`plan_fused_packing`] gives a producer's register tiles.
+/// Rows of the `L1` tile [`plan_packing`] gives a producer's register tiles.
 const PACKED_ROWS: i64 = 64;
 
-/// Packing inside fused tiles: post-tiling fusion grafts a producer's levels inside the
-/// live-out's outermost level only. A producer whose register tiles have no cache level
-/// above them, and whose vector member reads an operand across its rows (attention's
-/// `K` in `S(i, j) += Q(i, d) * K(j, d)`), would then run without register tiles inside
-/// the fused tile. When the live-out's outermost level is `L1`, such a producer gets an
-/// `L1` level right above its register tiles (`PACKED_ROWS` rows, rounded to whole
-/// register tiles, by one register tile along the vector member), where promotion packs
-/// the operand with the vector member's dimension last, and the live-out's outermost
-/// level becomes `L2`, so that the fused tile holds the producer's `L1` tiles. Nothing
-/// changes when no producer needs it.
-fn plan_fused_packing(
+/// Packing levels for register tiles that read an operand across its rows (`B(j, k)` in
+/// `C(i, j) += A(i, k) * B(j, k)` with vectors along `j`; attention's `K` in
+/// `S(i, j) += Q(i, d) * K(j, d)`): such a band whose register tiles have no cache level
+/// above them (its data fits `L2`, so the policy gave it none) gets an `L1` level right
+/// above them (`PACKED_ROWS` rows, rounded to whole register tiles and halved until the
+/// tile fits `L1`, by one register tile along the vector member), where promotion packs
+/// the operand with the vector member's dimension last. Post-tiling fusion grafts a producer's levels inside the live-out's
+/// outermost level only, so when a producer gets one and the live-out's outermost level
+/// is `L1`, that level becomes `L2`: the fused tile then holds the producer's `L1` tiles.
+/// Nothing changes when no band needs it.
+fn plan_packing(
     cx: &TileCx,
     bands: &[BandInfo],
     out: &mut TileSpec,
-    l1_buf: Buffer,
+    (l1_buf, l1): (Buffer, u64),
     l2_buf: Buffer,
     reg_buf: Buffer,
+    elem: &[u64],
 ) -> miette::Result<()> {
     let scop = cx.scop;
     let Some(bi) = live_out_band(cx, bands) else {
@@ -341,12 +342,10 @@ fn plan_fused_packing(
                 .iter()
                 .all(|d| d.levels.first().is_some_and(|l| l.buffer == buf))
     };
-    if !first_in(&out.stmts[live], l1_buf) {
-        return Ok(());
-    }
+    let live_in_l1 = first_in(&out.stmts[live], l1_buf);
     let mut packed = false;
     for (pi, band) in bands.iter().enumerate() {
-        if pi == bi || !band.outer.is_empty() {
+        if !band.outer.is_empty() {
             continue;
         }
         let Some(si) = spec_of(out, band) else {
@@ -365,28 +364,52 @@ fn plan_fused_packing(
         if !reads_across_rows(cx, band, v)? {
             continue;
         }
-        let reg_size = |d: &DimSpec| match d.levels.first().map(|l| &l.size) {
-            Some(SizeSpec::Fixed(x)) => *x,
-            _ => 1,
+        let regs: Vec<i64> = out.stmts[si]
+            .dims
+            .iter()
+            .map(|d| match d.levels.first().map(|l| &l.size) {
+                Some(SizeSpec::Fixed(x)) => (*x).max(1),
+                _ => 1,
+            })
+            .collect();
+        // Rows: PACKED_ROWS, halved (in whole register tiles) until the tile fits L1.
+        let mut rows = PACKED_ROWS;
+        let sizes = loop {
+            let sizes: Vec<i64> = (0..n)
+                .map(|m| {
+                    let r = regs[m];
+                    if m == v {
+                        return r;
+                    }
+                    let ext = band
+                        .extents
+                        .get(m)
+                        .copied()
+                        .flatten()
+                        .unwrap_or(ASSUMED_EXTENT);
+                    (rows.min(ext) + r - 1) / r * r
+                })
+                .collect();
+            let w: Vec<Option<i64>> = (0..band.n_members())
+                .map(|m| sizes.get(m).copied())
+                .collect();
+            let fps = tile_footprint(cx.ctx, scop, bands, pi, &w, elem)?;
+            let bytes: Option<u64> = fps.iter().map(|f| f.bytes).sum();
+            if bytes.is_some_and(|b| b <= l1) {
+                break Some(sizes);
+            }
+            if sizes.iter().zip(&regs).all(|(s, r)| s <= r) {
+                break None;
+            }
+            rows /= 2;
         };
-        for (m, d) in out.stmts[si].dims.iter_mut().enumerate() {
-            let r = reg_size(d).max(1);
-            let size = if m == v {
-                r
-            } else {
-                let ext = band
-                    .extents
-                    .get(m)
-                    .copied()
-                    .flatten()
-                    .unwrap_or(ASSUMED_EXTENT);
-                (PACKED_ROWS.min(ext) + r - 1) / r * r
-            };
+        let Some(sizes) = sizes else { continue };
+        for (d, size) in out.stmts[si].dims.iter_mut().zip(sizes) {
             d.levels.insert(0, level(size, l1_buf));
         }
-        packed = true;
+        packed |= pi != bi;
     }
-    if packed {
+    if packed && live_in_l1 {
         for d in &mut out.stmts[live].dims {
             d.levels[0].buffer = l2_buf;
         }
