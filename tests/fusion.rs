@@ -201,8 +201,9 @@ fn fused_temporaries_never_reach_memory() {
 
 /// Attention by default: isl's fused schedule would skew `P·V` out of its register-tile
 /// shape, so polyc schedules the components apart; post-tiling fusion then runs the whole
-/// chain per 64-row block (an `L2` tile) with every temporary tile-local, `P·V` in 8 x 32
-/// register tiles inside the block (its copy keeps the levels inside the fused tile), and
+/// chain per 64-row block (an `L2` tile) with every temporary tile-local, the element-wise
+/// producers in their own `L1` tiles inside it, `P·V` in 8 x 32 register tiles inside the
+/// block (its copy keeps the levels inside the fused tile), and
 /// `Q·Kᵀ` in 8 x 32 register tiles under its own `L1` tiles of 64 x 32, where `K` is packed
 /// with its rows last (its register tiles read `K` across its rows). Outputs match the
 /// interpreter where the tiles do not divide the sizes.
@@ -228,7 +229,7 @@ fn default_policy_fuses_attention_per_row_block() {
     );
     assert!(
         text.contains(
-            "  copy of S_1 keeps its L1 tiles inside the fused tile, where its register tiles read what they pack\n  copy of S_1 keeps its register tiles inside its own cache tiles\n  copy of S_8 keeps its register tiles inside the fused tile\n"
+            "  copy of S_7 keeps its L1 tiles inside the fused tile (no reduction crosses them)\n  copy of S_0 keeps its L1 tiles inside the fused tile (no reduction crosses them)\n  copy of S_1 keeps its L1 tiles inside the fused tile, where its register tiles read what they pack\n  copy of S_1 keeps its register tiles inside its own cache tiles\n  copy of S_4 keeps its L1 tiles inside the fused tile (no reduction crosses them)\n  copy of S_8 keeps its register tiles inside the fused tile\n"
         ),
         "{text}"
     );

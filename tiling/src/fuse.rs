@@ -1492,14 +1492,15 @@ fn local_buffers(
 /// its tile bands at or outside the fusion level are dropped (with their `mem` marks),
 /// since the live-out tile already bounds the producer's share and its marks place the
 /// data. Its levels inside the fusion level tile its share of the fused tile: register
-/// tiles, and the cache levels above them, whose marks promotion packs the register
-/// tiles' operands at (attention's `K`, stored transposed for `Q·Kᵀ`). A producer's tile
-/// grid is absolute, so its inner tiles cut the fused tile's share exactly where the
-/// unfused tiles would. A register tile with no cache level of the copy above it stays
-/// only when it streams contiguous data (attention's `P·V` inside a row block), since no
-/// packing level reorders its operands. (A cache level with no register tiles below is
-/// dropped: promotion places a fused temporary at the fused tile's mark, and a nested
-/// mark that packs nothing would only split it.)
+/// tiles, the cache levels above them, whose marks promotion packs the register tiles'
+/// operands at (attention's `K`, stored transposed for `Q·Kᵀ`), and cache levels that no
+/// reduction crosses (all members coincident). A producer's tile grid is absolute, so
+/// its inner tiles cut the fused tile's share exactly where the unfused tiles would. A
+/// register tile with no cache level of the copy above it stays only when it streams
+/// contiguous data (attention's `P·V` inside a row block), since no packing level
+/// reorders its operands. (A cache level that a reduction crosses, with no register tiles
+/// below, is dropped: it would split the row reductions of a fused row block, which cost
+/// softmax 4× when every inner level was kept.)
 fn copy_inside(
     node: Node,
     buffer: Buffer,
@@ -1546,11 +1547,17 @@ fn copy_below(
         };
         let stmts = band_statements(point, cx)?;
         if !cx.is_register_file(b) {
-            if !has_register_tiles(mark, cx) {
+            if has_register_tiles(mark, cx) {
+                log.push(format!(
+                    "copy of {stmts} keeps its {b} tiles inside the fused tile, where its register tiles read what they pack"
+                ));
+                return Ok(Level::Cache);
+            }
+            if !tile.coincident.iter().all(|&c| c) {
                 return Ok(Level::Drop);
             }
             log.push(format!(
-                "copy of {stmts} keeps its {b} tiles inside the fused tile, where its register tiles read what they pack"
+                "copy of {stmts} keeps its {b} tiles inside the fused tile (no reduction crosses them)"
             ));
             return Ok(Level::Cache);
         }
