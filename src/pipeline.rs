@@ -447,12 +447,21 @@ pub fn finish(
             promote_report: std::cell::RefCell::new(None),
             target_report: std::cell::RefCell::new(Vec::new()),
         };
-        applied_spec = cx.effective_spec(&tree)?;
+        let (spec, planning) = cx.effective_plan(&tree)?;
+        applied_spec = spec;
         if opts.explain {
             let mut text = match applied_spec.clone() {
                 Some((spec, file)) => {
                     let report = tiling::explain(&tree, &cx.tile_cx(), &spec, &file)?;
-                    format!("tile spec:\n{spec}\n{report}")
+                    let planning = if planning.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "fusion planning (default policy):\n{}\n\n",
+                            planning.join("\n")
+                        )
+                    };
+                    format!("tile spec:\n{spec}\n{planning}{report}")
                 }
                 None => target
                     .untiled_explain()

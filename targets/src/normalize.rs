@@ -526,6 +526,27 @@ pub fn version_tiles_with(
                     break;
                 }
             }
+            // A constant conjunct: a false one means that no tile is full (a bound whose
+            // smallest value over the inner loops' ranges is below its `K`: a 36-row box
+            // split into blocks of 32 and 4 rows), so there is one version; a true one
+            // says nothing.
+            let constant = |(e, k): &(KExpr, i64)| match simplify(e) {
+                KExpr::Int(v) => Some(v >= *k),
+                _ => None,
+            };
+            if conds.iter().any(|c| constant(c) == Some(false)) {
+                return KNode::Local {
+                    bufs,
+                    body: Box::new(body),
+                };
+            }
+            conds.retain(|c| constant(c).is_none());
+            if conds.is_empty() {
+                return KNode::Local {
+                    bufs,
+                    body: Box::new(full),
+                };
+            }
             let cond = conds
                 .iter()
                 .map(|(e, k)| KExpr::Cmp(KCmp::Ge, Box::new(e.clone()), Box::new(KExpr::Int(*k))))
@@ -913,6 +934,43 @@ mod tests {
             )),
             i(31),
         )
+    }
+
+    #[test]
+    fn a_box_split_into_unequal_blocks_has_one_version() {
+        // local { for c2 in 0..=min(-c1 + 63, 1) { for c4 in 0..=min(-(32 c2) + 35, 31)
+        // { S_0 } } }: the 36 rows of a tile (c1, an outer loop) run as blocks of 32 and 4
+        // rows. In a full tile c2 runs 0..=1, and at c2 = 1 the bound is 3, so no tile
+        // takes the 32-row bound everywhere: no full version (it was guarded by the
+        // constant `3 >= 31` before).
+        let bound = KExpr::Min(vec![
+            KExpr::Add(
+                Box::new(KExpr::Neg(Box::new(KExpr::Mul(i(32), v("c2"))))),
+                i(35),
+            ),
+            KExpr::Int(31),
+        ]);
+        let inner = KNode::For {
+            iter: "c4".into(),
+            init: KExpr::Int(0),
+            cond: KExpr::Cmp(KCmp::Le, v("c4"), Box::new(bound)),
+            step: 1,
+            body: Box::new(stmt(0)),
+            kind: LoopKind::Seq,
+        };
+        let rows = KExpr::Min(vec![
+            KExpr::Add(Box::new(KExpr::Neg(v("c1"))), i(63)),
+            KExpr::Int(1),
+        ]);
+        let n = local(KNode::For {
+            iter: "c2".into(),
+            init: KExpr::Int(0),
+            cond: KExpr::Cmp(KCmp::Le, v("c2"), Box::new(rows)),
+            step: 1,
+            body: Box::new(inner),
+            kind: LoopKind::Seq,
+        });
+        assert_eq!(version_tiles(n.clone()), n);
     }
 
     #[test]

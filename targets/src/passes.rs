@@ -64,6 +64,9 @@ pub struct PassCx<'a> {
     pub target_report: RefCell<Vec<String>>,
 }
 
+/// A tile spec and the file it was read from (for located errors).
+pub type SpecAndFile = (tiling::TileSpec, SourceFile);
+
 impl PassCx<'_> {
     /// What tiling reads.
     pub fn tile_cx(&self) -> tiling::TileCx<'_> {
@@ -77,10 +80,15 @@ impl PassCx<'_> {
     }
     /// The spec tiling applies: the user's, completed by the target's default policy
     /// unless `--no-default-tiling`. `None` when there is nothing to tile.
-    pub fn effective_spec(
+    pub fn effective_spec(&self, tree: &ScheduleTree) -> Result<Option<SpecAndFile>> {
+        Ok(self.effective_plan(tree)?.0)
+    }
+    /// [`PassCx::effective_spec`], and the lines of the default policy's fusion planning
+    /// (for `polyc explain`).
+    pub fn effective_plan(
         &self,
         tree: &ScheduleTree,
-    ) -> Result<Option<(tiling::TileSpec, SourceFile)>> {
+    ) -> Result<(Option<SpecAndFile>, Vec<String>)> {
         let cx = self.tile_cx();
         let mut spec = match self.tile_spec {
             Some((s, f)) => (s.clone(), f.clone()),
@@ -92,15 +100,18 @@ impl PassCx<'_> {
                 SourceFile::new("<default tiling policy>", ""),
             ),
         };
+        let mut fusion = Vec::new();
         if self.default_tiling {
-            let defaults = self.target.default_spec(tree, &cx, Some(&spec.0))?;
-            spec.0.stmts.extend(defaults.stmts);
+            let defaults = self.target.default_plan(tree, &cx, Some(&spec.0))?;
+            spec.0.stmts.extend(defaults.spec.stmts);
+            fusion = defaults.fusion;
         }
-        Ok(if spec.0.stmts.is_empty() {
+        let spec = if spec.0.stmts.is_empty() {
             None
         } else {
             Some(spec)
-        })
+        };
+        Ok((spec, fusion))
     }
 }
 

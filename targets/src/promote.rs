@@ -591,8 +591,15 @@ pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> 
         }
         let mut accesses = 0i64;
         for (s, acc) in scop.stmt_reads.iter().enumerate() {
-            let n_acc = acc.iter().filter(|a| a.tensor == t).count() as i64
-                + (scop.stmt_writes[s].tensor == t) as i64;
+            // Reads of the same element in one instance count once (the compiler loads it
+            // once): `A(h, w) * A(h, w)` does not make `A` reused.
+            let mut distinct: Vec<&Vec<polyhedral::ir::Aff>> = Vec::new();
+            for a in acc.iter().filter(|a| a.tensor == t) {
+                if !distinct.contains(&&a.index) {
+                    distinct.push(&a.index);
+                }
+            }
+            let n_acc = distinct.len() as i64 + (scop.stmt_writes[s].tensor == t) as i64;
             accesses += n_acc * inst_count.get(&scop.stmt_names[s]).copied().unwrap_or(0);
         }
         tiles.push(TensorTile {
@@ -832,6 +839,9 @@ pub fn promote(
     let mut reg_tiles: Vec<Vec<usize>> = Vec::new();
     // Every tile promoted so far: mark path, buffer, tensor, bytes.
     let mut packed: Vec<(Vec<usize>, Buffer, usize, u64)> = Vec::new();
+    // Nested marks whose tile of a tensor is a block of a tile stored in blocks above
+    // them (mark index, tensor): they read the block in place, so they do not pack it.
+    let mut views: Vec<(usize, usize)> = Vec::new();
     for (mi, m) in marks.iter().enumerate() {
         let Mark::Mem(buf) = m.mark else { continue };
         let level = opts
@@ -878,6 +888,7 @@ pub fn promote(
                 }
             }
             skip.extend(growing_below(scop, &marks, mi, &a)?);
+            skip.extend(views.iter().filter(|v| v.0 == mi).map(|v| v.1));
             let chosen = choose(&a, prog, level, opts, &skip, used);
             if level.kind == PromoteKind::Registers && !chosen.is_empty() {
                 reg_tiles.push(m.path.clone());
@@ -904,7 +915,10 @@ pub fn promote(
             let block = if local || level.is_some_and(|l| l.kind == PromoteKind::Shared) {
                 None
             } else {
-                blocking(ctx, scop, &marks, mi, &t)?.map(|b| b.sizes)
+                blocking(ctx, scop, &marks, mi, &t)?.map(|b| {
+                    views.extend(b.inner.iter().map(|(j, _)| (*j, t.tensor)));
+                    b.sizes
+                })
             };
             let order = if !local && level.is_some_and(|l| l.kind == PromoteKind::Pack) {
                 vector_order(ctx, prog, scop, &root, &marks, mi, t.tensor, &regs)?

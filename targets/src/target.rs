@@ -102,16 +102,17 @@ pub trait Target {
     }
     /// The passes after scheduling, in order.
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>>;
-    /// The default tiling policy: a spec for the bands `given` leaves untouched. By
-    /// default the cache policy of [`tiling::default_spec`] (over the description's
-    /// cache and register levels).
-    fn default_spec(
+    /// The default tiling policy: a spec for the bands `given` leaves untouched, and what
+    /// its fusion planning weighed. By default the cache policy of
+    /// [`tiling::default_plan`] (over the description's cache and register levels, with
+    /// the cost figures of [`Target::fuse_options`]).
+    fn default_plan(
         &self,
         tree: &ScheduleTree,
         cx: &tiling::TileCx,
         given: Option<&tiling::TileSpec>,
-    ) -> Result<tiling::TileSpec> {
-        tiling::default_spec(tree, cx, given)
+    ) -> Result<tiling::DefaultPlan> {
+        tiling::default_plan(tree, cx, given, self.fuse_options().cost.as_ref())
     }
     /// Post-tiling fusion settings: by default, fusion is decided at the outermost memory
     /// level of the live-out's tiles (inner levels, register tiles included, then tile the

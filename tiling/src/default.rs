@@ -1,6 +1,8 @@
 //! The default tiling policy, used for statements without a spec.
 
 use crate::analysis::{collect_bands, permutable_prefix, tile_footprint, BandInfo};
+use crate::fuse::FuseCost;
+use crate::fusion_tile::plan_fusion_tile;
 use crate::spec::{DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
 use crate::tile::TileCx;
 use polyhedral::deps::DepKind;
@@ -48,7 +50,15 @@ Fusion planning: when the live-out band (the one holding the last statement) rea
 temporary produced outside it at an index that leaves out a tiled member, that member is \
 made whole at an outermost `L2` level (added if absent), whose other sizes halve from their \
 `L2` sizes (or min(extent, 256)) down to their inner sizes until the tile fits half of \
-L2; inner sizes are clamped to the outer ones.";
+L2; inner sizes are clamped to the outer ones. \
+When instead the live-out band's only level is its register tiles and it reads such a \
+temporary through a window (every member in the index, with offsets: a convolution of the \
+temporary), the target's cost figures weigh three ways: fusing at the register tile \
+(recomputing its halo, the producer interleaved with the arithmetic), fusing at an outer \
+`L2` row block (whole along the members after the register tile's row member, as many \
+rows as fit half of L2; a smaller halo, but the producer runs apart from the arithmetic, \
+its inputs read from DRAM) and not fusing; the row block is added when it is the \
+cheapest (`polyc explain` prints the three).";
 
 /// Rows of a default register tile.
 const REG_ROWS: i64 = 8;
@@ -69,6 +79,40 @@ pub fn default_spec(
     tree: &ScheduleTree,
     cx: &TileCx,
     given: Option<&TileSpec>,
+) -> miette::Result<TileSpec> {
+    Ok(default_plan(tree, cx, given, None)?.spec)
+}
+
+/// The default policy's spec and what its fusion planning weighed.
+#[derive(Clone, Debug, Default)]
+pub struct DefaultPlan {
+    /// The spec ([`default_spec`]).
+    pub spec: TileSpec,
+    /// Where fusion of a window chain runs, both sides and the verdict, one line each,
+    /// for `polyc explain` (empty when no chain qualifies, or without cost figures).
+    pub fusion: Vec<String>,
+}
+
+/// [`default_spec`], with the target's cost figures for choosing the tile at which a
+/// chain read through a window fuses (see [`crate::fusion_tile`]).
+pub fn default_plan(
+    tree: &ScheduleTree,
+    cx: &TileCx,
+    given: Option<&TileSpec>,
+    cost: Option<&FuseCost>,
+) -> miette::Result<DefaultPlan> {
+    let mut fusion = Vec::new();
+    let spec = policy_spec(tree, cx, given, cost, &mut fusion)?;
+    Ok(DefaultPlan { spec, fusion })
+}
+
+/// The body of [`default_plan`].
+fn policy_spec(
+    tree: &ScheduleTree,
+    cx: &TileCx,
+    given: Option<&TileSpec>,
+    cost: Option<&FuseCost>,
+    fusion: &mut Vec<String>,
 ) -> miette::Result<TileSpec> {
     let buffers: Vec<Buffer> = cx.levels.iter().map(|l| l.buffer).collect();
     let mut out = TileSpec {
@@ -294,6 +338,9 @@ pub fn default_spec(
     }
     if let Some(l2) = l2 {
         plan_fusion(cx, &bands, &mut out, l2_buf, l2, &elem)?;
+        if let Some(cost) = cost {
+            *fusion = plan_fusion_tile(cx, &bands, &mut out, (l2_buf, l2), &elem, cost)?;
+        }
         if let Some((reg_buf, _)) = reg {
             plan_packing(cx, &bands, &mut out, (l1_buf, l1), l2_buf, reg_buf, &elem)?;
         }
@@ -578,7 +625,7 @@ fn plan_fusion(
 
 /// The outermost band holding the program's last statement (the live-out band that
 /// post-tiling fusion fuses into), by index into `bands`.
-fn live_out_band(cx: &TileCx, bands: &[BandInfo]) -> Option<usize> {
+pub(crate) fn live_out_band(cx: &TileCx, bands: &[BandInfo]) -> Option<usize> {
     let last = cx.scop.stmt_names.len().checked_sub(1)?;
     bands
         .iter()

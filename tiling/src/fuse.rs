@@ -219,7 +219,7 @@ impl fmt::Display for CostVerdict {
 }
 
 /// A duration in the unit that reads best.
-fn seconds(s: f64) -> String {
+pub(crate) fn seconds(s: f64) -> String {
     if s >= 1e-3 {
         format!("{:.3} ms", s * 1e3)
     } else {
@@ -1112,10 +1112,7 @@ fn weigh_groups(
                 .executed
                 .unwrap_or(0)
                 .saturating_sub(fp.instances.unwrap_or(0));
-            let ops = polyhedral::ir::flops_per_instance(&cx.program.stmts[p])
-                + scop.stmt_reads[p].len() as u64
-                + 1;
-            work.push((scop.stmt_names[p].clone(), extra, ops));
+            work.push((scop.stmt_names[p].clone(), extra, ops_per_instance(cx, p)));
         }
         if work.is_empty() {
             continue;
@@ -1204,6 +1201,14 @@ fn filter_orders(
         }
     }
     Ok(out)
+}
+
+/// The operations one instance of statement `p` costs in the fusion model: its FLOPs, one
+/// per read and one for the write.
+pub(crate) fn ops_per_instance(cx: &TileCx, p: usize) -> u64 {
+    polyhedral::ir::flops_per_instance(&cx.program.stmts[p])
+        + cx.scop.stmt_reads[p].len() as u64
+        + 1
 }
 
 /// The sizes of the fixed-size box of the range of `m` for one domain point.

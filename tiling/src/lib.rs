@@ -24,6 +24,7 @@
 pub mod analysis;
 mod default;
 pub mod fuse;
+mod fusion_tile;
 pub mod regshape;
 pub mod report;
 pub mod search;
@@ -32,7 +33,9 @@ pub mod symbolic;
 mod tile;
 
 pub use analysis::TensorFootprint;
-pub use default::{default_spec, level, live_out, ASSUMED_EXTENT, DEFAULT_POLICY};
+pub use default::{
+    default_plan, default_spec, level, live_out, DefaultPlan, ASSUMED_EXTENT, DEFAULT_POLICY,
+};
 pub use fuse::{fuse, Fallback, FuseOptions, FuseReport, FusedProducer, LocalBuffer};
 pub use report::{BandReport, ExplainReport, LevelReport, TileReport};
 pub use search::{search, SearchOptions, SearchResult};

@@ -132,13 +132,16 @@ impl Target for GpuTarget {
             Box::new(MapGpu),
         ]
     }
-    fn default_spec(
+    fn default_plan(
         &self,
         tree: &ScheduleTree,
         cx: &tiling::TileCx,
         given: Option<&tiling::TileSpec>,
-    ) -> Result<tiling::TileSpec> {
-        policy::default_spec(tree, cx, given)
+    ) -> Result<tiling::DefaultPlan> {
+        Ok(tiling::DefaultPlan {
+            spec: policy::default_spec(tree, cx, given)?,
+            fusion: Vec::new(),
+        })
     }
     fn promote_options(&self, s: &PromoteSettings) -> PromoteOptions {
         PromoteOptions {
