@@ -393,6 +393,21 @@ pub enum Func {
 }
 
 impl Func {
+    /// Every built-in function.
+    pub const ALL: [Func; 12] = [
+        Func::Exp,
+        Func::Log,
+        Func::Sqrt,
+        Func::Rsqrt,
+        Func::Abs,
+        Func::Tanh,
+        Func::Sigmoid,
+        Func::Relu,
+        Func::Max,
+        Func::Min,
+        Func::SatI8,
+        Func::RequantI8,
+    ];
     /// Source name.
     pub fn name(self) -> &'static str {
         match self {
@@ -611,23 +626,29 @@ impl Program {
 /// count one), plus one for the combine of an `op=` update (`+=`, `*=`, `max=`, `min=`).
 /// Reads, literals, casts and the inits of reductions count zero.
 pub fn flops_per_instance(stmt: &Stmt) -> u64 {
-    fn ops(e: &Expr) -> u64 {
+    weighted_ops(stmt, &|_| 1)
+}
+
+/// [`flops_per_instance`] with each built-in call counting `call(f)` operations instead of
+/// one (a cost model's price of `exp` or `tanh`).
+pub fn weighted_ops(stmt: &Stmt, call: &dyn Fn(Func) -> u64) -> u64 {
+    fn ops(e: &Expr, call: &dyn Fn(Func) -> u64) -> u64 {
         match e {
             Expr::Lit(_)
             | Expr::Scalar(_)
             | Expr::IterValue(_)
             | Expr::SizeValue(_)
             | Expr::Read { .. } => 0,
-            Expr::Cast(_, a) => ops(a),
-            Expr::Neg(a) => 1 + ops(a),
-            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => 1 + ops(a) + ops(b),
-            Expr::Call(_, args) => 1 + args.iter().map(ops).sum::<u64>(),
-            Expr::Select(c, a, b) => 1 + ops(c) + ops(a) + ops(b),
+            Expr::Cast(_, a) => ops(a, call),
+            Expr::Neg(a) => 1 + ops(a, call),
+            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => 1 + ops(a, call) + ops(b, call),
+            Expr::Call(f, args) => call(*f) + args.iter().map(|a| ops(a, call)).sum::<u64>(),
+            Expr::Select(c, a, b) => 1 + ops(c, call) + ops(a, call) + ops(b, call),
         }
     }
     match &stmt.body {
         StmtBody::Init(_) => 0,
-        StmtBody::Update(AssignOp::Assign, e) => ops(e),
-        StmtBody::Update(_, e) => 1 + ops(e),
+        StmtBody::Update(AssignOp::Assign, e) => ops(e, call),
+        StmtBody::Update(_, e) => 1 + ops(e, call),
     }
 }

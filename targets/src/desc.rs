@@ -25,6 +25,7 @@ use polyhedral::diag::SourceFile;
 use polyhedral::ir::{DType, Span};
 use schedule_tree::{Buffer, BufferRole, Holds, Level};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The text of the built-in CPU description, `specs/targets/cpu.yaml`.
 pub const BUILTIN_CPU_YAML: &str = include_str!("../../specs/targets/cpu.yaml");
@@ -258,6 +259,11 @@ pub struct TargetDesc {
     /// DRAM bandwidth in GB/s, for the roofline model of `explain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_gbytes_per_s: Option<u64>,
+    /// Operations one call of a built-in function costs in the fusion cost model, by the
+    /// function's source name (`exp`, `tanh`, …), at `peak_gflops`; an unlisted function
+    /// costs one, like a FLOP.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub call_ops: BTreeMap<String, u64>,
     /// The CUDA architecture kernels are compiled for (`sm_80`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_arch: Option<String>,
@@ -339,6 +345,17 @@ impl TargetDesc {
                     format!("vector_bytes is {v}, which is not a vector width"),
                     "not a power of two from 16 to 256",
                     "give the preferred SIMD vector width in bytes: 64 for AVX-512, 32 for AVX2, 16 for SSE or NEON",
+                )));
+            }
+        }
+        for (f, ops) in &desc.call_ops {
+            if !polyhedral::ir::Func::ALL.iter().any(|g| g.name() == f) {
+                let names: Vec<&str> = polyhedral::ir::Func::ALL.iter().map(|g| g.name()).collect();
+                return Err(miette::Report::new(file.error(
+                    find_value(&file.text, f, &ops.to_string()),
+                    format!("call_ops names `{f}`, which is not a built-in function"),
+                    "not a built-in function",
+                    format!("the built-in functions are {}", names.join(", ")),
                 )));
             }
         }
@@ -487,7 +504,11 @@ impl TargetDesc {
             bytes: None,
             gbytes_per_s: dram,
         });
-        Some(tiling::fuse::FuseCost { gops, homes })
+        Some(tiling::fuse::FuseCost {
+            gops,
+            homes,
+            call_ops: self.call_ops.clone(),
+        })
     }
     /// The levels, outermost first: what `tiling::TileCx` takes.
     pub fn levels(&self) -> Vec<Level> {
@@ -668,6 +689,26 @@ mod tests {
             format!("{e}")
                 .starts_with("t.yaml:2:7: invalid target description: kind: unknown variant `tpu`"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn call_ops_name_built_in_functions() {
+        let d = load("name: x\nkind: cpu\ncall_ops:\n  tanh: 1490\n  exp: 60\nbuffers: []\n")
+            .expect("valid");
+        assert_eq!(d.call_ops.get("tanh"), Some(&1490));
+        let cost = TargetDesc {
+            peak_gflops: Some(1),
+            dram_gbytes_per_s: Some(1),
+            ..d
+        }
+        .fuse_cost()
+        .expect("figures");
+        assert_eq!(cost.call_ops.get("exp"), Some(&60));
+        let e = load("name: x\nkind: cpu\ncall_ops:\n  gelu: 90\nbuffers: []\n").unwrap_err();
+        assert_eq!(
+            format!("{e}"),
+            "t.yaml:4:9: call_ops names `gelu`, which is not a built-in function"
         );
     }
 

@@ -162,6 +162,9 @@ pub struct FuseCost {
     pub gops: f64,
     /// Where an unfused temporary can live, smallest first, the memory last.
     pub homes: Vec<Home>,
+    /// Operations one call of a built-in function costs, by source name (`tanh`); an
+    /// unlisted function costs one.
+    pub call_ops: BTreeMap<String, u64>,
 }
 
 /// Both sides of a fusion decision by cost, and the verdict.
@@ -1112,7 +1115,11 @@ fn weigh_groups(
                 .executed
                 .unwrap_or(0)
                 .saturating_sub(fp.instances.unwrap_or(0));
-            work.push((scop.stmt_names[p].clone(), extra, ops_per_instance(cx, p)));
+            work.push((
+                scop.stmt_names[p].clone(),
+                extra,
+                ops_per_instance(cx, p, cost),
+            ));
         }
         if work.is_empty() {
             continue;
@@ -1203,10 +1210,12 @@ fn filter_orders(
     Ok(out)
 }
 
-/// The operations one instance of statement `p` costs in the fusion model: its FLOPs, one
-/// per read and one for the write.
-pub(crate) fn ops_per_instance(cx: &TileCx, p: usize) -> u64 {
-    polyhedral::ir::flops_per_instance(&cx.program.stmts[p])
+/// The operations one instance of statement `p` costs in the fusion model: its FLOPs (a
+/// built-in call at its price in `cost`, one if it has none), one per read and one for the
+/// write.
+pub(crate) fn ops_per_instance(cx: &TileCx, p: usize, cost: &FuseCost) -> u64 {
+    let call = |f: polyhedral::ir::Func| cost.call_ops.get(f.name()).copied().unwrap_or(1);
+    polyhedral::ir::weighted_ops(&cx.program.stmts[p], &call)
         + cx.scop.stmt_reads[p].len() as u64
         + 1
 }
