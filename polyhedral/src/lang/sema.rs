@@ -19,22 +19,11 @@ mod sema_tc;
 const KNOWN_FUNCTIONS: &str =
     "exp, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, max, min, sat_i8, select(cond, a, b), cast<T>(e)";
 
-const FUNCS: [Func; 11] = [
-    Func::Exp,
-    Func::Log,
-    Func::Sqrt,
-    Func::Rsqrt,
-    Func::Abs,
-    Func::Tanh,
-    Func::Sigmoid,
-    Func::Relu,
-    Func::Max,
-    Func::Min,
-    Func::SatI8,
-];
-
 fn func_by_name(name: &str) -> Option<Func> {
-    FUNCS.into_iter().find(|f| f.name() == name)
+    // `requant_i8` is not written by name: the language writes it `sat_i8(x * s)`.
+    Func::ALL
+        .into_iter()
+        .find(|f| *f != Func::RequantI8 && f.name() == name)
 }
 
 /// Whether `e` is a call of `sat_i8`.
