@@ -194,7 +194,7 @@ struct CommonArgs {
     /// An isl scheduler option, NAME=VALUE (repeatable): serialize_sccs, outer_coincidence,
     /// maximize_coincidence, whole_component, max_constant_term, max_coefficient,
     /// treat_coalescing, maximize_band_depth, separate_components, carry_self_first,
-    /// split_scaled.
+    /// split_scaled; and max_operations, polyc's budget for one run of isl's scheduler.
     #[arg(long = "isl-option", value_name = "NAME=VALUE")]
     isl_options: Vec<String>,
     /// Replace the tree after STAGE with the one in FILE (isl YAML); it is checked against

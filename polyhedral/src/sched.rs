@@ -97,6 +97,9 @@ pub struct IslSchedOptions {
     pub split_scaled: Option<bool>,
     /// `algorithm`: `isl` or `feautrier`.
     pub algorithm: Option<IslAlgorithm>,
+    /// `max_operations`: polyc's budget for one run of isl's scheduler, in isl's basic
+    /// steps (default [`SCHED_MAX_OPERATIONS`]); not an isl option.
+    pub max_operations: Option<u64>,
 }
 
 /// The value type of an option, for parsing and error messages.
@@ -105,10 +108,11 @@ enum OptType {
     Bool,
     Int,
     Algorithm,
+    Budget,
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 12] = [
+const OPTIONS: [(&str, OptType); 13] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -121,6 +125,7 @@ const OPTIONS: [(&str, OptType); 12] = [
     ("carry_self_first", OptType::Bool),
     ("split_scaled", OptType::Bool),
     ("algorithm", OptType::Algorithm),
+    ("max_operations", OptType::Budget),
 ];
 
 type Getter = fn(&Context) -> Result<i32, LibISLError>;
@@ -129,7 +134,8 @@ type Setter = fn(&Context, i32) -> Result<Stat, LibISLError>;
 impl IslSchedOptions {
     /// Parses `NAME=VALUE` settings. Booleans take `0`, `1`, `true` or `false`;
     /// `max_constant_term` and `max_coefficient` take an integer `>= -1` (-1 = unlimited);
-    /// `algorithm` takes `isl` or `feautrier`. A later setting of the same name wins.
+    /// `algorithm` takes `isl` or `feautrier`; `max_operations` a positive integer. A later
+    /// setting of the same name wins.
     pub fn parse(settings: &[String]) -> miette::Result<Self> {
         let mut o = IslSchedOptions::default();
         let valid = || {
@@ -185,6 +191,14 @@ impl IslSchedOptions {
                     } else {
                         o.max_coefficient = Some(v);
                     }
+                }
+                OptType::Budget => {
+                    let v: u64 = value
+                        .parse()
+                        .ok()
+                        .filter(|v| *v >= 1)
+                        .ok_or_else(|| bad("a positive integer"))?;
+                    o.max_operations = Some(v);
                 }
                 OptType::Algorithm => {
                     o.algorithm = Some(match value {
@@ -463,6 +477,7 @@ pub fn isl_schedule(
     opts: &IslSchedOptions,
 ) -> miette::Result<Schedule> {
     let validity = deps.validity()?;
+    let budget = opts.max_operations.unwrap_or(SCHED_MAX_OPERATIONS);
     let settings = opts.settings();
     let mut saved = Vec::with_capacity(settings.len());
     for (name, _, get, _) in &settings {
@@ -481,18 +496,22 @@ pub fn isl_schedule(
         // that size, and it then splits bands that it fuses at any bound size. Schedule
         // for large sizes first; keep that schedule when it is valid for every size.
         if !scop.symbolic.is_empty() {
-            let large = large_context(ctx, scop)?;
-            let s = compute(ctx, scop, &validity, large)?;
-            if check_schedule(deps, &s)?.is_ok() && flags_hold(ctx, scop, deps, &s)? {
-                return Ok(s);
+            if let Some(large) = large_context(ctx, scop)? {
+                if let Computed::Schedule(s) = compute(ctx, scop, &validity, large, budget)? {
+                    if covers(scop, &s)?
+                        && check_schedule(deps, &s)?.is_ok()
+                        && flags_hold(ctx, scop, deps, &s)?
+                    {
+                        return Ok(s);
+                    }
+                }
             }
         }
-        compute(
-            ctx,
-            scop,
-            &validity,
-            scop.context.copy().isl("copying the context")?,
-        )
+        let context = scop.context.copy().isl("copying the context")?;
+        match compute(ctx, scop, &validity, context, budget)? {
+            Computed::Schedule(s) => Ok(s),
+            Computed::OutOfBudget => Err(out_of_budget(scop, budget)),
+        }
     });
     for ((name, _, _, set), old) in settings.iter().zip(saved) {
         set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
@@ -503,8 +522,11 @@ pub fn isl_schedule(
 /// The size at least which [`isl_schedule`] first schedules every symbolic size.
 pub const LARGE_SIZE: i64 = 1024;
 
-/// The context with every symbolic size at least [`LARGE_SIZE`].
-fn large_context(ctx: &Ctx, scop: &Scop) -> miette::Result<Set> {
+/// The context with every symbolic size equal to [`LARGE_SIZE`], or `None` when that
+/// point is outside the real context or leaves a statement without instances that runs
+/// for other sizes (a kernel size larger than a bound image size): a schedule for that
+/// point would then not schedule the statement at all.
+fn large_context(ctx: &Ctx, scop: &Scop) -> miette::Result<Option<Set>> {
     let text = format!(
         "{}{{ : {} }}",
         scop.param_prefix(),
@@ -514,7 +536,46 @@ fn large_context(ctx: &Ctx, scop: &Scop) -> miette::Result<Set> {
             .collect::<Vec<_>>()
             .join(" and ")
     );
-    Set::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))
+    let large = Set::read_from_str(&ctx.isl, &text)
+        .isl(&format!("reading `{text}`"))?
+        .intersect(scop.context.copy().isl("copying the context")?)
+        .isl("restricting the large sizes to the context")?;
+    if large.is_empty().isl("testing the large sizes")? {
+        return Ok(None);
+    }
+    for d in &scop.stmt_domains {
+        let runs = |context: &Set| -> miette::Result<bool> {
+            Ok(!d
+                .copy()
+                .isl("copying a domain")?
+                .intersect_params(context.copy().isl("copying a context")?)
+                .isl("restricting a domain")?
+                .is_empty()
+                .isl("testing a domain for emptiness")?)
+        };
+        if runs(&scop.context)? && !runs(&large)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(large))
+}
+
+/// Whether `s` schedules every instance of the domain that the context lets run.
+fn covers(scop: &Scop, s: &Schedule) -> miette::Result<bool> {
+    let covered = s
+        .get_map()
+        .isl("getting the schedule map")?
+        .intersect_domain(s.get_domain().isl("getting the schedule domain")?)
+        .isl("restricting the schedule map")?
+        .domain()
+        .isl("getting the scheduled instances")?;
+    scop.domain
+        .copy()
+        .isl("copying the domain")?
+        .intersect_params(scop.context.copy().isl("copying the context")?)
+        .isl("restricting the domain")?
+        .is_subset(&covered)
+        .isl("comparing domains")
 }
 
 /// Whether every band member of `s` that is marked coincident carries no dependence, and
@@ -627,29 +688,85 @@ fn collect_band_flags(node: ScheduleNode, out: &mut Vec<BandFlags>) -> miette::R
     Ok(())
 }
 
-/// One isl schedule computation with the given context.
-fn compute(ctx: &Ctx, scop: &Scop, validity: &UnionMap, context: Set) -> miette::Result<Schedule> {
-    {
-        let sc = ScheduleConstraints::on_domain(scop.domain.copy().isl("copying the domain")?)
-            .isl("creating schedule constraints")?
-            .set_context(context)
-            .isl("setting the context")?
-            .set_validity(validity.copy().isl("copying dependences")?)
-            .isl("setting validity constraints")?
-            .set_proximity(validity.copy().isl("copying dependences")?)
-            .isl("setting proximity constraints")?
-            .set_coincidence(validity.copy().isl("copying dependences")?)
-            .isl("setting coincidence constraints")?;
-        let s = sc.compute_schedule().isl("computing a schedule with isl")?;
-        if s.ptr == 0 {
-            let why = ctx.take_error().unwrap_or_else(|| "no reason given".into());
-            return Err(miette::miette!(
-                help = "relax the isl scheduler options (e.g. max_coefficient=-1) or use `--scheduler initial`",
-                "isl's scheduler found no schedule: {why}"
-            ));
-        }
-        Ok(s)
+/// The default budget of one run of isl's scheduler, in isl's basic steps (mostly simplex
+/// pivots). isl's scheduling problem can grow without bound: with symbolic sizes next to
+/// large bound ones its exact integer arithmetic blows up (`conv_chain_temp.tc --param
+/// H=2048,W=2048` ran for hours), and the budget turns that into an error. The runs of the
+/// test suites and the examples take at most about 105 000 steps, a twentieth of it.
+/// `--isl-option max_operations=N` changes it.
+pub const SCHED_MAX_OPERATIONS: u64 = 2_000_000;
+
+/// What one run of isl's scheduler gave.
+enum Computed {
+    /// A schedule.
+    Schedule(Schedule),
+    /// isl stopped at its operation budget.
+    OutOfBudget,
+}
+
+/// One isl schedule computation with the given context, within `budget` operations.
+fn compute(
+    ctx: &Ctx,
+    scop: &Scop,
+    validity: &UnionMap,
+    context: Set,
+    budget: u64,
+) -> miette::Result<Computed> {
+    let mut sc = ScheduleConstraints::on_domain(scop.domain.copy().isl("copying the domain")?)
+        .isl("creating schedule constraints")?
+        .set_context(context)
+        .isl("setting the context")?
+        .set_validity(validity.copy().isl("copying dependences")?)
+        .isl("setting validity constraints")?
+        .set_proximity(validity.copy().isl("copying dependences")?)
+        .isl("setting proximity constraints")?
+        .set_coincidence(validity.copy().isl("copying dependences")?)
+        .isl("setting coincidence constraints")?;
+    sc.do_not_free_on_drop();
+    ctx.isl.reset_operations();
+    ctx.isl.set_max_operations(budget);
+    // SAFETY: `sc` is a valid schedule constraints object whose ownership passes to isl
+    // (it is no longer freed on drop); the result is a new schedule or NULL.
+    let ptr = unsafe { crate::isl::ffi::sched::isl_schedule_constraints_compute_schedule(sc.ptr) };
+    let error = ctx.isl.last_error();
+    ctx.isl.set_max_operations(0);
+    ctx.isl.reset_operations();
+    let s = Schedule {
+        ptr,
+        should_free_on_drop: true,
+    };
+    if error == isl_rs::Error::Quota {
+        ctx.isl.reset_error();
+        return Ok(Computed::OutOfBudget);
     }
+    if ptr == 0 || error != isl_rs::Error::None_ {
+        let why = ctx.take_error().unwrap_or_else(|| "no reason given".into());
+        return Err(miette::miette!(
+            help = "relax the isl scheduler options (e.g. max_coefficient=-1) or use `--scheduler initial`",
+            "isl's scheduler found no schedule: {why}"
+        ));
+    }
+    Ok(Computed::Schedule(s))
+}
+
+/// The error for a run of isl's scheduler that used up its `budget` of operations.
+fn out_of_budget(scop: &Scop, budget: u64) -> miette::Report {
+    let bind = if scop.symbolic.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "bind more sizes with --param (symbolic here: {}), ",
+            scop.symbolic.join(", ")
+        )
+    };
+    miette::miette!(
+        help = format!(
+            "{bind}choose another scheduler (`--scheduler ilp` or `--scheduler initial`), \
+             or raise the budget with `--isl-option max_operations=N`"
+        ),
+        "schedule: isl's scheduler stopped after {budget} operations, its budget: the \
+         scheduling problem is too hard for isl here"
+    )
 }
 
 #[cfg(test)]
@@ -691,6 +808,7 @@ mod tests {
             "carry_self_first=1",
             "split_scaled=0",
             "algorithm=feautrier",
+            "max_operations=500",
         ]))
         .unwrap();
         assert_eq!(
@@ -708,6 +826,7 @@ mod tests {
                 carry_self_first: Some(true),
                 split_scaled: Some(false),
                 algorithm: Some(IslAlgorithm::Feautrier),
+                max_operations: Some(500),
             }
         );
         assert_eq!(o.settings().len(), 12);
@@ -734,7 +853,7 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm"
+                 algorithm, max_operations"
                     .into()
             )
         );
@@ -750,6 +869,13 @@ mod tests {
             (
                 "invalid value `-2` for isl scheduler option `max_coefficient`".into(),
                 "`max_coefficient` accepts an integer >= -1 (-1 = unlimited)".into()
+            )
+        );
+        assert_eq!(
+            err(&["max_operations=-1"]),
+            (
+                "invalid value `-1` for isl scheduler option `max_operations`".into(),
+                "`max_operations` accepts a positive integer".into()
             )
         );
         assert_eq!(

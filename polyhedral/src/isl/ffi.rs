@@ -277,3 +277,15 @@ pub mod promote {
         pub fn isl_ast_node_free(node: usize) -> usize;
     }
 }
+
+// ---- model: isl's scheduler under an operation budget (sched.rs) ------------------------
+
+/// isl's scheduler called directly, so that the caller reads the context's error kind
+/// (`isl-rs` clears it before returning) and tells an exhausted budget from a failure.
+pub mod sched {
+    extern "C" {
+        /// `isl_schedule *isl_schedule_constraints_compute_schedule(take
+        /// isl_schedule_constraints *sc)` — give; NULL on error.
+        pub fn isl_schedule_constraints_compute_schedule(sc: usize) -> usize;
+    }
+}
