@@ -24,6 +24,7 @@ pub mod driver;
 pub mod merge;
 pub mod options;
 pub mod pipeline;
+pub mod progress;
 pub mod report;
 pub mod search;
 pub mod shard;

@@ -119,6 +119,8 @@ pub fn bind_params(program: &Program, given: &[(String, i64)]) -> Result<Vec<Opt
 struct Timer {
     timings: Vec<Timing>,
     start: Instant,
+    /// Notes on standard error when the steps take long.
+    watch: crate::progress::Watch,
 }
 
 impl Timer {
@@ -126,9 +128,11 @@ impl Timer {
         Timer {
             timings: Vec::new(),
             start: Instant::now(),
+            watch: crate::progress::Watch::start(),
         }
     }
     fn lap(&mut self, step: &str) {
+        self.watch.finished(step);
         let now = Instant::now();
         self.timings.push(Timing {
             step: step.to_string(),
