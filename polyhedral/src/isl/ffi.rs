@@ -215,11 +215,16 @@ pub mod count {
     /// The number of points of `set`, or `None` when isl cannot give a finite integer
     /// (parameters, an unbounded set, or an isl error).
     pub fn set_count(set: &isl_rs::Set) -> Option<u64> {
-        // isl gives no number for a set in a space with parameters, but only after
-        // enumerating them as if they were variables (minutes for a convolution with a
-        // symbolic kernel size next to a 2048-wide image): answer at once.
-        if set.dim(isl_rs::DimType::Param).ok()? > 0 {
-            return None;
+        // isl gives no number for a set whose parameters take more than one value, but
+        // only after enumerating them as if they were variables (minutes for a convolution
+        // with a symbolic kernel size next to a 2048-wide image): answer at once. Fixed
+        // parameters (`N = 37`) count.
+        let params = set.dim(isl_rs::DimType::Param).ok()?;
+        for i in 0..params.max(0) as u32 {
+            let v = set.plain_get_val_if_fixed(isl_rs::DimType::Param, i).ok()?;
+            if !v.is_int().ok()? {
+                return None;
+            }
         }
         // SAFETY: the set is borrowed (`keep`); the returned value is ours and is freed by
         // the wrapper.
@@ -309,8 +314,9 @@ mod tests {
     #[test]
     fn sets_with_parameters_have_no_count() {
         assert_eq!(count("{ [i, j] : 0 <= i < 10 and 0 <= j <= i }"), Some(55));
-        // isl counts in spaces without parameters only.
+        // isl counts only where the parameters take one value.
         assert_eq!(count("[N] -> { [i] : 0 <= i < 10 }"), None);
+        assert_eq!(count("[N] -> { [i] : 0 <= i < N and N = 7 }"), Some(7));
         assert_eq!(count("[N] -> { [i] : 0 <= i < N }"), None);
         // A symbolic kernel size next to a large bound image size (isl would enumerate
         // KW as a variable for minutes).
