@@ -123,15 +123,16 @@ pub(crate) fn plan_fusion_tile(
             _ => ext[m],
         })
         .collect();
-    loop {
+    // The outer tile's footprints, kept for its recomputation below.
+    let outer_fps = loop {
         let fps = tile_footprint(cx.ctx, scop, bands, bi, &windows(&outer), elem)?;
         let bytes: Option<u64> = fps.iter().map(|f| f.bytes).sum();
         match bytes {
-            Some(b) if b <= l2 / 2 => break,
+            Some(b) if b <= l2 / 2 => break fps,
             Some(_) if outer[u] > reg[u] => outer[u] = ((outer[u] / 2) / reg[u]).max(1) * reg[u],
             _ => return Ok(Vec::new()),
         }
-    }
+    };
     if outer[u] >= ext[u] || outer == reg {
         return Ok(Vec::new());
     }
@@ -142,12 +143,11 @@ pub(crate) fn plan_fusion_tile(
         .map_or(f64::INFINITY, |h| h.gbytes_per_s * 1e9);
     // Recomputed instances of each producer with tiles of `sizes`: the tiles times the
     // temporary's box per tile, less one run of each instance.
-    let runs = |sizes: &[i64]| -> miette::Result<Vec<u64>> {
-        let fps = tile_footprint(cx.ctx, scop, bands, bi, &windows(sizes), elem)?;
+    let runs = |sizes: &[i64], fps: &[crate::analysis::TensorFootprint]| -> Vec<u64> {
         let tiles: u64 = (0..n)
             .map(|m| (ext[m] + sizes[m] - 1) / sizes[m])
             .product::<i64>() as u64;
-        Ok(producers
+        producers
             .iter()
             .map(|p| {
                 fps.iter()
@@ -155,7 +155,7 @@ pub(crate) fn plan_fusion_tile(
                     .and_then(|f| f.elements)
                     .map_or(p.instances, |e| tiles * e)
             })
-            .collect())
+            .collect()
     };
     let names = |p: &Producer| scop.stmt_names[p.stmt].clone();
     let recompute = |runs: &[u64]| -> (String, f64) {
@@ -180,7 +180,10 @@ pub(crate) fn plan_fusion_tile(
             .join(" x ")
     };
     // At the register tile.
-    let (text, s) = recompute(&runs(&reg)?);
+    let (text, s) = recompute(&runs(
+        &reg,
+        &tile_footprint(cx.ctx, scop, bands, bi, &windows(&reg), elem)?,
+    ));
     let at_reg = Way {
         text: format!(
             "at the {} register tile: {text}, {}; its inputs stream alongside the arithmetic",
@@ -190,7 +193,7 @@ pub(crate) fn plan_fusion_tile(
         seconds: s,
     };
     // At the outer tile.
-    let outer_runs = runs(&outer)?;
+    let outer_runs = runs(&outer, &outer_fps);
     let (text, s) = recompute(&outer_runs);
     let bytes: u64 = producers
         .iter()
