@@ -55,6 +55,23 @@ pub struct TensorCheck {
     pub name: String,
     /// Errors against the oracle.
     pub comparison: Comparison,
+    /// Elements the oracle never wrote (still poison after it ran): the program does not
+    /// define them, so they are not evidence either way.
+    pub unwritten: usize,
+    /// Elements of the tensor.
+    pub elements: usize,
+}
+
+impl TensorCheck {
+    /// True when the tensor matches and the oracle wrote at least one element of it (or
+    /// it has none): a check that compared nothing is a failure, not a pass.
+    pub fn ok(&self) -> bool {
+        self.comparison.ok && !self.nothing_checked()
+    }
+    /// True when the oracle wrote none of the tensor's elements.
+    pub fn nothing_checked(&self) -> bool {
+        self.elements > 0 && self.unwritten == self.elements
+    }
 }
 
 /// What `polyc run` measured.
@@ -75,7 +92,7 @@ pub struct RunReport {
 impl RunReport {
     /// True when every compared tensor matches.
     pub fn all_ok(&self) -> bool {
-        self.checks.iter().all(|c| c.comparison.ok)
+        self.checks.iter().all(TensorCheck::ok)
     }
     /// The largest absolute error over all checks.
     pub fn max_abs_err(&self) -> f64 {
@@ -333,7 +350,9 @@ fn run_built(
     }
     let inputs_snapshot = tensors.to_vec();
 
-    let stats = kernel.run(program, &sizes, &mut tensors, &scalars)?;
+    let stats = kernel
+        .run(program, &sizes, &mut tensors, &scalars)
+        .map_err(|e| locate_fault(e, copts, program))?;
 
     if let Some(dir) = &ropts.save_io {
         for &t in &compared_tensors(program) {
@@ -366,7 +385,8 @@ fn run_built(
     };
     let mut reference = inputs_snapshot;
     if use_interp {
-        interpret(program, &sizes, &mut reference, &scalars)?;
+        interpret(program, &sizes, &mut reference, &scalars)
+            .map_err(|e| locate_fault(e, copts, program))?;
         report.oracle = Some(format!("reference interpreter ({instances} instances)"));
     } else {
         // The untransformed program in program order, on the CPU: an oracle for every
@@ -391,9 +411,33 @@ fn run_built(
         report.checks.push(TensorCheck {
             name: program.tensors[t].name.clone(),
             comparison: compare(&reference[t], &tensors[t]),
+            unwritten: reference[t].count_poison(),
+            elements: reference[t].len(),
         });
     }
     Ok(report)
+}
+
+/// A run-time fault of a statement (an integer division by zero), located at the
+/// statement in the program's source; other errors pass through.
+fn locate_fault(e: miette::Report, copts: &CompileOptions, program: &Program) -> miette::Report {
+    let Some(f) = e.downcast_ref::<polyhedral::interp::IntegerDivisionByZero>() else {
+        return e;
+    };
+    let (Some(st), Ok(src)) = (
+        program.stmts.get(f.stmt),
+        polyhedral::diag::SourceFile::read(&copts.program),
+    ) else {
+        return e;
+    };
+    src.error(
+        st.span,
+        f.to_string(),
+        "a divisor of this statement was 0",
+        "integer x / 0 and x % 0 are 0 in polyc's kernels, and the run fails: guard the \
+         divisor, e.g. `select(d != 0, n / d, 0)`, or compute in a float type",
+    )
+    .into()
 }
 
 /// One line per compared tensor: `C: max_abs_err=… max_rel_err=… ok`.
@@ -401,6 +445,13 @@ pub fn format_checks(report: &RunReport) -> String {
     let mut s = String::new();
     for c in &report.checks {
         let cmp = &c.comparison;
+        if c.nothing_checked() {
+            s.push_str(&format!(
+                "{}: NOTHING CHECKED (the program writes none of its {} elements at these sizes)\n",
+                c.name, c.elements
+            ));
+            continue;
+        }
         s.push_str(&format!(
             "{}: max_abs_err={:.3e} max_rel_err={:.3e} {}",
             c.name,
@@ -408,6 +459,12 @@ pub fn format_checks(report: &RunReport) -> String {
             cmp.max_rel_err,
             if cmp.ok { "ok" } else { "MISMATCH" }
         ));
+        if c.unwritten > 0 {
+            s.push_str(&format!(
+                " ({} of {} elements are never written by the program)",
+                c.unwritten, c.elements
+            ));
+        }
         if let (false, Some((idx, got, want))) = (cmp.ok, &cmp.first_mismatch) {
             s.push_str(&format!(
                 " ({} elements differ; first at {:?}: got {got}, expected {want})",

@@ -1,7 +1,7 @@
 //! The `polyc` command line: a thin layer over the `polyc` library.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use miette::{miette, IntoDiagnostic, Result};
+use miette::{miette, Result};
 use polyc::check::{format_checks, OracleChoice, RunOptions};
 use polyc::driver::compile;
 use polyc::options::{parse_dynamic, parse_load_tree, parse_params, parse_sizes, CompileOptions};
@@ -484,11 +484,10 @@ fn compile_with_timings(opts: &CompileOptions, timings: bool) -> Result<Compiled
     Ok(compiled)
 }
 
+/// Writes `text` to `-o FILE` (never over an input; `-` is standard output), or prints it.
 fn write_or_print(output: &Option<PathBuf>, text: &str) -> Result<()> {
     match output {
-        Some(path) => std::fs::write(path, text)
-            .into_diagnostic()
-            .map_err(|e| miette!("cannot write {}: {e}", path.display())),
+        Some(path) => polyhedral::files::write_output("-o", path, text.as_bytes()),
         None => {
             print!("{text}");
             Ok(())

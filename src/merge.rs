@@ -669,13 +669,7 @@ fn merge_search(opts: &MergeOptions, shards: &[(PathBuf, SearchShardResult)]) ->
             best.ms,
             best.spec
         );
-        std::fs::write(out, text).map_err(|e| {
-            miette!(
-                help = "give a writable path to --search-out",
-                "--search-out: cannot write {}: {e}",
-                out.display()
-            )
-        })?;
+        polyhedral::files::write_output("--search-out", out, text.as_bytes())?;
     }
     if let Some(out) = &opts.json {
         let merged = MergedSearch {

@@ -262,12 +262,7 @@ pub fn resolve_tile_spec(opts: &CompileOptions, front: &Front) -> Result<SpecCho
 
 fn write_out(path: &str, spec: &TileSpec, how: &str) -> Result<()> {
     let text = format!("# tile spec resolved by the tile-size search\n# {how}\n{spec}");
-    std::fs::write(path, text).map_err(|e| {
-        miette!(
-            help = "give a writable path to --search-out",
-            "--search-out: cannot write {path}: {e}"
-        )
-    })
+    polyhedral::files::write_output("--search-out", std::path::Path::new(path), text.as_bytes())
 }
 
 /// Compiles and times the model's best points; returns the fastest one's sizes, how many
@@ -501,8 +496,7 @@ fn write_search_json(
     path: &str,
 ) -> Result<()> {
     use sha2::{Digest, Sha256};
-    let program =
-        std::fs::read(&opts.program).map_err(|e| miette!("cannot read {}: {e}", opts.program))?;
+    let program = polyhedral::files::read_text_input(&opts.program)?;
     let params: Vec<String> = opts
         .params
         .iter()
@@ -541,10 +535,9 @@ fn write_search_json(
         points,
     };
     let text = serde_json::to_string_pretty(&out).map_err(|e| miette!("{e}"))?;
-    std::fs::write(path, text + "\n").map_err(|e| {
-        miette!(
-            help = "give a writable path to --search-json",
-            "--search-json: cannot write {path}: {e}"
-        )
-    })
+    polyhedral::files::write_output(
+        "--search-json",
+        std::path::Path::new(path),
+        (text + "\n").as_bytes(),
+    )
 }

@@ -94,7 +94,8 @@ pub fn result_json(report: &RunReport, compile_ms: f64) -> serde_json::Value {
         "oracle": report.oracle,
         "checks": report.checks.iter().map(|c| serde_json::json!({
             "tensor": c.name,
-            "ok": c.comparison.ok,
+            "ok": c.ok(),
+            "unwritten": c.unwritten,
             "max_abs_err": c.comparison.max_abs_err,
             "max_rel_err": c.comparison.max_rel_err,
         })).collect::<Vec<_>>(),
@@ -742,13 +743,7 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
 /// Writes `value` as pretty JSON to `path`.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| miette!("{e}"))?;
-    std::fs::write(path, text + "\n").map_err(|e| {
-        miette!(
-            help = "give a writable path to --json",
-            "cannot write {}: {e}",
-            path.display()
-        )
-    })
+    polyhedral::files::write_output("--json", path, (text + "\n").as_bytes())
 }
 
 /// Runs `jobs`, `n` at a time, each in its own process, with a progress bar; rows come

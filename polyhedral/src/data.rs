@@ -136,12 +136,21 @@ impl TensorData {
 /// The poison value of i8 buffers: the byte `0xA5` (−91).
 ///
 /// Every integer poison value is the byte `0xA5` repeated, so a runner may equally
-/// `memset(p, 0xA5, n)`. Floating-point buffers are poisoned with quiet NaN.
+/// `memset(p, 0xA5, n)`. Floating-point buffers are poisoned with a quiet NaN whose
+/// payload marks it ([`POISON_F32_BITS`] and its f16/f64 siblings).
 pub const POISON_I8: i8 = 0xA5u8 as i8;
 /// The poison value of i32 buffers: `0xA5A5A5A5` (−1 515 870 811).
 pub const POISON_I32: i32 = 0xA5A5_A5A5u32 as i32;
 /// The poison value of i64 buffers: `0xA5A5A5A5A5A5A5A5`.
 pub const POISON_I64: i64 = 0xA5A5_A5A5_A5A5_A5A5u64 as i64;
+/// The poison of f16 buffers: a quiet NaN whose payload is `0xA5`. Arithmetic never makes
+/// this NaN (a computed NaN has the default payload), so an element that still holds it
+/// after the oracle ran was never written.
+pub const POISON_F16_BITS: u16 = 0x7EA5;
+/// The poison of f32 buffers: a quiet NaN with payload `0xA5A5`.
+pub const POISON_F32_BITS: u32 = 0x7FC0_A5A5;
+/// The poison of f64 buffers: a quiet NaN with payload `0xA5A5_A5A5`.
+pub const POISON_F64_BITS: u64 = 0x7FF8_0000_A5A5_A5A5;
 
 /// Absolute and relative tolerance `(atol, rtol)` that [`compare`] allows for `dtype`.
 ///
@@ -194,19 +203,32 @@ impl TensorData {
             .unwrap_or_default()
     }
 
-    /// A tensor filled with the poison value: NaN for floats, the byte `0xA5` repeated
+    /// A tensor filled with the poison value: a marked NaN for floats, the byte `0xA5` repeated
     /// for integers ([`POISON_I8`], [`POISON_I32`], [`POISON_I64`]).
     pub fn poisoned(dtype: DType, shape: Vec<usize>) -> TensorData {
         let n = shape.iter().product();
         let buf = match dtype {
-            DType::F16 => Buffer::F16(vec![f16::NAN; n]),
-            DType::F32 => Buffer::F32(vec![f32::NAN; n]),
-            DType::F64 => Buffer::F64(vec![f64::NAN; n]),
+            DType::F16 => Buffer::F16(vec![f16::from_bits(POISON_F16_BITS); n]),
+            DType::F32 => Buffer::F32(vec![f32::from_bits(POISON_F32_BITS); n]),
+            DType::F64 => Buffer::F64(vec![f64::from_bits(POISON_F64_BITS); n]),
             DType::I8 => Buffer::I8(vec![POISON_I8; n]),
             DType::I32 => Buffer::I32(vec![POISON_I32; n]),
             DType::I64 => Buffer::I64(vec![POISON_I64; n]),
         };
         TensorData { shape, buf }
+    }
+
+    /// How many elements still hold the poison value of [`TensorData::poisoned`], bit for
+    /// bit: in an oracle's result, the elements the program never writes.
+    pub fn count_poison(&self) -> usize {
+        match &self.buf {
+            Buffer::F16(v) => v.iter().filter(|x| x.to_bits() == POISON_F16_BITS).count(),
+            Buffer::F32(v) => v.iter().filter(|x| x.to_bits() == POISON_F32_BITS).count(),
+            Buffer::F64(v) => v.iter().filter(|x| x.to_bits() == POISON_F64_BITS).count(),
+            Buffer::I8(v) => v.iter().filter(|&&x| x == POISON_I8).count(),
+            Buffer::I32(v) => v.iter().filter(|&&x| x == POISON_I32).count(),
+            Buffer::I64(v) => v.iter().filter(|&&x| x == POISON_I64).count(),
+        }
     }
 
     /// A tensor of random values drawn from `rng`, one `next_u64` per element in row-major

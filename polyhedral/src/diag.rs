@@ -26,16 +26,13 @@ impl SourceFile {
             text: Arc::new(text.into()),
         }
     }
-    /// Reads a file; a missing file is a diagnostic, not a panic. A file that is not UTF-8
+    /// Reads a file (`-`: standard input) of at most [`crate::files::MAX_TEXT_BYTES`]; a
+    /// missing file is a diagnostic, not a panic. The file is remembered as an input, which
+    /// no output may overwrite. A file that is not UTF-8
     /// is a located error at its first invalid byte: line, column (in characters) and the
     /// byte, with the line shown and the byte as `�` under the caret.
     pub fn read(path: &str) -> miette::Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            miette::miette!(
-                help = "check the path; polyc reads UTF-8 text files",
-                "cannot read `{path}`: {e}"
-            )
-        })?;
+        let bytes = crate::files::read_text_input(path)?;
         match String::from_utf8(bytes) {
             Ok(t) => Ok(SourceFile::new(path, t)),
             Err(e) => Err(Self::not_utf8(path, e.as_bytes(), e.utf8_error().valid_up_to()).into()),

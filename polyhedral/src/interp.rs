@@ -1368,6 +1368,30 @@ fn exec<T: Num, const FAST: bool>(
     Ok(())
 }
 
+/// An integer `/` or `%` whose divisor was 0 at run time, in the kernel (which then
+/// computes 0, and reports the statement) or in the interpreter (which stops).
+///
+/// polyc's rule for integer division (README, "Division by zero"): floats follow IEEE
+/// (`x / 0` is ±∞ or NaN); for integers `x / 0` and `x % 0` are 0 and the run fails
+/// with this error, located at the statement; `MIN / -1` wraps.
+#[derive(Debug, Clone, thiserror::Error, miette::Diagnostic)]
+#[error("{stmt_name}: integer {op} by zero{} (found by {by})", instance.as_ref().map(|i| format!(" at instance {i}")).unwrap_or_default())]
+#[diagnostic(help(
+    "the data has a zero divisor; guard it, e.g. `select(d != 0, n / d, 0)`, or compute in a float type"
+))]
+pub struct IntegerDivisionByZero {
+    /// The statement's index in `Program::stmts`.
+    pub stmt: usize,
+    /// Its name, `S_k`.
+    pub stmt_name: String,
+    /// `division`, `remainder`, or `division or remainder` (the kernel does not say).
+    pub op: &'static str,
+    /// The instance, when known (`(i=1, j=2)`).
+    pub instance: Option<String>,
+    /// Who found it: the kernel or the interpreter.
+    pub by: &'static str,
+}
+
 /// `(i=1, j=2)`.
 fn instance_text(s: &Stmt, it: &[i64]) -> String {
     let parts: Vec<String> = s
@@ -1390,12 +1414,17 @@ fn describe(
 ) -> miette::Report {
     let inst = instance_text(s, it);
     match f {
-        Fail::DivZero | Fail::RemZero => miette!(
-            help = "integer division by zero is undefined in C; guard the divisor, e.g. select(d != 0, n / d, 0), or compute in a float type",
-            "{}: integer {} by zero at instance {inst}",
-            s.name,
-            if matches!(f, Fail::DivZero) { "division" } else { "remainder" }
-        ),
+        Fail::DivZero | Fail::RemZero => miette::Report::new(IntegerDivisionByZero {
+            stmt: prog.stmts.iter().position(|t| std::ptr::eq(t, s)).unwrap_or(0),
+            stmt_name: s.name.clone(),
+            op: if matches!(f, Fail::RemZero) {
+                "remainder"
+            } else {
+                "division"
+            },
+            instance: Some(inst),
+            by: "the reference interpreter",
+        }),
         Fail::Oob(a) => {
             let a = &acc[a];
             let idx: Vec<String> = a.dims.iter().map(|d| d.eval(it, p).to_string()).collect();

@@ -10,12 +10,14 @@
 //! - [`sched`]: schedulers (`initial`, `isl`).
 //! - [`data`], [`npy`], [`interp`]: tensor values, `.npy` I/O, the reference interpreter.
 //! - [`diag`]: located diagnostics.
+//! - [`files`]: inputs (`-` is standard input, sizes capped) and outputs that never overwrite an input.
 #![warn(missing_docs)]
 
 pub mod barvinok;
 pub mod data;
 pub mod deps;
 pub mod diag;
+pub mod files;
 pub mod ilp;
 pub mod interp;
 pub mod ir;

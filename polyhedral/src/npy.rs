@@ -106,9 +106,9 @@ pub fn to_npy_bytes(t: &TensorData) -> Vec<u8> {
 }
 
 /// Writes `t` to `path` as a `.npy` file.
+/// Refuses to overwrite an input file (see [`crate::files::write_output`]).
 pub fn write_npy(path: &Path, t: &TensorData) -> Result<()> {
-    std::fs::write(path, to_npy_bytes(t))
-        .map_err(|e| miette!("cannot write {}: {e}", path.display()))
+    crate::files::write_output("--save-io", path, &to_npy_bytes(t))
 }
 
 /// Reads a `.npy` file.
@@ -120,6 +120,7 @@ pub fn read_npy(path: &Path) -> Result<TensorData> {
             path.display()
         )
     })?;
+    crate::files::register_input(path);
     from_npy_bytes(&bytes, &path.display().to_string())
 }
 

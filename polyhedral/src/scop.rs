@@ -87,6 +87,50 @@ pub struct Scop {
     pub notes: Vec<String>,
 }
 
+/// An output that no statement writes at these sizes (every statement writing it has an
+/// empty domain) is an error: the kernel would compute nothing, and a check would compare
+/// nothing. `bound` says whether every size is bound (else "for all sizes").
+fn unwritten_outputs(
+    prog: &Program,
+    empty: &[bool],
+    bound: bool,
+    src: &SourceFile,
+) -> miette::Result<()> {
+    for &t in &prog.outputs {
+        let writers: Vec<&Stmt> = prog.stmts.iter().filter(|s| s.lhs == t).collect();
+        let all_empty = prog
+            .stmts
+            .iter()
+            .zip(empty)
+            .filter(|(s, _)| s.lhs == t)
+            .all(|(_, &e)| e);
+        let Some(first) = writers.first() else {
+            continue;
+        };
+        if !all_empty {
+            continue;
+        }
+        let names: Vec<&str> = writers.iter().map(|s| s.name.as_str()).collect();
+        let sizes = if bound { "at these sizes" } else { "for any sizes" };
+        return Err(src
+            .error(
+                first.lhs_span,
+                format!(
+                    "output `{}` is never written {sizes}: the {} of {} {} empty",
+                    prog.tensors[t].name,
+                    if names.len() == 1 { "domain" } else { "domains" },
+                    names.join(" and "),
+                    if names.len() == 1 { "is" } else { "are" }
+                ),
+                "no instance of this statement runs",
+                "check the sizes and the indices: the ranges inferred for an index from \
+                 all its accesses (or its `where` range) do not overlap",
+            )
+            .into());
+    }
+    Ok(())
+}
+
 impl Scop {
     /// Builds the model of `prog` for the size values `values` (one per
     /// [`Program::params`], `None` = symbolic) and checks that no access leaves its tensor.
@@ -148,7 +192,8 @@ impl Scop {
         let mut stmt_reads = Vec::with_capacity(prog.stmts.len());
         let mut stmt_writes = Vec::with_capacity(prog.stmts.len());
         let mut notes = Vec::new();
-        for stmt in &prog.stmts {
+        let mut empty = vec![false; prog.stmts.len()];
+        for (si, stmt) in prog.stmts.iter().enumerate() {
             let names = stmt.iter_names();
             let mut cons = Vec::new();
             for it in &stmt.iters {
@@ -173,6 +218,7 @@ impl Scop {
                 .isl("restricting a domain")?
                 .is_empty()
                 .isl("testing a domain for emptiness")?;
+            empty[si] = never;
             if never {
                 let sizes = if symbolic.is_empty() { "these" } else { "all" };
                 notes.push(format!(
@@ -212,6 +258,7 @@ impl Scop {
             stmt_reads.push(reads);
         }
 
+        unwritten_outputs(prog, &empty, symbolic.is_empty(), src)?;
         let scop = Scop {
             param_values: values.to_vec(),
             param_texts: ptexts,

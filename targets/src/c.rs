@@ -505,6 +505,77 @@ fn calls(prog: &Program, wanted: &dyn Fn(Func) -> bool) -> bool {
     })
 }
 
+/// True when `e` divides (or takes a remainder) by something other than a literal that
+/// is neither 0 nor −1: such a division needs [`int_division_helpers`].
+fn guarded_division(e: &Expr) -> bool {
+    match e {
+        Expr::Bin(BinOp::Div | BinOp::Rem, a, b) => {
+            !matches!(**b, Expr::Lit(v) if v != 0.0 && v != -1.0)
+                || guarded_division(a)
+                || guarded_division(b)
+        }
+        Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => guarded_division(a) || guarded_division(b),
+        Expr::Neg(a) | Expr::Cast(_, a) => guarded_division(a),
+        Expr::Call(_, args) => args.iter().any(guarded_division),
+        Expr::Select(c, a, b) => guarded_division(c) || guarded_division(a) || guarded_division(b),
+        _ => false,
+    }
+}
+
+/// The integer compute types (`i32`, `i64`) in which some statement divides by a value
+/// that may be 0 or −1.
+fn guarded_division_types(prog: &Program) -> Vec<DType> {
+    let mut v: Vec<DType> = Vec::new();
+    for st in &prog.stmts {
+        let t = compute_type(st.dtype);
+        let divides = matches!(&st.body, StmtBody::Update(_, e) if guarded_division(e));
+        if !t.is_float() && divides && !v.contains(&t) {
+            v.push(t);
+        }
+    }
+    v.sort_by_key(|t| DType::ALL.iter().position(|u| u == t));
+    v
+}
+
+/// Integer `/` and `%` with polyc's rule: `x / 0` and `x % 0` give 0 (in C, the kernel
+/// also records the statement in `polyc_fault`, and the entry reports it), `MIN / -1`
+/// wraps to `MIN` and `MIN % -1` is 0. C's own operators trap on both (SIGFPE).
+fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
+    let types = guarded_division_types(prog);
+    if types.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n/* Integer division: x / 0 and x % 0 are 0, MIN / -1 wraps (C would trap). */\n",
+    );
+    let fault = if dialect == Dialect::C {
+        s.push_str(
+            "/* The statement that divided by zero, plus 1 (0: none); the entry returns -1000 - k for S_k. */\nstatic int polyc_fault;\n",
+        );
+        "__atomic_store_n(&polyc_fault, s + 1, __ATOMIC_RELAXED); "
+    } else {
+        "(void)s; "
+    };
+    for t in types {
+        let c = t.c_type();
+        let x = suffix(t);
+        let min = if t == DType::I64 {
+            "(-9223372036854775807L - 1)"
+        } else {
+            "(-2147483647 - 1)"
+        };
+        let _ = writeln!(
+            s,
+            "static inline {c} polyc_div_{x}({c} a, {c} b, int s) {{\n  if (b == 0) {{ {fault}return 0; }}\n  return b == -1 ? (a == ({c}){min} ? a : -a) : a / b;\n}}"
+        );
+        let _ = writeln!(
+            s,
+            "static inline {c} polyc_rem_{x}({c} a, {c} b, int s) {{\n  if (b == 0) {{ {fault}return 0; }}\n  return b == -1 ? 0 : a % b;\n}}"
+        );
+    }
+    s
+}
+
 /// The index and value helpers every dialect's prelude has, declared for `dialect`.
 pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
     let mut s = String::new();
@@ -565,6 +636,7 @@ pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
     if calls(prog, &|f| f == Func::RequantI8) {
         s.push_str(REQUANT_I8);
     }
+    s.push_str(&int_division_helpers(prog, dialect));
     if dialect == Dialect::C {
         s
     } else {
@@ -696,7 +768,14 @@ pub fn emit_c(
         k += 1;
     }
     out.push_str("  polyc_status = 0;\n");
+    let faults = !guarded_division_types(prog).is_empty();
+    if faults {
+        out.push_str("  polyc_fault = 0;\n");
+    }
     let _ = writeln!(out, "  {fname}({});", call_args.join(", "));
+    if faults {
+        out.push_str("  if (polyc_status == 0 && polyc_fault != 0) return -999 - polyc_fault;\n");
+    }
     out.push_str("  return polyc_status;\n}\n");
     out
 }
@@ -1547,6 +1626,7 @@ impl<'a> Emitter<'a> {
             }
             Expr::Neg(a) => format!("(-{})", sub(a)),
             Expr::Bin(op, a, b) => {
+                let divisor: &Expr = b;
                 let (a, b) = (sub(a), sub(b));
                 if ct == DType::F16 {
                     let f = match op {
@@ -1561,6 +1641,13 @@ impl<'a> Emitter<'a> {
                 match (op, ct) {
                     (BinOp::Rem, DType::F32) => format!("fmodf({a}, {b})"),
                     (BinOp::Rem, DType::F64) => format!("fmod({a}, {b})"),
+                    (BinOp::Div | BinOp::Rem, DType::I32 | DType::I64)
+                        if !matches!(divisor, Expr::Lit(v) if *v != 0.0 && *v != -1.0) =>
+                    {
+                        let f = if *op == BinOp::Div { "div" } else { "rem" };
+                        let k = self.prog.stmts.iter().position(|t| t.name == st.name).unwrap_or(0);
+                        format!("polyc_{f}_{x}({a}, {b}, {k})")
+                    }
                     _ => {
                         let o = match op {
                             BinOp::Add => "+",

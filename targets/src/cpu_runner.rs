@@ -372,6 +372,18 @@ pub fn run(
                 sizes[p]
             ))
         }
+        k if k <= -1000 && ((-1000 - k) as usize) < prog.stmts.len() => {
+            let k = (-1000 - k) as usize;
+            Err(miette::Report::new(
+                polyhedral::interp::IntegerDivisionByZero {
+                    stmt: k,
+                    stmt_name: prog.stmts[k].name.clone(),
+                    op: "division or remainder",
+                    instance: None,
+                    by: "the kernel, which computed 0 there",
+                },
+            ))
+        }
         other => Err(miette!("kernel `{}` returned status {other}", prog.name)),
     }
 }

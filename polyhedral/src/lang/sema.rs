@@ -227,8 +227,22 @@ impl<'a> Sema<'a> {
         id
     }
 
+    /// A declared shape; a constant extent must be positive (as a `--param` size must).
     fn shape(&mut self, dims: &[ast::Expr]) -> Res<Vec<Lin>> {
-        dims.iter().map(|e| self.lin(e, Mode::Shape)).collect()
+        dims.iter()
+            .map(|e| {
+                let l = self.lin(e, Mode::Shape)?;
+                match l.as_const() {
+                    Some(c) if c < 1 => Err(self.err(
+                        e.span,
+                        format!("extent {c} is not positive"),
+                        "a tensor's extent must be at least 1",
+                        "give every dimension a positive extent, or a size (e.g. `N`) bound with --param",
+                    )),
+                    _ => Ok(l),
+                }
+            })
+            .collect()
     }
 
     // ---- affine expressions ----
@@ -1062,6 +1076,18 @@ impl<'a> Sema<'a> {
                 }
             }
             ExprKind::Neg(a) => ir::Expr::Neg(Box::new(self.value(a, dt, reads)?)),
+            ExprKind::Bin(op @ (ir::BinOp::Div | ir::BinOp::Rem), _, b)
+                if folded(&self.value(b, dt, &mut Vec::new())?) == Some(0.0) =>
+            {
+                let what = if *op == ir::BinOp::Div { "division" } else { "remainder" };
+                return Err(self.err(
+                    b.span,
+                    format!("{what} by the constant 0"),
+                    "this divisor is always 0",
+                    "divide by a non-zero value (x / 0 has no value for integers and is \
+                     always ±inf or NaN for floats)",
+                ));
+            }
             ExprKind::Bin(op @ (ir::BinOp::Div | ir::BinOp::Rem), a, b) if self.tc => {
                 self.tc_division(*op, a, b, e.span, dt, reads)?
             }
@@ -1355,8 +1381,27 @@ impl<'a> Sema<'a> {
     }
 
     fn finish(self, def: &ast::Def) -> Res<Program> {
+        if def.stmts.is_empty() {
+            return Err(self.err(
+                def.name.span,
+                format!("`def {}` has no statements", def.name.name),
+                "nothing to compute",
+                "write at least one statement that computes each output",
+            ));
+        }
         let mut tensors = Vec::with_capacity(self.tensors.len());
         for t in &self.tensors {
+            if t.role == TensorRole::Output && !t.written && t.shape.is_some() {
+                return Err(self.err(
+                    t.span,
+                    format!("output `{}` is never written", t.name),
+                    "no statement writes it",
+                    format!(
+                        "write `{}` in a statement, or remove it from the outputs",
+                        t.name
+                    ),
+                ));
+            }
             let (Some(dtype), Some(shape)) = (t.dtype, &t.shape) else {
                 return Err(self.err(
                     t.span,
@@ -1394,6 +1439,26 @@ fn constant(e: &ir::Expr) -> Option<f64> {
     match e {
         ir::Expr::Lit(v) => Some(*v),
         ir::Expr::Cast(_, a) => constant(a),
+        _ => None,
+    }
+}
+
+/// The value of an expression made of literals, `-`, `+`, `-` and `*` only (a divisor
+/// such as `2 - 2`), in exact integer-valued arithmetic where it stays exact.
+fn folded(e: &ir::Expr) -> Option<f64> {
+    match e {
+        ir::Expr::Lit(v) => Some(*v),
+        ir::Expr::Cast(_, a) => folded(a),
+        ir::Expr::Neg(a) => folded(a).map(|v| -v),
+        ir::Expr::Bin(op, a, b) => {
+            let (a, b) = (folded(a)?, folded(b)?);
+            match op {
+                ir::BinOp::Add => Some(a + b),
+                ir::BinOp::Sub => Some(a - b),
+                ir::BinOp::Mul => Some(a * b),
+                ir::BinOp::Div | ir::BinOp::Rem => None,
+            }
+        }
         _ => None,
     }
 }
