@@ -329,6 +329,11 @@ fn run_built(
 ) -> Result<RunReport> {
     let program = &compiled.program;
     let sizes = sizes.to_vec();
+    let on_device = copts
+        .target
+        .as_deref()
+        .is_some_and(|t| !matches!(t, "cpu") && !t.contains("gemmini"));
+    polyhedral::data::ensure_memory(program, &sizes, on_device)?;
     let (mut tensors, mut scalars) = seeded_data(program, &sizes, ropts.seed);
     if let Some(dir) = &ropts.inputs_dir {
         load_inputs(program, &sizes, dir, &mut tensors, &mut scalars)?;

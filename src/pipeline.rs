@@ -296,6 +296,9 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
         tree,
         &loads,
     )?;
+    if scop.symbolic.is_empty() {
+        polyhedral::limits::check_schedule(&tree.to_isl(&ctx)?)?;
+    }
     stages.push(Stage {
         name: "scheduled".into(),
         tree,

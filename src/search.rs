@@ -463,6 +463,7 @@ fn time_point(
         via: o.via.as_deref(),
         dynamic: &[],
     })?;
+    polyhedral::data::ensure_memory(program, sizes, false)?;
     let (inputs, scalars) = generate_inputs(program, sizes, 0);
     let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(
         0x00c0_ffee_0000_0001,

@@ -446,3 +446,91 @@ pub fn inout_outputs(program: &Program) -> Vec<usize> {
         })
         .collect()
 }
+
+/// Bytes of memory available to this process: `MemAvailable` of `/proc/meminfo`, capped
+/// by the address-space limit (`ulimit -v`); `None` where neither is known.
+fn available_memory() -> Option<u128> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let avail = meminfo.as_deref().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemAvailable:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u128>().ok())
+            .map(|kb| kb * 1024)
+    });
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let as_limit = (unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY)
+        .then_some(lim.rlim_cur as u128);
+    match (avail, as_limit) {
+        (Some(a), Some(l)) => Some(a.min(l)),
+        (a, l) => a.or(l),
+    }
+}
+
+/// `1.5 GiB`.
+fn bytes_text(b: u128) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} bytes")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+/// Refuses, before anything is allocated, a run whose data would not fit in the memory
+/// this machine has available: every tensor twice (the run's data and the oracle's copy),
+/// the kernel's temporaries once more, and on a GPU target the device copies once more.
+/// A size whose tensors cannot even be counted in 128 bits is refused the same way.
+pub fn ensure_memory(program: &Program, sizes: &[i64], device_copies: bool) -> miette::Result<()> {
+    let known: Vec<Option<i64>> = sizes.iter().map(|&v| Some(v)).collect();
+    let mut total: u128 = 0;
+    let mut biggest: Vec<(u128, &str)> = Vec::new();
+    for (t, ten) in program.tensors.iter().enumerate() {
+        let bytes = crate::limits::tensor_bytes(program, t, &known)
+            .map_or(u128::MAX, |(_, b)| b);
+        let copies: u128 = match ten.role {
+            crate::ir::TensorRole::Temp => 3,
+            _ => 2,
+        } + u128::from(device_copies);
+        total = total.saturating_add(bytes.saturating_mul(copies));
+        biggest.push((bytes, &ten.name));
+    }
+    let Some(avail) = available_memory() else {
+        return Ok(());
+    };
+    if total <= avail / 10 * 9 {
+        return Ok(());
+    }
+    biggest.sort_by(|a, b| b.0.cmp(&a.0));
+    let list: Vec<String> = biggest
+        .iter()
+        .take(3)
+        .map(|(b, n)| format!("{n}: {}", bytes_text(*b)))
+        .collect();
+    Err(miette::miette!(
+        help = "run at smaller sizes (--param / --run-param); compiling (`polyc PROG -o out.c`) needs no memory for the data",
+        "polyc run needs about {} for the data at {} ({}, with the oracle's copy), but this machine has {} available",
+        bytes_text(total),
+        program
+            .params
+            .iter()
+            .zip(sizes)
+            .map(|(p, v)| format!("{}={v}", p.name))
+            .collect::<Vec<_>>()
+            .join(", "),
+        list.join(", "),
+        bytes_text(avail)
+    ))
+}
+

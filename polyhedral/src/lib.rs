@@ -10,6 +10,7 @@
 //! - [`sched`]: schedulers (`initial`, `isl`).
 //! - [`data`], [`npy`], [`interp`]: tensor values, `.npy` I/O, the reference interpreter.
 //! - [`diag`]: located diagnostics.
+//! - [`limits`]: the magnitudes 64-bit index arithmetic holds, proven with isl.
 //! - [`files`]: inputs (`-` is standard input, sizes capped) and outputs that never overwrite an input.
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod interp;
 pub mod ir;
 pub mod isl;
 pub mod lang;
+pub mod limits;
 pub mod npy;
 pub mod qpoly;
 pub mod sched;

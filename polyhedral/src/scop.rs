@@ -149,6 +149,7 @@ impl Scop {
             ));
         }
         check_names(prog, src)?;
+        crate::limits::check_tensor_sizes(prog, values, src)?;
         let ptexts = param_texts(prog, values);
         let symbolic: Vec<String> = prog
             .params
@@ -259,6 +260,9 @@ impl Scop {
         }
 
         unwritten_outputs(prog, &empty, symbolic.is_empty(), src)?;
+        if symbolic.is_empty() {
+            crate::limits::check_domains(prog, &stmt_domains, src)?;
+        }
         let scop = Scop {
             param_values: values.to_vec(),
             param_texts: ptexts,
