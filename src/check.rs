@@ -281,11 +281,26 @@ fn load_inputs(
     Ok(())
 }
 
+/// Builds the kernel (the target's compiler: cc, nvcc, …), with progress notes that say
+/// the compiler is running when it runs long.
+fn build_watched(
+    compiled: &Compiled,
+    copts: &CompileOptions,
+    poison: bool,
+) -> Result<Box<dyn targets::Executable>> {
+    let watch = crate::progress::Watch::start();
+    watch.running(&format!(
+        "the target's compiler (cc) on {} kB of emitted code",
+        compiled.code.len().div_ceil(1024)
+    ));
+    build(compiled, copts, poison)
+}
+
 /// Runs the compiled program and, with `check`, compares it with the oracle.
 pub fn run(compiled: &Compiled, copts: &CompileOptions, ropts: &RunOptions) -> Result<RunReport> {
     let sizes = concrete_sizes(compiled)?;
     let cc_start = std::time::Instant::now();
-    let kernel = build(compiled, copts, ropts.check)?;
+    let kernel = build_watched(compiled, copts, ropts.check)?;
     let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
     let mut report = run_built(compiled, copts, ropts, kernel.as_ref(), &sizes)?;
     report.cc_ms = cc_ms;
@@ -307,7 +322,7 @@ pub fn run_many(
         .map(|set| run_sizes(compiled, set))
         .collect::<Result<_>>()?;
     let cc_start = std::time::Instant::now();
-    let kernel = build(compiled, copts, ropts.check)?;
+    let kernel = build_watched(compiled, copts, ropts.check)?;
     let cc_ms = cc_start.elapsed().as_secs_f64() * 1e3;
     let mut out = Vec::with_capacity(sizes.len());
     for (i, s) in sizes.into_iter().enumerate() {
@@ -389,6 +404,15 @@ fn run_built(
         OracleChoice::Auto => instances <= ropts.max_interp_instances,
     };
     let mut reference = inputs_snapshot;
+    let watch = crate::progress::Watch::start();
+    watch.running(&format!(
+        "the oracle ({} over {instances} statement instances)",
+        if use_interp {
+            "the reference interpreter"
+        } else {
+            "the untransformed program"
+        }
+    ));
     if use_interp {
         interpret(program, &sizes, &mut reference, &scalars)
             .map_err(|e| locate_fault(e, copts, program))?;

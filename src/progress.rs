@@ -5,6 +5,10 @@
 //! when standard error is a terminal (a script's or a test's output stays as it was),
 //! unless `POLYC_PROGRESS_AFTER_MS` sets the first delay in milliseconds (for tests and
 //! logs). Nothing runs, no thread is started, when it would stay silent.
+//!
+//! A step may also be named as running ([`Watch::running`]): the C compiler building a
+//! kernel, or the reference interpreter checking one, then shows in the note as
+//! `(running: cc on 12 kB of C; finished: …)`.
 
 use std::io::IsTerminal;
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
@@ -15,7 +19,15 @@ const FIRST_NOTICE: Duration = Duration::from_secs(10);
 
 /// The watcher of one half of the pipeline; it stops when dropped.
 pub struct Watch {
-    steps: Option<Sender<String>>,
+    steps: Option<Sender<Msg>>,
+}
+
+/// What the watched side tells the watcher.
+enum Msg {
+    /// A step finished.
+    Finished(String),
+    /// A step started (and runs until the next message).
+    Running(String),
 }
 
 impl Watch {
@@ -29,25 +41,40 @@ impl Watch {
         let Some(first) = first else {
             return Watch { steps: None };
         };
-        let (tx, rx) = channel::<String>();
+        let (tx, rx) = channel::<Msg>();
         std::thread::spawn(move || {
             let start = Instant::now();
             let mut done: Vec<String> = Vec::new();
+            let mut running: Option<String> = None;
             let mut wait = first;
             let mut next = start + first;
             loop {
                 match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
-                    Ok(step) => done.push(step),
+                    Ok(Msg::Finished(step)) => {
+                        running = None;
+                        done.push(step)
+                    }
+                    Ok(Msg::Running(step)) => running = Some(step),
                     Err(RecvTimeoutError::Timeout) => {
-                        eprintln!(
-                            "polyc: still working, {:.1} s in (finished: {})",
-                            start.elapsed().as_secs_f64(),
-                            if done.is_empty() {
-                                "none of this half's steps yet".to_string()
-                            } else {
-                                done.join(", ")
-                            }
-                        );
+                        let finished = if done.is_empty() {
+                            "none of this half's steps yet".to_string()
+                        } else {
+                            done.join(", ")
+                        };
+                        match &running {
+                            Some(r) if done.is_empty() => eprintln!(
+                                "polyc: still working, {:.1} s in (running: {r})",
+                                start.elapsed().as_secs_f64()
+                            ),
+                            Some(r) => eprintln!(
+                                "polyc: still working, {:.1} s in (running: {r}; finished: {finished})",
+                                start.elapsed().as_secs_f64()
+                            ),
+                            None => eprintln!(
+                                "polyc: still working, {:.1} s in (finished: {finished})",
+                                start.elapsed().as_secs_f64()
+                            ),
+                        }
                         wait *= 2;
                         next = start + wait;
                     }
@@ -62,7 +89,14 @@ impl Watch {
     pub fn finished(&self, step: &str) {
         if let Some(tx) = &self.steps {
             // The watcher only stops when this side is dropped.
-            let _ = tx.send(step.to_string());
+            let _ = tx.send(Msg::Finished(step.to_string()));
+        }
+    }
+
+    /// Records that `step` is running (until the next step finishes or starts).
+    pub fn running(&self, step: &str) {
+        if let Some(tx) = &self.steps {
+            let _ = tx.send(Msg::Running(step.to_string()));
         }
     }
 }

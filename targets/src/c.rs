@@ -801,6 +801,9 @@ pub(crate) struct Emitter<'a> {
     poison: bool,
     /// How many local-buffer scopes (promoted tiles) enclose the node being emitted.
     in_tile: std::cell::Cell<usize>,
+    /// The product of the trip counts of the `#pragma GCC unroll` loops around the node
+    /// being printed (see [`UNROLL_BUDGET`]).
+    unrolled: std::cell::Cell<i64>,
     /// Promotions whose buffers are in shared memory (rows padded against bank
     /// conflicts).
     shared: HashSet<usize>,
@@ -821,6 +824,56 @@ const MIN_REDUCTION_TRIP: i64 = 64;
 /// before gcc's loop interchange can move the reduction loop inside it (which keeps the
 /// accumulators in memory: a GEMM with a blocked B fell from 84 to 22 GFLOP/s).
 const UNROLL_TRIP: i64 = 8;
+
+/// The most statement copies that nested `#pragma GCC unroll` loops may ask for: the
+/// trip counts of the unrolled loops around a statement times [`unrolled_weight`] of
+/// their body. The conv chain's 5 × 5 window around a 4-row register tile asks for 100;
+/// group norm at size 7, whose nests are five loops of 7, asked for 2 401 copies of a
+/// 7-iteration loop and gcc took minutes (now: seconds).
+const UNROLL_BUDGET: i64 = 128;
+
+/// Loops of at most this many iterations count as unrolled in [`unrolled_weight`]: gcc
+/// peels such small constant loops completely on its own when their bodies are small.
+const PEELED_TRIP: i64 = 8;
+
+/// Innermost loops of fewer iterations than this (a 256-bit vector of floats) count as
+/// unrolled in [`unrolled_weight`]; longer ones are vectorised.
+const SHORT_INNER_TRIP: i64 = 8;
+
+/// The statements of `n` once the small constant loops inside it are unrolled: a
+/// statement is 1, a block the sum, a loop of at most [`PEELED_TRIP`] constant iterations
+/// around another loop, or of fewer than [`SHORT_INNER_TRIP`] innermost, its trip count
+/// times its body; any other loop (an innermost loop gcc vectorises, a loop of unknown
+/// trip) its body once.
+fn unrolled_weight(n: &KNode) -> i64 {
+    match n {
+        KNode::Block(v) => v.iter().map(unrolled_weight).sum(),
+        KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            ..
+        } => {
+            let w = unrolled_weight(body);
+            match const_trip(iter, init, cond, *step) {
+                Some(t) if t <= PEELED_TRIP && loop_depth(body) >= 1 => t.max(1) * w,
+                // Shorter than a vector: gcc peels it rather than vectorise it.
+                Some(t) if t < SHORT_INNER_TRIP => t.max(1) * w,
+                _ => w,
+            }
+        }
+        KNode::If { then, els, .. } => {
+            unrolled_weight(then).max(els.as_deref().map_or(0, unrolled_weight))
+        }
+        KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
+            unrolled_weight(body)
+        }
+        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => 1,
+    }
+    .min(1 << 20)
+}
 
 /// Local buffers up to this many bytes live on the stack; larger ones are `malloc`ed.
 const STACK_TILE_BYTES: i64 = 64 * 1024;
@@ -891,6 +944,7 @@ impl<'a> Emitter<'a> {
             cur: RefCell::new(Vec::new()),
             poison: false,
             in_tile: std::cell::Cell::new(0),
+            unrolled: std::cell::Cell::new(1),
             red_lhs: RefCell::new(None),
             shared: HashSet::new(),
         }
@@ -1274,6 +1328,7 @@ impl<'a> Emitter<'a> {
                     out.push_str("#pragma omp parallel for\n");
                 }
                 // (An OpenMP loop takes no other pragma between `omp for` and the loop.)
+                let mut unroll_factor = 1;
                 if *kind == LoopKind::Unrolled {
                     indent(out, level);
                     let _ = writeln!(out, "{}", self.dialect.unroll_pragma(64));
@@ -1282,9 +1337,13 @@ impl<'a> Emitter<'a> {
                         if (2..=UNROLL_TRIP).contains(&n)
                             && loop_depth(body) >= 1
                             && !holds_local(body)
+                            && (self.dialect != Dialect::C
+                                || self.unrolled.get() * n * unrolled_weight(body)
+                                    <= UNROLL_BUDGET)
                         {
                             indent(out, level);
                             let _ = writeln!(out, "{}", self.dialect.unroll_pragma(UNROLL_TRIP));
+                            unroll_factor = n;
                         }
                     }
                 }
@@ -1317,7 +1376,10 @@ impl<'a> Emitter<'a> {
                         );
                     }
                 }
+                let outer = self.unrolled.get();
+                self.unrolled.set(outer * unroll_factor);
                 self.node(out, body, level + 1);
+                self.unrolled.set(outer);
                 indent(out, level);
                 out.push_str("}\n");
             }
