@@ -63,14 +63,15 @@ pub struct TensorCheck {
 }
 
 impl TensorCheck {
-    /// True when the tensor matches and the oracle wrote at least one element of it (or
-    /// it has none): a check that compared nothing is a failure, not a pass.
+    /// True when the tensor matches and the oracle wrote at least one element of it: a
+    /// check that compared nothing is a failure, not a pass.
     pub fn ok(&self) -> bool {
         self.comparison.ok && !self.nothing_checked()
     }
-    /// True when the oracle wrote none of the tensor's elements.
+    /// True when there was nothing to compare: the tensor has no element at these sizes,
+    /// or the oracle wrote none of them.
     pub fn nothing_checked(&self) -> bool {
-        self.elements > 0 && self.unwritten == self.elements
+        self.unwritten == self.elements
     }
 }
 
@@ -475,10 +476,17 @@ pub fn format_checks(report: &RunReport) -> String {
     for c in &report.checks {
         let cmp = &c.comparison;
         if c.nothing_checked() {
-            s.push_str(&format!(
-                "{}: NOTHING CHECKED (the program writes none of its {} elements at these sizes)\n",
-                c.name, c.elements
-            ));
+            if c.elements == 0 {
+                s.push_str(&format!(
+                    "{}: NOTHING CHECKED (it has no elements at these sizes)\n",
+                    c.name
+                ));
+            } else {
+                s.push_str(&format!(
+                    "{}: NOTHING CHECKED (the program writes none of its {} elements at these sizes)\n",
+                    c.name, c.elements
+                ));
+            }
             continue;
         }
         s.push_str(&format!(

@@ -303,6 +303,10 @@ struct CommonArgs {
     /// Print the milliseconds of every pipeline step to standard error.
     #[arg(long)]
     timings: bool,
+    /// The most statements (inits counted) a program may have; a larger program is an
+    /// error instead of a compile that runs for minutes.
+    #[arg(long = "max-statements", value_name = "N", default_value_t = polyc::options::DEFAULT_MAX_STATEMENTS)]
+    max_statements: usize,
 }
 
 /// Flags of `polyc run`.
@@ -464,6 +468,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         no_register_tiles: c.no_register_tiles,
         no_hoist: c.no_hoist,
         dynamic: parse_dynamic(&c.dynamic)?,
+        max_statements: c.max_statements,
     })
 }
 

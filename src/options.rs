@@ -79,7 +79,15 @@ pub struct CompileOptions {
     /// `--dynamic NAME=LO..HI` or `NAME={V,...}`: sizes that stay symbolic, compiled for
     /// these values only, with partial tiles composed from micro-kernels.
     pub dynamic: Vec<targets::microkernel::DynamicSize>,
+    /// `--max-statements N`: the most statements (inits counted) a program may have; a
+    /// larger one is a located error, not a compile that runs for minutes.
+    pub max_statements: usize,
 }
+
+/// The default of `--max-statements`: compile time grows faster than linearly with the
+/// statements (400 element-wise statements take about 30 s of CPU time), so larger
+/// programs are refused unless asked for.
+pub const DEFAULT_MAX_STATEMENTS: usize = 256;
 
 /// Parses `H=64,W=64` (one or more `--param` flags) into name/value pairs.
 ///
@@ -266,6 +274,7 @@ impl CompileOptions {
             no_hoist: false,
             search: crate::search::SearchSettings::default(),
             dynamic: Vec::new(),
+            max_statements: DEFAULT_MAX_STATEMENTS,
         }
     }
     /// The promotion switches (`--pack`, `--no-register-tiles`, `--no-hoist`).

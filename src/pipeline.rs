@@ -182,11 +182,36 @@ impl Front {
     }
 }
 
+/// A program with more statements than `--max-statements` allows is a located error at
+/// the first statement over the limit.
+fn check_statement_count(program: &Program, source: &SourceFile, max: usize) -> Result<()> {
+    let Some(first_over) = program.stmts.get(max) else {
+        return Ok(());
+    };
+    Err(source
+        .error(
+            first_over.span,
+            format!(
+                "`{}` has {} statements (inits counted), more than the {max} polyc compiles by default",
+                program.name,
+                program.stmts.len()
+            ),
+            format!("statement {} of {}", max + 1, program.stmts.len()),
+            format!(
+                "compile time grows faster than the number of statements (400 take about 30 s); \
+                 to compile it anyway, pass --max-statements {}",
+                program.stmts.len()
+            ),
+        )
+        .into())
+}
+
 /// Parses, models, computes dependences and schedules, as the options say.
 pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let mut timer = Timer::new();
     let source = SourceFile::read(&opts.program)?;
     let program = polyhedral::lang::compile_as(&source, opts.entry.as_deref(), opts.lang)?;
+    check_statement_count(&program, &source, opts.max_statements)?;
     let param_values = bind_params(&program, &opts.params)?;
     check_dynamic(opts, &program, &param_values)?;
     let texts = param_texts(&program, &param_values);
