@@ -287,7 +287,7 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
             scheduler.name()
         ));
     }
-    let mut schedule_notes = Vec::new();
+    let mut schedule_notes = polyhedral::order::interleaving_warnings(&scop, &program, &source)?;
     match scheduler {
         SchedulerKind::Initial => {}
         SchedulerKind::Isl => {

@@ -8,6 +8,7 @@
 //! - [`scop`]: the polyhedral model (domains, accesses, tensors) built on isl.
 //! - [`deps`]: RAW/WAR/WAW dependences from isl's dataflow analysis, and the legality check.
 //! - [`sched`]: schedulers (`initial`, `isl`).
+//! - [`order`]: warnings for programs whose comprehension order likely differs from a loop nest's.
 //! - [`data`], [`npy`], [`interp`]: tensor values, `.npy` I/O, the reference interpreter.
 //! - [`diag`]: located diagnostics.
 //! - [`limits`]: the magnitudes 64-bit index arithmetic holds, proven with isl.
@@ -26,6 +27,7 @@ pub mod isl;
 pub mod lang;
 pub mod limits;
 pub mod npy;
+pub mod order;
 pub mod qpoly;
 pub mod sched;
 pub mod scop;
