@@ -489,19 +489,21 @@ pub fn format_checks(report: &RunReport) -> String {
             }
             continue;
         }
+        let unwritten = if c.unwritten > 0 {
+            format!(
+                " ({} of {} elements never written by the program)",
+                c.unwritten, c.elements
+            )
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "{}: max_abs_err={:.3e} max_rel_err={:.3e} {}",
+            "{}: max_abs_err={:.3e} max_rel_err={:.3e}{unwritten} {}",
             c.name,
             cmp.max_abs_err,
             cmp.max_rel_err,
             if cmp.ok { "ok" } else { "MISMATCH" }
         ));
-        if c.unwritten > 0 {
-            s.push_str(&format!(
-                " ({} of {} elements are never written by the program)",
-                c.unwritten, c.elements
-            ));
-        }
         if let (false, Some((idx, got, want))) = (cmp.ok, &cmp.first_mismatch) {
             s.push_str(&format!(
                 " ({} elements differ; first at {:?}: got {got}, expected {want})",

@@ -550,9 +550,9 @@ fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
     );
     let fault = if dialect == Dialect::C {
         s.push_str(
-            "/* The statement that divided by zero, plus 1 (0: none); the entry returns -1000 - k for S_k. */\nstatic int polyc_fault;\n",
+            "/* The first statement that divided by zero, plus 1 (0: none); the entry returns -1000 - k for S_k. */\nstatic int polyc_fault;\n",
         );
-        "__atomic_store_n(&polyc_fault, s + 1, __ATOMIC_RELAXED); "
+        "int none = 0; __atomic_compare_exchange_n(&polyc_fault, &none, s + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); "
     } else {
         "(void)s; "
     };
