@@ -209,7 +209,8 @@ fn interrupt_suite(signal: i32, name: &str, code: i32) {
             .map(|(p, _)| p)
             .collect();
         seen.extend(slow.iter().copied());
-        (slow.len() == 2 && slow.iter().any(|&p| !dirs_of(&tmp, p).is_empty())).then_some(())
+        // With -j 2 the fast runs are done, so a folder is a slow run's.
+        (slow.len() == 2 && !polyc_dirs(&tmp).is_empty()).then_some(())
     });
     for p in seen.clone() {
         seen.extend(children(p).into_iter().map(|(c, _)| c));
@@ -291,10 +292,12 @@ fn a_killed_suite_child_is_a_failed_run_naming_the_signal() {
     std::fs::write(&suite, text).expect("suite");
     let child = start(&tmp, d, &["suite", &suite, "-j", "1", "--json", "out.json"]);
     let pid = child.id();
+    // With -j 1 the fast run is done, so a folder is the slow run's.
     let slow = wait_for(Duration::from_secs(300), "the slow run's folder", || {
         children(pid)
             .into_iter()
-            .find(|(p, c)| c.contains("2048") && !dirs_of(&tmp, *p).is_empty())
+            .find(|(_, c)| c.contains("2048"))
+            .filter(|_| !polyc_dirs(&tmp).is_empty())
             .map(|(p, _)| p)
     });
     send(slow, libc::SIGKILL);
@@ -332,7 +335,7 @@ fn sigterm_stops_a_run_and_removes_its_folder() {
     );
     let pid = child.id();
     wait_for(Duration::from_secs(300), "the run's folder", || {
-        (!dirs_of(&tmp, pid).is_empty()).then_some(())
+        (!polyc_dirs(&tmp).is_empty()).then_some(())
     });
     send(pid, libc::SIGTERM);
     let (status, out, err) = finish(child, Duration::from_secs(60));
@@ -368,8 +371,10 @@ fn a_later_polyc_sweeps_the_folders_of_dead_ones_only() {
     // A live polyc and one SIGKILLed, each with its kernel's folder.
     let live = start(&tmp, d, &args);
     let live_dirs = wait_for(Duration::from_secs(300), "a live run's folder", || {
-        Some(dirs_of(&tmp, live.id())).filter(|v| !v.is_empty())
+        Some(polyc_dirs(&tmp)).filter(|v| !v.is_empty())
     });
+    // The folder names its owner.
+    assert_eq!(owner(&live_dirs[0]).0, live.id(), "{live_dirs:?}");
     let killed = start(&tmp, d, &args);
     let killed_dirs = wait_for(Duration::from_secs(300), "a run's folder", || {
         Some(dirs_of(&tmp, killed.id())).filter(|v| !v.is_empty())
