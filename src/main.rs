@@ -395,7 +395,10 @@ fn main() -> ExitCode {
     let code = match dispatch(cli.command) {
         Ok(code) => code,
         Err(report) => {
-            print_report(&report);
+            // A stopped polyc's errors are those of the work the signal cut short.
+            if !polyc::signals::stopping() {
+                print_report(&report);
+            }
             EXIT_USER_ERROR
         }
     };

@@ -27,6 +27,10 @@ pub const GRACE: Duration = Duration::from_secs(5);
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// Whether a [`Graceful`] guard lives.
 static GRACEFUL: AtomicBool = AtomicBool::new(false);
+/// Set when polyc stops at once (no graceful guard, or a second signal).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// Set once `polyc: stopped by …` is printed.
+static NOTED: AtomicBool = AtomicBool::new(false);
 
 /// The signals polyc handles.
 const HANDLED: [i32; 2] = [libc::SIGINT, libc::SIGTERM];
@@ -64,6 +68,19 @@ pub fn received() -> Option<i32> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
+    }
+}
+
+/// Whether polyc is stopping at once: the errors of the work a signal cut short (a C
+/// compiler that was stopped) are then not worth printing.
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::SeqCst)
+}
+
+/// Prints `polyc: stopped by SIGNAL` once.
+fn note_stopped(signal: i32) {
+    if !NOTED.swap(true, Ordering::SeqCst) {
+        note(&format!("polyc: stopped by {}", name(signal)));
     }
 }
 
@@ -157,9 +174,10 @@ fn on_signal(signal: i32) {
         });
         return;
     }
+    STOPPING.store(true, Ordering::SeqCst);
     let first = received().unwrap_or(signal);
     targets::scratch::shutdown(signal, Duration::from_secs(2));
-    note(&format!("polyc: stopped by {}", name(first)));
+    note_stopped(first);
     // Exit without running atexit handlers and library destructors under the feet of the
     // main thread (which may be inside isl or a kernel).
     // SAFETY: _exit ends the process; nothing runs after it.
@@ -167,12 +185,14 @@ fn on_signal(signal: i32) {
 }
 
 /// The exit code of the command: `code`, or, when a signal was received, 128 + its number
-/// after removing what is left (children, temporary folders).
+/// after removing what is left (children, temporary folders) and printing `polyc: stopped
+/// by SIGNAL`.
 pub fn finish(code: u8) -> u8 {
     match received() {
         None => code,
         Some(signal) => {
             targets::scratch::shutdown(signal, Duration::from_secs(2));
+            note_stopped(signal);
             exit_code(signal)
         }
     }

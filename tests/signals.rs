@@ -152,6 +152,24 @@ fn polyc_dirs(tmp: &Path) -> Vec<String> {
     v
 }
 
+/// Each `polyc-*` entry of `tmp` with what it holds, for messages.
+fn polyc_dirs_listed(tmp: &Path) -> Vec<String> {
+    polyc_dirs(tmp)
+        .into_iter()
+        .map(|n| {
+            let mut inside: Vec<String> = std::fs::read_dir(tmp.join(&n))
+                .map(|r| {
+                    r.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            inside.sort();
+            format!("{n} {inside:?}")
+        })
+        .collect()
+}
+
 /// The `polyc-cpu-PID-…` folders of `pid` in `tmp`.
 fn dirs_of(tmp: &Path, pid: u32) -> Vec<String> {
     let p = format!("polyc-cpu-{pid}-");
@@ -254,7 +272,11 @@ fn interrupt_suite(signal: i32, name: &str, code: i32) {
         Vec::<String>::new(),
         "processes left"
     );
-    assert_eq!(polyc_dirs(&tmp), Vec::<String>::new(), "folders left");
+    assert_eq!(
+        polyc_dirs_listed(&tmp),
+        Vec::<String>::new(),
+        "folders left"
+    );
     // A partial result is no shard to merge and no baseline.
     let o = polyc_in(d, &["suite", "merge", "out.json"]);
     assert_code(&o, 1);
@@ -305,7 +327,6 @@ fn a_killed_suite_child_is_a_failed_run_naming_the_signal() {
     assert_eq!(status.code(), Some(3), "{status}\n{out}\n{err}");
     assert!(out.contains("suite slow: 1 passed, 1 failed\n"), "{out}");
     let r = json(&d.join("out.json"));
-    assert_eq!(r["partial"], false);
     let failed = &r["cases"][1];
     assert_eq!(failed["status"], "ERROR");
     assert!(
@@ -314,12 +335,17 @@ fn a_killed_suite_child_is_a_failed_run_naming_the_signal() {
             .is_some_and(|s| s.starts_with("stopped by SIGKILL")),
         "{failed}"
     );
+    assert_eq!(r["partial"], false);
     assert_eq!(
         processes_under(&tmp),
         Vec::<String>::new(),
         "processes left"
     );
-    assert_eq!(polyc_dirs(&tmp), Vec::<String>::new(), "folders left");
+    assert_eq!(
+        polyc_dirs_listed(&tmp),
+        Vec::<String>::new(),
+        "folders left"
+    );
 }
 
 /// A single `polyc run` stopped by SIGTERM while its kernel runs: exit 143, no folder, no
@@ -346,7 +372,11 @@ fn sigterm_stops_a_run_and_removes_its_folder() {
         Vec::<String>::new(),
         "processes left"
     );
-    assert_eq!(polyc_dirs(&tmp), Vec::<String>::new(), "folders left");
+    assert_eq!(
+        polyc_dirs_listed(&tmp),
+        Vec::<String>::new(),
+        "folders left"
+    );
 }
 
 /// `polyc-cpu-PID-START-TAG-SUFFIX` → (PID, START, TAG).

@@ -290,11 +290,34 @@ fn run_tracked(cmd: &mut Command, group: bool) -> io::Result<Output> {
         wait_group_gone(pid, Duration::from_secs(1));
     }
     let stderr = err_reader.join().unwrap_or_default();
+    if stopped_with_polyc(&status) {
+        return Err(stopping());
+    }
     Ok(Output {
         status,
         stdout,
         stderr,
     })
+}
+
+/// Whether a child that died from SIGINT, SIGTERM, SIGHUP or SIGQUIT got it with polyc
+/// (Ctrl-C reaches the terminal's whole foreground group; a suite signals a run's whole
+/// group): then polyc is stopping too, which its signal watcher says within moments by
+/// closing the registry. Without this wait, the caller could report the child's failure
+/// (and keep its folder) before the watcher starts to stop polyc.
+fn stopped_with_polyc(status: &std::process::ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    let by_signal = status
+        .signal()
+        .is_some_and(|s| [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT].contains(&s));
+    let until = Instant::now() + Duration::from_millis(500);
+    while by_signal && Instant::now() < until {
+        if registry().closed {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    by_signal && registry().closed
 }
 
 /// Sends `sig` to process `pid`, or to the process group it leads.
@@ -403,7 +426,12 @@ pub fn remove_dirs() -> usize {
 /// Everything an interrupted polyc does before it exits: [`stop_children`] with `signal`,
 /// up to `grace` for them to end, SIGKILL for the rest (and a second for them to go),
 /// then [`remove_dirs`] and [`sweep_stale`] (the folders of children that were killed).
+///
+/// Two threads that call it at once (the signal watcher, and the main thread finishing)
+/// run it one after the other, so that neither exits while the other is removing folders.
 pub fn shutdown(signal: i32, grace: Duration) {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     stop_children(signal);
     if !wait_children(grace) {
         kill_children();
