@@ -25,6 +25,11 @@
 //! polyhedral model at the run's shape). `--json OUT` writes a [`ShardResult`]: the
 //! suite's hash ([`suite_hash`]), the shard, polyc's version, the target, the host and
 //! every run; `polyc suite merge` ([`crate::merge`]) combines the shards' files.
+//!
+//! A SIGINT or SIGTERM ([`crate::signals`]) stops the runs in progress and starts no more;
+//! the table, the summary and the result file then hold the runs that finished, marked
+//! partial ([`ShardResult::partial`], [`summary_line`]). A run whose process dies from a
+//! signal (SIGKILL, a crash) is a failed run naming the signal.
 
 use crate::check::RunReport;
 use crate::shard::Shard;
