@@ -14,6 +14,8 @@
 //! - [`search`]: the tile-size search in the pipeline (`--search model|measure`).
 //! - [`suite`]: `polyc suite`: programs × shapes from YAML, in parallel, with a summary;
 //!   one shard of it with `--shard i/n` ([`shard`]: the cost-balanced partition).
+//! - [`signals`]: SIGINT and SIGTERM: stop children, remove temporary folders, exit 130
+//!   or 143 (a suite first writes its partial result).
 //! - [`merge`]: `polyc suite merge`: shard result files into one table, a baseline diff,
 //!   and the fastest point of a sharded `--search measure`.
 #![warn(missing_docs)]
@@ -28,4 +30,5 @@ pub mod progress;
 pub mod report;
 pub mod search;
 pub mod shard;
+pub mod signals;
 pub mod suite;

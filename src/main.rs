@@ -394,13 +394,19 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USER_ERROR } else { 0 });
         }
     };
-    match dispatch(cli.command) {
-        Ok(code) => ExitCode::from(code),
+    // SIGINT and SIGTERM: stop children, remove temporary folders, exit 130 or 143.
+    polyc::signals::start();
+    let code = match dispatch(cli.command) {
+        Ok(code) => code,
         Err(report) => {
-            print_report(&report);
-            ExitCode::from(EXIT_USER_ERROR)
+            // A stopped polyc's errors are those of the work the signal cut short.
+            if !polyc::signals::stopping() {
+                print_report(&report);
+            }
+            EXIT_USER_ERROR
         }
-    }
+    };
+    ExitCode::from(polyc::signals::finish(code))
 }
 
 fn print_report(report: &miette::Report) {

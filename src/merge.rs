@@ -7,7 +7,9 @@
 //! every file is a polyc result of one kind; all ran the same suite (suite hash) or the
 //! same search (search hash), with the same polyc version and target, cut into the same
 //! number of shards; no shard appears twice; no shard is missing; for a suite, every run
-//! of the suite is in exactly one shard.
+//! of the suite is in exactly one shard. A partial suite result (a shard that SIGINT or
+//! SIGTERM stopped: `"partial": true`) is refused, as a shard (before the shard checks)
+//! and as a baseline.
 //!
 //! A suite merge prints one table in the suite's order and the shards' hosts, and exits 3
 //! when any run failed. With `--baseline FILE` (a merged result, or the result of a whole,
@@ -343,7 +345,38 @@ pub fn merge(opts: &MergeOptions) -> Result<bool> {
     merge_suite(opts, shards)
 }
 
+/// An error for a partial result (a shard a signal stopped), which no merge or baseline
+/// takes: its missing runs would read as runs that were never in the suite.
+fn refuse_partial(path: &Path, r: &ShardResult, role: &str) -> Result<()> {
+    if !r.partial {
+        return Ok(());
+    }
+    Err(miette!(
+        help = format!(
+            "rerun the {} and give its complete result",
+            if r.shard == Shard::WHOLE {
+                "suite".to_string()
+            } else {
+                format!("shard with --shard {}", r.shard)
+            }
+        ),
+        "{role}{} is a partial result: shard {} was stopped by {} after {} of {} runs",
+        path.display(),
+        r.shard,
+        r.interrupted_by.as_deref().unwrap_or("a signal"),
+        r.cases.len(),
+        if r.shard_runs > 0 {
+            r.shard_runs.to_string()
+        } else {
+            "its".into()
+        }
+    ))
+}
+
 fn merge_suite(opts: &MergeOptions, mut shards: Vec<(PathBuf, ShardResult)>) -> Result<bool> {
+    for (f, r) in &shards {
+        refuse_partial(f, r, "")?;
+    }
     let ids: Vec<Identity> = shards
         .iter()
         .map(|(f, r)| Identity {
@@ -455,6 +488,7 @@ pub fn read_baseline(path: &Path) -> Result<Vec<SuiteRow>> {
     }
     if format == crate::suite::RESULT_FORMAT {
         let r = parse_as::<ShardResult>(path, v)?;
+        refuse_partial(path, &r, "--baseline ")?;
         if r.shard != Shard::WHOLE {
             return Err(miette!(
                 help =

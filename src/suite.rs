@@ -25,6 +25,11 @@
 //! polyhedral model at the run's shape). `--json OUT` writes a [`ShardResult`]: the
 //! suite's hash ([`suite_hash`]), the shard, polyc's version, the target, the host and
 //! every run; `polyc suite merge` ([`crate::merge`]) combines the shards' files.
+//!
+//! A SIGINT or SIGTERM ([`crate::signals`]) stops the runs in progress and starts no more;
+//! the table, the summary and the result file then hold the runs that finished, marked
+//! partial ([`ShardResult::partial`], [`summary_line`]). A run whose process dies from a
+//! signal (SIGKILL, a crash) is a failed run naming the signal.
 
 use crate::check::RunReport;
 use crate::shard::Shard;
@@ -517,6 +522,17 @@ pub struct ShardResult {
     pub host: Host,
     /// Wall time of the shard in ms.
     pub wall_ms: f64,
+    /// True when a signal (SIGINT, SIGTERM) stopped the shard before all its runs
+    /// finished: `cases` then holds only the runs that finished, and `polyc suite merge`
+    /// refuses the file.
+    #[serde(default)]
+    pub partial: bool,
+    /// The signal that stopped a partial shard (`SIGINT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
+    /// Runs in the shard, finished or not (0 in files of older polycs).
+    #[serde(default)]
+    pub shard_runs: usize,
     /// The shard's runs, in the suite's order.
     pub cases: Vec<SuiteRow>,
 }
@@ -534,7 +550,10 @@ impl<'de> Deserialize<'de> for Shard {
     }
 }
 
-fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> SuiteRow {
+/// Runs one job in its own `polyc run` process (its own process group, so that an
+/// interrupted suite stops it and its C compiler); `None` when the suite was interrupted
+/// before the run finished (it was not started, or the signal stopped it).
+fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> Option<SuiteRow> {
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("run").arg(&job.program_path);
     cmd.arg("--target").arg(target);
@@ -574,13 +593,52 @@ fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> SuiteRow {
         max_abs_err: 0.0,
         detail: String::new(),
     };
-    let out = match cmd.output() {
+    let out = match targets::scratch::output_in_group(&mut cmd) {
         Ok(o) => o,
+        Err(_) if crate::signals::received().is_some() => return None,
         Err(e) => {
             row.detail = format!("cannot start polyc: {e}");
-            return row;
+            return Some(row);
         }
     };
+    let stopped = stopped_by(&out.status);
+    if let Some(signal) = stopped {
+        if crate::signals::received().is_some() {
+            return None;
+        }
+        // A child killed outright (SIGKILL, a crash) could not remove its folders.
+        if out.status.code().is_none() {
+            targets::scratch::sweep_stale();
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        row.detail = format!(
+            "stopped by {}{}: {}",
+            crate::signals::name(signal),
+            out.status
+                .code()
+                .map_or(String::new(), |c| format!(" (exit {c})")),
+            stderr.trim()
+        );
+        return Some(row);
+    }
+    fill_row(&mut row, &out);
+    Some(row)
+}
+
+/// The signal that stopped a child: it died from it, or exited 130 or 143 (a polyc that
+/// handled SIGINT or SIGTERM).
+fn stopped_by(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.signal(), status.code()) {
+        (Some(s), _) => Some(s),
+        (None, Some(130)) => Some(libc::SIGINT),
+        (None, Some(143)) => Some(libc::SIGTERM),
+        _ => None,
+    }
+}
+
+/// Fills `row` from a finished `polyc run --result-json`.
+fn fill_row(row: &mut SuiteRow, out: &std::process::Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     // One line per run; with several (`--run-param` samples) the first failing one, with
     // the run times summed and the largest error.
@@ -622,7 +680,6 @@ fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> SuiteRow {
             );
         }
     }
-    row
 }
 
 /// How `polyc suite FILE` runs.
@@ -704,40 +761,67 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
         n_jobs
     );
     let start = std::time::Instant::now();
-    let rows = run_jobs(&exe, jobs, n_jobs, &target, opts.via.as_deref())?;
-    let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-    print!("{}", format_table(&rows));
-    let failed = rows.iter().filter(|r| r.status != "ok").count();
-    let shard_note = if opts.shard == Shard::WHOLE {
-        String::new()
-    } else {
-        format!(" (shard {})", opts.shard)
+    let shard_runs = jobs.len();
+    let rows = {
+        let _graceful = crate::signals::Graceful::new();
+        run_jobs(&exe, jobs, n_jobs, &target, opts.via.as_deref())?
     };
-    println!(
-        "suite {}{shard_note}: {} passed, {} failed",
-        suite.name,
-        rows.len() - failed,
-        failed
-    );
+    // The folders of children that were killed (they could not remove them).
+    targets::scratch::sweep_stale();
+    let interrupted_by = crate::signals::received()
+        .filter(|_| rows.len() < shard_runs)
+        .map(crate::signals::name);
+    let result = ShardResult {
+        format: RESULT_FORMAT.into(),
+        suite: SuiteInfo {
+            name: suite.name.clone(),
+            file: path.display().to_string(),
+            hash,
+            runs: all.len(),
+        },
+        shard: opts.shard,
+        polyc: env!("CARGO_PKG_VERSION").into(),
+        target: target_name(&target)?,
+        host: Host::this(),
+        wall_ms: start.elapsed().as_secs_f64() * 1e3,
+        partial: interrupted_by.is_some(),
+        interrupted_by,
+        shard_runs,
+        cases: rows,
+    };
+    print!("{}", format_table(&result.cases));
+    println!("{}", summary_line(&result));
     if let Some(json) = &opts.json {
-        let result = ShardResult {
-            format: RESULT_FORMAT.into(),
-            suite: SuiteInfo {
-                name: suite.name.clone(),
-                file: path.display().to_string(),
-                hash,
-                runs: all.len(),
-            },
-            shard: opts.shard,
-            polyc: env!("CARGO_PKG_VERSION").into(),
-            target: target_name(&target)?,
-            host: Host::this(),
-            wall_ms,
-            cases: rows,
-        };
         write_json(json, &result)?;
     }
-    Ok(failed == 0)
+    Ok(result.cases.iter().all(|r| r.status == "ok"))
+}
+
+/// The summary's last line: `suite NAME[ (shard i/n)]: P passed, F failed`, and for a
+/// partial result what stopped it and how many runs finished.
+pub fn summary_line(r: &ShardResult) -> String {
+    let failed = r.cases.iter().filter(|c| c.status != "ok").count();
+    let shard_note = if r.shard == Shard::WHOLE {
+        String::new()
+    } else {
+        format!(" (shard {})", r.shard)
+    };
+    let partial = match (&r.interrupted_by, r.partial) {
+        (Some(s), true) => format!(
+            " (partial: stopped by {s}; {} of {} runs finished, {} not run)",
+            r.cases.len(),
+            r.shard_runs,
+            r.shard_runs.saturating_sub(r.cases.len())
+        ),
+        (None, true) => " (partial)".into(),
+        _ => String::new(),
+    };
+    format!(
+        "suite {}{shard_note}: {} passed, {} failed{partial}",
+        r.suite.name,
+        r.cases.len() - failed,
+        failed
+    )
 }
 
 /// Writes `value` as pretty JSON to `path`.
@@ -747,7 +831,8 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 /// Runs `jobs`, `n` at a time, each in its own process, with a progress bar; rows come
-/// back in the jobs' order.
+/// back in the jobs' order. After a SIGINT or SIGTERM ([`crate::signals`]) no run starts,
+/// and only the runs that finished come back.
 fn run_jobs(
     exe: &Path,
     jobs: Vec<Job>,
@@ -770,10 +855,15 @@ fn run_jobs(
             let jobs = jobs.clone();
             let bar = bar.clone();
             scope.spawn(move || loop {
+                if crate::signals::received().is_some() {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
                 bar.set_message(format!("{} {}", job.program, job.shape));
-                let row = run_job(exe, job, target, via);
+                let Some(row) = run_job(exe, job, target, via) else {
+                    break;
+                };
                 if let Ok(mut r) = rows.lock() {
                     r.push((i, row));
                 }

@@ -154,9 +154,7 @@ pub struct RunStats {
 /// A compiler failure is an error carrying the compiler's standard error and the path of
 /// the `.c` file, which is then kept on disk for inspection.
 pub fn compile_c(c_src: &str, opts: &CcOptions) -> Result<CompiledKernel> {
-    let dir = tempfile::Builder::new()
-        .prefix("polyc-cpu-")
-        .tempdir()
+    let dir = crate::scratch::tempdir("cpu")
         .into_diagnostic()
         .wrap_err("creating a temporary directory for the C compiler")?;
     let c_path = dir.path().join("kernel.c");
@@ -165,13 +163,14 @@ pub fn compile_c(c_src: &str, opts: &CcOptions) -> Result<CompiledKernel> {
         .into_diagnostic()
         .wrap_err_with(|| format!("writing {}", c_path.display()))?;
     let cc = opts.compiler();
-    let output = Command::new(&cc)
-        .args(opts.flags())
-        .arg("-o")
-        .arg(&so_path)
-        .arg(&c_path)
-        .arg("-lm")
-        .output();
+    let output = crate::scratch::output(
+        Command::new(&cc)
+            .args(opts.flags())
+            .arg("-o")
+            .arg(&so_path)
+            .arg(&c_path)
+            .arg("-lm"),
+    );
     let output = match output {
         Ok(o) => o,
         Err(e) => {
@@ -182,7 +181,7 @@ pub fn compile_c(c_src: &str, opts: &CcOptions) -> Result<CompiledKernel> {
         }
     };
     if !output.status.success() {
-        let kept = dir.keep();
+        let kept = crate::scratch::keep(dir);
         let c_path = kept.join("kernel.c");
         let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(miette!(

@@ -267,9 +267,7 @@ fn check_arch(arch: &str) -> Result<()> {
 fn run_nvcc(source: &str, arch: &str, flags: &[&str], out_name: &str) -> Result<(Vec<u8>, String)> {
     check_arch(arch)?;
     let nvcc = nvcc()?;
-    let dir = tempfile::Builder::new()
-        .prefix("polyc-cuda-")
-        .tempdir()
+    let dir = crate::scratch::tempdir("cuda")
         .into_diagnostic()
         .wrap_err("creating a temporary directory for nvcc")?;
     let cu = dir.path().join("kernel.cu");
@@ -277,23 +275,24 @@ fn run_nvcc(source: &str, arch: &str, flags: &[&str], out_name: &str) -> Result<
     std::fs::write(&cu, source)
         .into_diagnostic()
         .wrap_err_with(|| format!("writing {}", cu.display()))?;
-    let result = Command::new(nvcc)
-        .arg(format!("-arch={arch}"))
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&cu)
-        .current_dir(dir.path())
-        .output()
-        .into_diagnostic()
-        .wrap_err_with(|| format!("running {}", nvcc.display()))?;
+    let result = crate::scratch::output(
+        Command::new(nvcc)
+            .arg(format!("-arch={arch}"))
+            .args(flags)
+            .arg("-o")
+            .arg(&out)
+            .arg(&cu)
+            .current_dir(dir.path()),
+    )
+    .into_diagnostic()
+    .wrap_err_with(|| format!("running {}", nvcc.display()))?;
     let log = format!(
         "{}{}",
         String::from_utf8_lossy(&result.stdout),
         String::from_utf8_lossy(&result.stderr)
     );
     if !result.status.success() {
-        let kept = dir.keep();
+        let kept = crate::scratch::keep(dir);
         return Err(miette!(
             help = "if polyc emitted this source, this is a bug in polyc's CUDA emitter",
             "nvcc failed ({}) compiling {} for {arch}:\n{}",

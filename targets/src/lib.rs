@@ -14,6 +14,8 @@
 //! - [`target`]: targets are data plus the [`Target`] trait: passes and drivers hold a
 //!   `&dyn Target` and never branch on a target's kind or a buffer's name.
 //! - [`passes`]: the schedule-tree passes targets compose.
+//! - [`scratch`]: temporary folders and child processes, registered so that an interrupted
+//!   polyc removes and stops them, and a later one sweeps the folders of a dead one.
 #![warn(missing_docs)]
 
 pub mod c;
@@ -33,6 +35,7 @@ pub mod opencl_runner;
 pub mod parallel;
 pub mod passes;
 pub mod promote;
+pub mod scratch;
 pub mod target;
 
 pub use c::{emit_c, EmitOptions};

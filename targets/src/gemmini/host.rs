@@ -84,9 +84,7 @@ pub struct HostRun {
 /// A compiler failure is an error carrying the compiler's standard error; the source is
 /// then kept on disk and the error names it.
 pub fn compile_host(c_src: &str, opts: &HostCcOptions) -> Result<HostKernel> {
-    let dir = tempfile::Builder::new()
-        .prefix("polyc-gemmini-")
-        .tempdir()
+    let dir = crate::scratch::tempdir("gemmini")
         .into_diagnostic()
         .wrap_err("creating a temporary directory for the C compiler")?;
     let c_path = dir.path().join("kernel.c");
@@ -98,27 +96,28 @@ pub fn compile_host(c_src: &str, opts: &HostCcOptions) -> Result<HostKernel> {
             .wrap_err_with(|| format!("writing {}", path.display()))?;
     }
     let cc = opts.compiler();
-    let output = Command::new(&cc)
-        .args(["-O2", "-shared", "-fPIC", "-fwrapv"])
-        // A Gemmini API name the host header lacks must be an error, not an implicit call.
-        .arg("-Werror=implicit-function-declaration")
-        .arg(format!("-D{HOST_DEFINE}"))
-        .arg("-I")
-        .arg(dir.path())
-        .args(&opts.extra_flags)
-        .arg("-o")
-        .arg(&so_path)
-        .arg(&c_path)
-        .arg("-lm")
-        .output()
-        .map_err(|e| {
-            miette!(
-                help = "install a C compiler or point $CC at one",
-                "could not run the C compiler `{cc}`: {e}"
-            )
-        })?;
+    let output = crate::scratch::output(
+        Command::new(&cc)
+            .args(["-O2", "-shared", "-fPIC", "-fwrapv"])
+            // A Gemmini API name the host header lacks must be an error, not an implicit call.
+            .arg("-Werror=implicit-function-declaration")
+            .arg(format!("-D{HOST_DEFINE}"))
+            .arg("-I")
+            .arg(dir.path())
+            .args(&opts.extra_flags)
+            .arg("-o")
+            .arg(&so_path)
+            .arg(&c_path)
+            .arg("-lm"),
+    )
+    .map_err(|e| {
+        miette!(
+            help = "install a C compiler or point $CC at one",
+            "could not run the C compiler `{cc}`: {e}"
+        )
+    })?;
     if !output.status.success() {
-        let kept = dir.keep();
+        let kept = crate::scratch::keep(dir);
         let c_path = kept.join("kernel.c");
         return Err(miette!(
             help = format!("the C source is kept at {}", c_path.display()),
