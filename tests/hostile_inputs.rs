@@ -31,12 +31,24 @@ fn write_f32(dir: &Path, name: &str, values: &[f32]) {
 
 #[test]
 fn a_def_without_statements_is_an_error() {
-    insta::assert_snapshot!(polyc_err(&["run", &hostile("empty_def.tc"), "--param", "N=4", "--check"]));
+    insta::assert_snapshot!(polyc_err(&[
+        "run",
+        &hostile("empty_def.tc"),
+        "--param",
+        "N=4",
+        "--check"
+    ]));
 }
 
 #[test]
 fn a_negative_literal_extent_is_an_error() {
-    insta::assert_snapshot!(polyc_err(&["run", &hostile("negative_extent.tc"), "--param", "K=4", "--check"]));
+    insta::assert_snapshot!(polyc_err(&[
+        "run",
+        &hostile("negative_extent.tc"),
+        "--param",
+        "K=4",
+        "--check"
+    ]));
 }
 
 #[test]
@@ -52,13 +64,23 @@ fn an_output_no_instance_writes_is_an_error() {
 
 #[test]
 fn a_declared_output_no_statement_writes_is_an_error() {
-    insta::assert_snapshot!(polyc_err(&[&hostile("unwritten_output.tc"), "--param", "N=4"]));
+    insta::assert_snapshot!(polyc_err(&[
+        &hostile("unwritten_output.tc"),
+        "--param",
+        "N=4"
+    ]));
 }
 
 #[test]
 fn nothing_checked_at_run_time_sizes_is_a_failure() {
     // Symbolic at compile time, so the domain is empty only at the run-time size.
-    let o = polyc(&["run", &hostile("far_shift.tc"), "--check", "--run-param", "M=4,K=4"]);
+    let o = polyc(&[
+        "run",
+        &hostile("far_shift.tc"),
+        "--check",
+        "--run-param",
+        "M=4,K=4",
+    ]);
     assert_code(&o, 3);
     assert_eq!(
         stdout(&o),
@@ -93,7 +115,14 @@ fn elements_the_program_never_writes_are_counted() {
 
 #[test]
 fn lu_as_comprehensions_warns_and_names_both_statements() {
-    let o = polyc(&["dump", &hostile("lu_comprehension.tc"), "--param", "N=5", "--stage", "initial"]);
+    let o = polyc(&[
+        "dump",
+        &hostile("lu_comprehension.tc"),
+        "--param",
+        "N=5",
+        "--stage",
+        "initial",
+    ]);
     assert_code(&o, 0);
     let err = stderr(&o);
     let warnings: Vec<&str> = err
@@ -113,11 +142,7 @@ fn no_example_gets_the_order_warning() {
             }
             let rel = format!("{dir}/{}", p.file_name().unwrap().to_string_lossy());
             let o = polyc(&["dump", &rel, "--stage", "initial"]);
-            assert!(
-                !stderr(&o).contains("warning:"),
-                "{rel}: {}",
-                stderr(&o)
-            );
+            assert!(!stderr(&o).contains("warning:"), "{rel}: {}", stderr(&o));
         }
     }
 }
@@ -126,12 +151,20 @@ fn no_example_gets_the_order_warning() {
 
 #[test]
 fn a_constant_zero_divisor_is_a_compile_error() {
-    insta::assert_snapshot!(polyc_err(&[&hostile("div_const_zero.tc"), "--param", "N=5"]));
+    insta::assert_snapshot!(polyc_err(&[
+        &hostile("div_const_zero.tc"),
+        "--param",
+        "N=5"
+    ]));
 }
 
 #[test]
 fn a_folded_constant_zero_divisor_is_a_compile_error() {
-    insta::assert_snapshot!(polyc_err(&[&hostile("rem_const_zero.tc"), "--param", "N=5"]));
+    insta::assert_snapshot!(polyc_err(&[
+        &hostile("rem_const_zero.tc"),
+        "--param",
+        "N=5"
+    ]));
 }
 
 #[test]
@@ -198,9 +231,7 @@ fn float_division_by_zero_follows_ieee() {
         &save,
     ]);
     let b = polyhedral::npy::read_npy(&out.join("B.npy")).unwrap();
-    let Buffer::F32(v) = b.buf else {
-        panic!("f32")
-    };
+    let Buffer::F32(v) = b.buf else { panic!("f32") };
     assert_eq!(v[0], f32::INFINITY);
     assert_eq!(v[1], f32::NEG_INFINITY);
     assert!(v[2].is_nan());
@@ -235,8 +266,18 @@ fn a_literal_extent_of_2_to_the_62_is_refused() {
 fn a_huge_param_through_run_is_refused_before_allocating() {
     // Formerly a capacity overflow (panic) in TensorData::random.
     for args in [
-        vec!["run", "examples/matmul.tc", "--param", "M=4611686018427387904,N=3,K=3"],
-        vec!["run", "examples/matmul.tc", "--run-param", "M=4611686018427387904,N=3,K=3"],
+        vec![
+            "run",
+            "examples/matmul.tc",
+            "--param",
+            "M=4611686018427387904,N=3,K=3",
+        ],
+        vec![
+            "run",
+            "examples/matmul.tc",
+            "--run-param",
+            "M=4611686018427387904,N=3,K=3",
+        ],
     ] {
         let o = polyc(&args);
         assert_code(&o, 1);
@@ -248,12 +289,22 @@ fn a_huge_param_through_run_is_refused_before_allocating() {
 fn data_larger_than_the_memory_is_refused_with_the_bytes() {
     // Formerly "memory allocation of … failed" and exit 134.
     let unwrap = |e: String| e.replace("\n  │ ", " ");
-    let err = unwrap(polyc_err(&["run", "examples/matmul.tc", "--param", "M=2147483648,N=3,K=3"]));
+    let err = unwrap(polyc_err(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=2147483648,N=3,K=3",
+    ]));
     assert!(
         err.contains("polyc run needs about 96.0 GiB for the data at M=2147483648, K=3, N=3 (A: 24.0 GiB, C: 24.0 GiB, B: 36 bytes, with the oracle's copy), but this machine has"),
         "{err}"
     );
-    let err = unwrap(polyc_err(&["run", "examples/matmul.tc", "--param", "M=100000,N=100000,K=100000"]));
+    let err = unwrap(polyc_err(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=100000,N=100000,K=100000",
+    ]));
     assert!(err.contains("polyc run needs about 223.5 GiB"), "{err}");
 }
 
@@ -262,15 +313,27 @@ fn softmax_at_2_to_the_24_compiles_at_once() {
     // Formerly a stall after tiling: isl enumerated 2^48 points to count them.
     let dir = tempdir();
     let out = dir.path().join("sm.c").display().to_string();
-    polyc_ok(&["examples/softmax.tc", "--param", "R=16777216,N=16777216", "-o", &out]);
-    assert!(std::fs::read_to_string(&out).unwrap().contains("void softmax("));
+    polyc_ok(&[
+        "examples/softmax.tc",
+        "--param",
+        "R=16777216,N=16777216",
+        "-o",
+        &out,
+    ]);
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("void softmax("));
 }
 
 // ---- item 10: caps --------------------------------------------------------------------
 
 #[test]
 fn more_statements_than_the_cap_is_a_located_error() {
-    insta::assert_snapshot!(polyc_err(&[&hostile("many_statements.tc"), "--param", "N=64"]));
+    insta::assert_snapshot!(polyc_err(&[
+        &hostile("many_statements.tc"),
+        "--param",
+        "N=64"
+    ]));
 }
 
 #[test]
@@ -327,10 +390,20 @@ fn unrolled_product(c: &str) -> i64 {
 #[test]
 fn group_norm_at_size_7_asks_gcc_for_a_bounded_unroll_and_checks() {
     // Formerly 27 nested `unroll 8` pragmas over 5-deep nests: gcc ran for minutes.
-    let c = polyc_ok(&["examples/tc/group_norm.tc", "--param", "N=7,G=7,D=7,H=7,W=7"]);
+    let c = polyc_ok(&[
+        "examples/tc/group_norm.tc",
+        "--param",
+        "N=7,G=7,D=7,H=7,W=7",
+    ]);
     let p = unrolled_product(&c);
     assert!(p <= 128, "nested unrolling asks for {p} copies");
-    run_checked(&["run", "examples/tc/group_norm.tc", "--param", "N=7,G=7,D=7,H=7,W=7", "--check"]);
+    run_checked(&[
+        "run",
+        "examples/tc/group_norm.tc",
+        "--param",
+        "N=7,G=7,D=7,H=7,W=7",
+        "--check",
+    ]);
 }
 
 #[test]
@@ -354,22 +427,45 @@ fn an_output_over_the_program_is_refused_and_the_program_kept() {
     let dir = tempdir();
     let text = std::fs::read_to_string(root().join("examples/matmul.tc")).unwrap();
     write(dir.path(), "self.tc", &text);
-    let o = polyc_in(dir.path(), &["self.tc", "--param", "M=4,N=4,K=4", "-o", "self.tc"]);
+    let o = polyc_in(
+        dir.path(),
+        &["self.tc", "--param", "M=4,N=4,K=4", "-o", "self.tc"],
+    );
     assert_code(&o, 1);
     insta::assert_snapshot!(stderr(&o));
-    assert_eq!(std::fs::read_to_string(dir.path().join("self.tc")).unwrap(), text);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("self.tc")).unwrap(),
+        text
+    );
     // Through a hard link, and for a tile spec or a description given as the output.
     std::fs::hard_link(dir.path().join("self.tc"), dir.path().join("link.c")).unwrap();
-    let o = polyc_in(dir.path(), &["self.tc", "--param", "M=4,N=4,K=4", "-o", "link.c"]);
+    let o = polyc_in(
+        dir.path(),
+        &["self.tc", "--param", "M=4,N=4,K=4", "-o", "link.c"],
+    );
     assert_code(&o, 1);
     let spec = write(dir.path(), "s.tiles", "S_1: 2@L1, 2@L1, 2@L1\n");
     let o = polyc_in(
         dir.path(),
-        &["self.tc", "--param", "M=4,N=4,K=4", "--tile-spec", &spec, "-o", "s.tiles"],
+        &[
+            "self.tc",
+            "--param",
+            "M=4,N=4,K=4",
+            "--tile-spec",
+            &spec,
+            "-o",
+            "s.tiles",
+        ],
     );
     assert_code(&o, 1);
-    assert_eq!(std::fs::read_to_string(&spec).unwrap(), "S_1: 2@L1, 2@L1, 2@L1\n");
-    assert_eq!(std::fs::read_to_string(dir.path().join("self.tc")).unwrap(), text);
+    assert_eq!(
+        std::fs::read_to_string(&spec).unwrap(),
+        "S_1: 2@L1, 2@L1, 2@L1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("self.tc")).unwrap(),
+        text
+    );
 }
 
 #[test]
@@ -406,11 +502,19 @@ fn dash_is_standard_input_and_standard_output() {
         .spawn()
         .unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_code(&o, 0);
     assert!(stdout(&o).contains("void matmul("), "{}", stdout(&o));
-    assert!(!dir.path().join("-").exists(), "a file named `-` was created");
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named `-` was created"
+    );
     let direct = polyc_ok(&["examples/matmul.tc", "--param", "M=4,N=4,K=4"]);
     assert_eq!(stdout(&o), direct);
 }
@@ -425,17 +529,31 @@ fn an_output_is_written_whole_or_not_at_all() {
     let dir = tempdir();
     let out = dir.path().join("mm.c");
     std::fs::write(&out, "old").unwrap();
-    let o = polyc(&["examples/matmul.tc", "--param", "M=4,N=4,K=4", "-o", &out.display().to_string()]);
+    let o = polyc(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=4,N=4,K=4",
+        "-o",
+        &out.display().to_string(),
+    ]);
     assert_code(&o, 0);
-    assert!(std::fs::read_to_string(&out).unwrap().contains("void matmul("));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("void matmul("));
     let left: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left, vec!["mm.c".to_string()]);
     // A compile error leaves the old file as it was.
-    let bad = write(dir.path(), "bad.tc", "def f(f32(N) A) -> (f32(N) B) {\n  B(i) = X(i)\n}\n");
+    let bad = write(
+        dir.path(),
+        "bad.tc",
+        "def f(f32(N) A) -> (f32(N) B) {\n  B(i) = X(i)\n}\n",
+    );
     let o = polyc(&[&bad, "-o", &out.display().to_string()]);
     assert_code(&o, 1);
-    assert!(std::fs::read_to_string(&out).unwrap().contains("void matmul("));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("void matmul("));
 }

@@ -126,6 +126,11 @@ impl BarvinokError {
     }
 }
 
+/// Serialises barvinok's computations across threads: barvinok (and the NTL beneath it)
+/// is not thread-safe, so no two computations may run at once, even in separate
+/// contexts.
+pub static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// barvinok's isl-level counting, in its own `isl_ctx`, with isl text in and out.
 ///
 /// Quasi-polynomials are exchanged in isl's text form, e.g.

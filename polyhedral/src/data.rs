@@ -497,8 +497,7 @@ pub fn ensure_memory(program: &Program, sizes: &[i64], device_copies: bool) -> m
     let mut total: u128 = 0;
     let mut biggest: Vec<(u128, &str)> = Vec::new();
     for (t, ten) in program.tensors.iter().enumerate() {
-        let bytes = crate::limits::tensor_bytes(program, t, &known)
-            .map_or(u128::MAX, |(_, b)| b);
+        let bytes = crate::limits::tensor_bytes(program, t, &known).map_or(u128::MAX, |(_, b)| b);
         let copies: u128 = match ten.role {
             crate::ir::TensorRole::Temp => 3,
             _ => 2,
@@ -512,7 +511,7 @@ pub fn ensure_memory(program: &Program, sizes: &[i64], device_copies: bool) -> m
     if total <= avail / 10 * 9 {
         return Ok(());
     }
-    biggest.sort_by(|a, b| b.0.cmp(&a.0));
+    biggest.sort_by_key(|b| std::cmp::Reverse(b.0));
     let list: Vec<String> = biggest
         .iter()
         .take(3)
@@ -533,4 +532,3 @@ pub fn ensure_memory(program: &Program, sizes: &[i64], device_copies: bool) -> m
         bytes_text(avail)
     ))
 }
-

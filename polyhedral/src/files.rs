@@ -139,8 +139,7 @@ fn clobbered_input(path: &Path) -> Option<String> {
     let list = inputs().lock().unwrap_or_else(|p| p.into_inner());
     list.iter()
         .find(|i| {
-            (node.is_some() && i.node == node)
-                || (canonical.is_some() && i.canonical == canonical)
+            (node.is_some() && i.node == node) || (canonical.is_some() && i.canonical == canonical)
         })
         .map(|i| i.shown.clone())
 }

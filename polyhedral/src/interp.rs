@@ -1415,7 +1415,11 @@ fn describe(
     let inst = instance_text(s, it);
     match f {
         Fail::DivZero | Fail::RemZero => miette::Report::new(IntegerDivisionByZero {
-            stmt: prog.stmts.iter().position(|t| std::ptr::eq(t, s)).unwrap_or(0),
+            stmt: prog
+                .stmts
+                .iter()
+                .position(|t| std::ptr::eq(t, s))
+                .unwrap_or(0),
             stmt_name: s.name.clone(),
             op: if matches!(f, Fail::RemZero) {
                 "remainder"

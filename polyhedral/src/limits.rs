@@ -57,7 +57,10 @@ pub fn tensor_bytes(prog: &Program, t: usize, sizes: &[Option<i64>]) -> Option<(
         let v = eval_wide(e, sizes)?;
         elems = elems.saturating_mul(v.max(0) as u128);
     }
-    Some((elems, elems.saturating_mul(prog.tensors[t].dtype.size_bytes() as u128)))
+    Some((
+        elems,
+        elems.saturating_mul(prog.tensors[t].dtype.size_bytes() as u128),
+    ))
 }
 
 /// Every tensor whose extents are known holds at most [`MAX_MAGNITUDE`] bytes; otherwise a
@@ -111,7 +114,10 @@ fn out_of_range(set: &Set) -> miette::Result<Option<(usize, String)>> {
                 || v.cmp_si(MAX_MAGNITUDE).isl("comparing a bound")? > 0
                 || v.cmp_si(-MAX_MAGNITUDE).isl("comparing a bound")? < 0;
             if big {
-                let text = v.to_str().map(str::to_string).unwrap_or_else(|_| "?".into());
+                let text = v
+                    .to_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|_| "?".into());
                 return Ok(Some((d as usize, text)));
             }
         }

@@ -110,20 +110,28 @@ fn unwritten_outputs(
         };
         // An output with no element at these sizes (a convolution narrower than its
         // kernel) is rightly never written.
-        let has_elements = !bound
-            || crate::limits::tensor_bytes(prog, t, values).is_none_or(|(n, _)| n > 0);
+        let has_elements =
+            !bound || crate::limits::tensor_bytes(prog, t, values).is_none_or(|(n, _)| n > 0);
         if !all_empty || !has_elements {
             continue;
         }
         let names: Vec<&str> = writers.iter().map(|s| s.name.as_str()).collect();
-        let sizes = if bound { "at these sizes" } else { "for any sizes" };
+        let sizes = if bound {
+            "at these sizes"
+        } else {
+            "for any sizes"
+        };
         return Err(src
             .error(
                 first.lhs_span,
                 format!(
                     "output `{}` is never written {sizes}: the {} of {} {} empty",
                     prog.tensors[t].name,
-                    if names.len() == 1 { "domain" } else { "domains" },
+                    if names.len() == 1 {
+                        "domain"
+                    } else {
+                        "domains"
+                    },
                     names.join(" and "),
                     if names.len() == 1 { "is" } else { "are" }
                 ),

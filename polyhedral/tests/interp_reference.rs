@@ -658,16 +658,16 @@ fn integer_division_by_zero_is_an_error_naming_the_instance() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "S_0: integer division by zero at instance (i=2)"
+        "S_0: integer division by zero at instance (i=2) (found by the reference interpreter)"
     );
     assert_eq!(
         e.help().unwrap().to_string(),
-        "integer division by zero is undefined in C; guard the divisor, e.g. select(d != 0, n / d, 0), or compute in a float type"
+        "the data has a zero divisor; guard it, e.g. `select(d != 0, n / d, 0)`, or compute in a float type"
     );
     let e = run_i32(bin(BinOp::Rem, a0(), b0()), vec![7, 8], vec![0, 1]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "S_0: integer remainder by zero at instance (i=0)"
+        "S_0: integer remainder by zero at instance (i=0) (found by the reference interpreter)"
     );
     // select evaluates only the chosen branch.
     let guarded = Expr::Select(

@@ -1338,8 +1338,7 @@ impl<'a> Emitter<'a> {
                             && loop_depth(body) >= 1
                             && !holds_local(body)
                             && (self.dialect != Dialect::C
-                                || self.unrolled.get() * n * unrolled_weight(body)
-                                    <= UNROLL_BUDGET)
+                                || self.unrolled.get() * n * unrolled_weight(body) <= UNROLL_BUDGET)
                         {
                             indent(out, level);
                             let _ = writeln!(out, "{}", self.dialect.unroll_pragma(UNROLL_TRIP));
@@ -1703,11 +1702,15 @@ impl<'a> Emitter<'a> {
                 match (op, ct) {
                     (BinOp::Rem, DType::F32) => format!("fmodf({a}, {b})"),
                     (BinOp::Rem, DType::F64) => format!("fmod({a}, {b})"),
-                    (BinOp::Div | BinOp::Rem, DType::I32 | DType::I64)
-                        if !matches!(divisor, Expr::Lit(v) if *v != 0.0 && *v != -1.0) =>
+                    (BinOp::Div | BinOp::Rem, DType::I32 | DType::I64) if !matches!(divisor, Expr::Lit(v) if *v != 0.0 && *v != -1.0) =>
                     {
                         let f = if *op == BinOp::Div { "div" } else { "rem" };
-                        let k = self.prog.stmts.iter().position(|t| t.name == st.name).unwrap_or(0);
+                        let k = self
+                            .prog
+                            .stmts
+                            .iter()
+                            .position(|t| t.name == st.name)
+                            .unwrap_or(0);
                         format!("polyc_{f}_{x}({a}, {b}, {k})")
                     }
                     _ => {

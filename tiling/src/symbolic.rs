@@ -311,7 +311,7 @@ fn sizes_in(qp: &str, context: &Set) -> miette::Result<Vec<String>> {
 /// A time budget for barvinok: its bounds can take very long on some polytopes (skewed
 /// tiles of a stencil). Each computation runs in a worker thread that loads barvinok
 /// itself; one that does not answer before the deadline is abandoned (it goes on until
-/// it ends or the process exits, holding [`LOCK`], so no two barvinok computations ever
+/// it ends or the process exits, holding [`polyhedral::barvinok::LOCK`], so no two barvinok computations ever
 /// run at once), and everything after it is skipped.
 pub struct Budget {
     deadline: std::time::Instant,
@@ -319,9 +319,6 @@ pub struct Budget {
     pub seconds: u64,
     exhausted: std::cell::Cell<bool>,
 }
-
-/// Serialises barvinok's computations across worker threads.
-static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Budget {
     /// A budget of `seconds` from now.
@@ -353,7 +350,9 @@ impl Budget {
         }
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _held = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            let _held = polyhedral::barvinok::LOCK
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             let r = Barvinok::load().and_then(|b| f(&b));
             let _ = tx.send(r);
         });

@@ -270,11 +270,9 @@ pub mod count {
         if set.is_empty().ok()? {
             return Some(0);
         }
-        Some(
-            bounds(set)?
-                .iter()
-                .fold(1u128, |v, (lo, hi)| v.saturating_mul((hi - lo + 1).max(0) as u128)),
-        )
+        Some(bounds(set)?.iter().fold(1u128, |v, (lo, hi)| {
+            v.saturating_mul((hi - lo + 1).max(0) as u128)
+        }))
     }
 
     /// The count of a parameter-free set that is a disjoint union of boxes, from their
@@ -318,12 +316,21 @@ pub mod count {
         static BARVINOK: Option<crate::barvinok::Barvinok> = crate::barvinok::Barvinok::load().ok();
     }
 
-    /// barvinok's count of a parameter-free set, when barvinok is installed.
+    /// barvinok's count of a parameter-free set, when barvinok is installed and no other
+    /// barvinok computation is running (an abandoned explain bound may hold the lock for
+    /// long: then there is no count rather than a wait).
     fn barvinok_count(set: &isl_rs::Set) -> Option<u64> {
+        let _held = crate::barvinok::LOCK.try_lock().ok()?;
         let text = set.to_str().ok()?.to_string();
-        let card = BARVINOK.with(|b| b.as_ref().map(|b| b.set_card(&text)))?.ok()?;
+        let card = BARVINOK
+            .with(|b| b.as_ref().map(|b| b.set_card(&text)))?
+            .ok()?;
         // `{ 123 }`, or `{ 0 }` for an empty set.
-        let inner = card.trim().trim_start_matches('{').trim_end_matches('}').trim();
+        let inner = card
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches('}')
+            .trim();
         inner.parse::<u64>().ok()
     }
 }
@@ -424,6 +431,9 @@ mod tests {
             Some(5_000_000)
         );
         // Small non-boxes are still exact.
-        assert_eq!(count("{ [i, j] : 0 <= i < 100 and 0 <= j <= i }"), Some(5050));
+        assert_eq!(
+            count("{ [i, j] : 0 <= i < 100 and 0 <= j <= i }"),
+            Some(5050)
+        );
     }
 }

@@ -1079,7 +1079,11 @@ impl<'a> Sema<'a> {
             ExprKind::Bin(op @ (ir::BinOp::Div | ir::BinOp::Rem), _, b)
                 if folded(&self.value(b, dt, &mut Vec::new())?) == Some(0.0) =>
             {
-                let what = if *op == ir::BinOp::Div { "division" } else { "remainder" };
+                let what = if *op == ir::BinOp::Div {
+                    "division"
+                } else {
+                    "remainder"
+                };
                 return Err(self.err(
                     b.span,
                     format!("{what} by the constant 0"),
