@@ -185,16 +185,7 @@ pub fn run_sizes(compiled: &Compiled, run_params: &[(String, i64)]) -> Result<Ve
     Ok(sizes.into_iter().map(|v| v.unwrap_or(0)).collect())
 }
 
-/// `M=7, K=7, N=7`: the sizes of one run.
-pub fn sizes_text(program: &Program, sizes: &[i64]) -> String {
-    program
-        .params
-        .iter()
-        .zip(sizes)
-        .map(|(p, v)| format!("{}={v}", p.name))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub use polyhedral::data::sizes_text;
 
 pub use polyhedral::data::inout_outputs;
 

@@ -521,14 +521,19 @@ pub fn ensure_memory(program: &Program, sizes: &[i64], device_copies: bool) -> m
         help = "run at smaller sizes (--param / --run-param); compiling (`polyc PROG -o out.c`) needs no memory for the data",
         "polyc run needs about {} for the data at {} ({}, with the oracle's copy), but this machine has {} available",
         bytes_text(total),
-        program
-            .params
-            .iter()
-            .zip(sizes)
-            .map(|(p, v)| format!("{}={v}", p.name))
-            .collect::<Vec<_>>()
-            .join(", "),
+        sizes_text(program, sizes),
         list.join(", "),
         bytes_text(avail)
     ))
+}
+
+/// `M=7, K=7, N=7`: the sizes of one run.
+pub fn sizes_text(program: &Program, sizes: &[i64]) -> String {
+    program
+        .params
+        .iter()
+        .zip(sizes)
+        .map(|(p, v)| format!("{}={v}", p.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
