@@ -3,7 +3,9 @@
 //! points isl cannot carry ("unable to carry dependences"): polyc splits them by the loop
 //! that carries them in program order and isl schedules them. Where isl still finds none
 //! (here an isl option that rules every schedule out), polyc uses program order. Both
-//! say so in a note, and the kernels match the interpreter.
+//! say so in a note, and the kernels match the interpreter. polyc's ILP scheduler, which
+//! reasons on the same rational points through Farkas, splits the dependences the same
+//! way where it finds no legal hyperplane.
 
 mod common;
 use common::*;
@@ -77,4 +79,16 @@ fn no_isl_schedule_falls_back_to_program_order() {
         ),
         PROGRAM_ORDER
     );
+}
+
+/// The ILP scheduler on the same shapes (it stopped with "internal error: the ILP
+/// scheduler found no legal hyperplane for S_1").
+#[test]
+fn ilp_schedules_extent_two_reductions() {
+    for (prog, params) in [
+        ("examples/conv2d_stride2.tc", "CI=2,CO=2,H=2,W=2,KH=2,KW=2"),
+        ("examples/tc/group_norm.tc", "N=1,G=1,D=2,H=2,W=2"),
+    ] {
+        assert_eq!(notes(prog, params, &["--scheduler", "ilp"]), "", "{prog}");
+    }
 }

@@ -581,7 +581,7 @@ fn schedule_deps(ctx: &Ctx, scop: &Scop, deps: &Deps, budget: u64) -> miette::Re
         Computed::OutOfBudget => return Err(out_of_budget(scop, budget)),
         Computed::NoSchedule(why) => why,
     };
-    let Some(split) = split_by_program_order(ctx, scop, &validity)? else {
+    let Some(split) = split_by_program_order(scop, &validity)? else {
         return Ok(IslRun::NoSchedule(why));
     };
     Ok(match schedule_validity(ctx, scop, deps, &split, budget)? {
@@ -630,9 +630,12 @@ fn schedule_validity(
 /// `validity` as the union of its parts carried at each level of program order (the
 /// statement's position, then its iterators, outermost first; see [`program_order`]),
 /// each a union of its own basic relations, or `None` when some dependence does not go
-/// forward in program order (then the split would lose it).
-fn split_by_program_order(
-    ctx: &Ctx,
+/// forward in program order (then the split would lose it). Each part states its
+/// distance at its level as a constraint, so its rational points keep it (see
+/// `schedule_deps`): schedulers that reason on rational points (isl's, and the ILP
+/// scheduler through Farkas) can carry every part, where they may not carry the relation
+/// the dependence analysis coalesced.
+pub fn split_by_program_order(
     scop: &Scop,
     validity: &UnionMap,
 ) -> miette::Result<Option<UnionMap>> {
@@ -653,7 +656,7 @@ fn split_by_program_order(
     }
     let text = format!("{}{{ {} }}", scop.param_prefix(), parts.join("; "));
     let order = MultiUnionPwAff::from_union_map(
-        UnionMap::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))?,
+        UnionMap::read_from_str(&validity.get_ctx(), &text).isl(&format!("reading `{text}`"))?,
     )
     .isl("building the program order")?;
     let split = validity
