@@ -12,7 +12,7 @@ use polyhedral::diag::SourceFile;
 use polyhedral::ilp::{ilp_schedule, parse_constraints, IlpOptions};
 use polyhedral::ir::Program;
 use polyhedral::isl::{Ctx, IslResultExt};
-use polyhedral::sched::{initial_schedule, isl_schedule, SchedulerKind};
+use polyhedral::sched::{initial_schedule, isl_schedule, isl_schedule_or_initial, SchedulerKind};
 use polyhedral::scop::{param_texts, Scop};
 use schedule_tree::{NodeKind, ScheduleTree};
 use std::time::Instant;
@@ -294,14 +294,19 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
             let mut all = target.isl_options();
             all.extend(opts.isl_options.iter().cloned());
             let sched_opts = polyhedral::sched::IslSchedOptions::parse(&all)?;
-            let s = isl_schedule(&ctx, &scop, &deps, &sched_opts)?;
-            tree = ScheduleTree::from_isl(&s)?;
+            let s = isl_schedule_or_initial(&ctx, &scop, &deps, &sched_opts)?;
+            tree = ScheduleTree::from_isl(&s.schedule)?;
+            schedule_notes.extend(s.notes);
             let has_registers = target
                 .desc()
                 .levels()
                 .iter()
                 .any(|l| l.role.is_register_file());
-            if mode == Mode::Optimised && has_registers && sched_opts.serialize_sccs.is_none() {
+            if mode == Mode::Optimised
+                && has_registers
+                && !s.fell_back
+                && sched_opts.serialize_sccs.is_none()
+            {
                 if let Some((apart, note)) =
                     keep_register_shapes(&ctx, &scop, &deps, &sched_opts, &tree)?
                 {

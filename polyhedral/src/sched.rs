@@ -470,13 +470,73 @@ fn band_flags(scop: &Scop, i: usize, validity: &UnionMap) -> miette::Result<(Vec
 /// isl's scheduler on the Scop: validity = proximity = coincidence = `deps.validity()`
 /// (RAW ∪ WAR ∪ WAW, as PPCG does without live-range reordering), context =
 /// `scop.context`. `opts` are set on the context for this call and restored afterwards.
+///
+/// When isl cannot carry the dependences as given, they are split by the loop that
+/// carries them in program order and scheduled again (see [`split_by_program_order`]);
+/// when isl still finds no schedule, this is an error ([`isl_schedule_or_initial`] falls
+/// back to program order instead).
 pub fn isl_schedule(
     ctx: &Ctx,
     scop: &Scop,
     deps: &Deps,
     opts: &IslSchedOptions,
 ) -> miette::Result<Schedule> {
-    let validity = deps.validity()?;
+    match run_isl(ctx, scop, deps, opts)? {
+        IslRun::Schedule(s, _) => Ok(s),
+        IslRun::NoSchedule(why) => Err(miette::miette!(
+            help = "relax the isl scheduler options (e.g. max_coefficient=-1) or use `--scheduler initial`",
+            "isl's scheduler found no schedule: {why}"
+        )),
+    }
+}
+
+/// What [`isl_schedule_or_initial`] gives.
+pub struct IslScheduled {
+    /// The schedule: isl's, or program order where isl found none.
+    pub schedule: Schedule,
+    /// Notes for the user (`note: …`): how isl's schedule was found, or why program order
+    /// replaces it.
+    pub notes: Vec<String>,
+    /// Whether isl found no schedule and `schedule` is program order.
+    pub fell_back: bool,
+}
+
+/// [`isl_schedule`], falling back to the program-order schedule ([`initial_schedule`])
+/// with a note where isl finds no schedule. Running out of isl's operation budget stays an
+/// error (see [`SCHED_MAX_OPERATIONS`]).
+pub fn isl_schedule_or_initial(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    opts: &IslSchedOptions,
+) -> miette::Result<IslScheduled> {
+    Ok(match run_isl(ctx, scop, deps, opts)? {
+        IslRun::Schedule(schedule, note) => IslScheduled {
+            schedule,
+            notes: note.into_iter().collect(),
+            fell_back: false,
+        },
+        IslRun::NoSchedule(why) => IslScheduled {
+            schedule: initial_schedule(scop, deps)?,
+            notes: vec![format!(
+                "note: isl's scheduler found no schedule ({why}); polyc uses the program-order \
+                 schedule instead, as `--scheduler initial` does"
+            )],
+            fell_back: true,
+        },
+    })
+}
+
+/// What [`run_isl`] gave.
+enum IslRun {
+    /// A schedule, with a note when the dependences had to be split for isl.
+    Schedule(Schedule, Option<String>),
+    /// isl found no schedule, and why.
+    NoSchedule(String),
+}
+
+/// isl's scheduler with `opts` set on the context (and restored afterwards).
+fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miette::Result<IslRun> {
     let budget = opts.max_operations.unwrap_or(SCHED_MAX_OPERATIONS);
     let settings = opts.settings();
     let mut saved = Vec::with_capacity(settings.len());
@@ -490,33 +550,124 @@ pub fn isl_schedule(
             break;
         }
     }
-    let schedule = result.and_then(|()| {
-        // With symbolic sizes, isl's proximity cost counts a dependence distance bounded by
-        // a size (GEMM's `k < K` between the initialisation and the update) as a cost in
-        // that size, and it then splits bands that it fuses at any bound size. Schedule
-        // for large sizes first; keep that schedule when it is valid for every size.
-        if !scop.symbolic.is_empty() {
-            if let Some(large) = large_context(ctx, scop)? {
-                if let Computed::Schedule(s) = compute(ctx, scop, &validity, large, budget)? {
-                    if covers(scop, &s)?
-                        && check_schedule(deps, &s)?.is_ok()
-                        && flags_hold(ctx, scop, deps, &s)?
-                    {
-                        return Ok(s);
-                    }
-                }
-            }
-        }
-        let context = scop.context.copy().isl("copying the context")?;
-        match compute(ctx, scop, &validity, context, budget)? {
-            Computed::Schedule(s) => Ok(s),
-            Computed::OutOfBudget => Err(out_of_budget(scop, budget)),
-        }
-    });
+    let run = result.and_then(|()| schedule_deps(ctx, scop, deps, budget));
     for ((name, _, _, set), old) in settings.iter().zip(saved) {
         set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
     }
-    schedule
+    run
+}
+
+/// isl's scheduler on the dependences as [`Deps::validity`] gives them, then, if isl
+/// cannot carry them, split by program order.
+///
+/// Why isl may fail on valid programs: isl's scheduler works on the rational relaxation of
+/// each dependence polyhedron (Farkas), and a dependence can only be carried by an affine
+/// schedule if no rational point of its polyhedron has distance zero. Coalescing (in the
+/// dependence analysis) keeps the integer points of a relation but not its rational ones.
+/// With two or more loops of extent 2 (a 2 × 2 kernel window, `KH=KW=2`; group norm's
+/// `D=H=W=2` reductions), the pieces of a reduction's "every later iteration" relation
+/// over a box of 0/1 coordinates coalesce into one polyhedron with skewed faces whose
+/// rational relaxation contains the diagonal (the convolution's `kh = kh' = kw = kw' =
+/// 1/2` with `ci' = ci`): isl then reports "unable to carry dependences", at any size of
+/// the other loops (`CI=16, CO=16, H=W=34, KH=KW=2` too), while program order (which
+/// needs no Farkas) is valid. Split by the loop that carries them in program order,
+/// each piece states that distance (`t_k(y) ≥ t_k(x) + 1` with the outer ones equal)
+/// as a constraint that its rational points keep, so program order itself carries every
+/// piece, and isl finds a schedule again.
+fn schedule_deps(ctx: &Ctx, scop: &Scop, deps: &Deps, budget: u64) -> miette::Result<IslRun> {
+    let validity = deps.validity()?;
+    let why = match schedule_validity(ctx, scop, deps, &validity, budget)? {
+        Computed::Schedule(s) => return Ok(IslRun::Schedule(s, None)),
+        Computed::OutOfBudget => return Err(out_of_budget(scop, budget)),
+        Computed::NoSchedule(why) => why,
+    };
+    let Some(split) = split_by_program_order(scop, &validity)? else {
+        return Ok(IslRun::NoSchedule(why));
+    };
+    Ok(match schedule_validity(ctx, scop, deps, &split, budget)? {
+        Computed::Schedule(s) => IslRun::Schedule(
+            s,
+            Some(format!(
+                "note: isl's scheduler could not carry the dependences as merged by the \
+                 dependence analysis ({why}); polyc split them by the loop that carries \
+                 each in program order, and isl scheduled them"
+            )),
+        ),
+        Computed::OutOfBudget => return Err(out_of_budget(scop, budget)),
+        Computed::NoSchedule(_) => IslRun::NoSchedule(why),
+    })
+}
+
+/// One schedule for `validity` (validity = proximity = coincidence): with symbolic sizes,
+/// first at [`LARGE_SIZE`] (kept when valid for every size), else in the real context.
+fn schedule_validity(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    validity: &UnionMap,
+    budget: u64,
+) -> miette::Result<Computed> {
+    // With symbolic sizes, isl's proximity cost counts a dependence distance bounded by a
+    // size (GEMM's `k < K` between the initialisation and the update) as a cost in that
+    // size, and it then splits bands that it fuses at any bound size. Schedule for large
+    // sizes first; keep that schedule when it is valid for every size.
+    if !scop.symbolic.is_empty() {
+        if let Some(large) = large_context(ctx, scop)? {
+            if let Computed::Schedule(s) = compute(ctx, scop, validity, large, budget)? {
+                if covers(scop, &s)?
+                    && check_schedule(deps, &s)?.is_ok()
+                    && flags_hold(ctx, scop, deps, &s)?
+                {
+                    return Ok(Computed::Schedule(s));
+                }
+            }
+        }
+    }
+    let context = scop.context.copy().isl("copying the context")?;
+    compute(ctx, scop, validity, context, budget)
+}
+
+/// `validity` as the union of its parts carried at each level of program order (the
+/// statement's position, then its iterators, outermost first; see [`program_order`]),
+/// each a union of its own basic relations, or `None` when some dependence does not go
+/// forward in program order (then the split would lose it). Each part states its
+/// distance at its level as a constraint, so its rational points keep it (see
+/// `schedule_deps`): schedulers that reason on rational points (isl's, and the ILP
+/// scheduler through Farkas) can carry every part, where they may not carry the relation
+/// the dependence analysis coalesced.
+pub fn split_by_program_order(
+    scop: &Scop,
+    validity: &UnionMap,
+) -> miette::Result<Option<UnionMap>> {
+    let depth = scop.iter_names.iter().map(Vec::len).max().unwrap_or(0);
+    let mut parts = Vec::with_capacity(scop.stmt_names.len());
+    for (i, (stmt, names)) in scop.stmt_names.iter().zip(&scop.iter_names).enumerate() {
+        let mut time = vec![i.to_string()];
+        time.extend(names.iter().cloned());
+        time.resize(depth + 1, "0".into());
+        parts.push(format!(
+            "{stmt}[{}] -> [{}]",
+            names.join(", "),
+            time.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let text = format!("{}{{ {} }}", scop.param_prefix(), parts.join("; "));
+    let order = MultiUnionPwAff::from_union_map(
+        UnionMap::read_from_str(&validity.get_ctx(), &text).isl(&format!("reading `{text}`"))?,
+    )
+    .isl("building the program order")?;
+    let split = validity
+        .copy()
+        .isl("copying dependences")?
+        .lex_lt_at_multi_union_pw_aff(order)
+        .isl("splitting dependences by program order")?;
+    let kept = validity
+        .is_subset(&split)
+        .isl("comparing split dependences")?;
+    Ok(kept.then_some(split))
 }
 
 /// The size at least which [`isl_schedule`] first schedules every symbolic size.
@@ -702,6 +853,8 @@ enum Computed {
     Schedule(Schedule),
     /// isl stopped at its operation budget.
     OutOfBudget,
+    /// isl found no schedule, and why (isl's message).
+    NoSchedule(String),
 }
 
 /// One isl schedule computation with the given context, within `budget` operations.
@@ -741,10 +894,7 @@ fn compute(
     }
     if ptr == 0 || error != isl_rs::Error::None_ {
         let why = ctx.take_error().unwrap_or_else(|| "no reason given".into());
-        return Err(miette::miette!(
-            help = "relax the isl scheduler options (e.g. max_coefficient=-1) or use `--scheduler initial`",
-            "isl's scheduler found no schedule: {why}"
-        ));
+        return Ok(Computed::NoSchedule(why));
     }
     Ok(Computed::Schedule(s))
 }

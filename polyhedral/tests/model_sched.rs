@@ -6,7 +6,7 @@ use polyhedral::deps::{check_schedule, Deps};
 use polyhedral::isl::ffi::schedule_to_block_yaml;
 use polyhedral::isl::isl_rs::Options;
 use polyhedral::isl::Ctx;
-use polyhedral::sched::{initial_schedule, isl_schedule, IslSchedOptions};
+use polyhedral::sched::{initial_schedule, isl_schedule, isl_schedule_or_initial, IslSchedOptions};
 use polyhedral::scop::Scop;
 
 fn schedules(case: &Case, vals: &[Option<i64>], opts: &[&str]) -> (String, String) {
@@ -134,4 +134,70 @@ fn isl_options_are_restored() {
     assert_eq!(check_schedule(&deps, &s).unwrap(), Ok(()));
     assert_eq!(get(&ctx), before);
     assert_eq!(before, (0, -1, 0, 0));
+}
+
+/// The Scop of an example program at bound sizes (`name=value` pairs).
+fn example_scop(ctx: &Ctx, path: &str, sizes: &[(&str, i64)]) -> Scop {
+    let src = polyhedral::diag::SourceFile::read(path).expect("the example reads");
+    let prog = polyhedral::lang::compile_as(&src, None, Default::default()).expect("compiles");
+    let vals: Vec<Option<i64>> = prog
+        .params
+        .iter()
+        .map(|p| sizes.iter().find(|s| s.0 == p.name).map(|s| s.1))
+        .collect();
+    Scop::build(ctx, &prog, &vals, &src).expect("model builds")
+}
+
+/// Loops of extent 2 (a 2 × 2 window) coalesce the reduction's dependences into a
+/// polyhedron whose rational points isl cannot carry: split by program order, isl
+/// schedules them, validly, and says so; where isl still finds nothing, program order.
+#[test]
+fn isl_schedules_dependences_it_cannot_carry_merged() {
+    let ctx = Ctx::new();
+    let sizes = [
+        ("CI", 2),
+        ("CO", 2),
+        ("H", 2),
+        ("W", 2),
+        ("KH", 2),
+        ("KW", 2),
+    ];
+    let scop = example_scop(&ctx, "../examples/conv2d_stride2.tc", &sizes);
+    let deps = Deps::compute(&scop).unwrap();
+    let opts = IslSchedOptions::default();
+    let s = isl_schedule(&ctx, &scop, &deps, &opts).expect("isl schedules");
+    assert_eq!(check_schedule(&deps, &s).unwrap(), Ok(()));
+    let r = isl_schedule_or_initial(&ctx, &scop, &deps, &opts).unwrap();
+    assert!(!r.fell_back);
+    assert_eq!(check_schedule(&deps, &r.schedule).unwrap(), Ok(()));
+    assert_eq!(
+        r.notes,
+        [
+            "note: isl's scheduler could not carry the dependences as merged by the dependence \
+          analysis (unable to carry dependences); polyc split them by the loop that carries \
+          each in program order, and isl scheduled them"
+        ]
+    );
+    // No coefficient allowed: no isl schedule at all.
+    let zero = IslSchedOptions::parse(&["max_coefficient=0".into()]).unwrap();
+    let Err(err) = isl_schedule(&ctx, &scop, &deps, &zero) else {
+        panic!("isl schedules with every coefficient 0");
+    };
+    assert_eq!(
+        err.to_string(),
+        "isl's scheduler found no schedule: unable to carry dependences"
+    );
+    let r = isl_schedule_or_initial(&ctx, &scop, &deps, &zero).unwrap();
+    assert!(r.fell_back);
+    assert_eq!(
+        schedule_to_block_yaml(&r.schedule),
+        schedule_to_block_yaml(&initial_schedule(&scop, &deps).unwrap())
+    );
+    assert_eq!(
+        r.notes,
+        [
+            "note: isl's scheduler found no schedule (unable to carry dependences); polyc uses \
+          the program-order schedule instead, as `--scheduler initial` does"
+        ]
+    );
 }

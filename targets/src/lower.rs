@@ -970,6 +970,18 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Whether `l` refers to a tile stored in blocks without saying which block: reading
+    /// it there would index the blocks as rows.
+    fn blocked_without_block(&self, l: &LocalRef) -> bool {
+        l.block.is_none()
+            && self
+                .state
+                .promos
+                .iter()
+                .flatten()
+                .any(|p| p.id == l.promo && p.block.is_some())
+    }
+
     fn user(&mut self, call: &ASTExpr, locals: Vec<LocalRef>) -> Result<KNode> {
         let is_call = call.get_type().isl("reading a statement call")? == ASTExprType::Op
             && call.get_op_type().isl("reading a statement call")? == ASTExprOpType::Call;
@@ -997,6 +1009,18 @@ impl Lowerer<'_> {
                 return Err(miette!(
                     help = "copy statements are made by the promotion pass and must stay below their memory mark",
                     "the copy statement {name} runs outside the tile it copies"
+                ));
+            }
+            // The copy reads (or writes) the innermost enclosing tile of the tensor, which
+            // promotion never stores in blocks unless the copy is one of its blocks.
+            let outer = locals
+                .iter()
+                .rev()
+                .find(|l| l.tensor == tensor && l.promo != promo);
+            if outer.is_some_and(|l| self.blocked_without_block(l)) {
+                return Err(miette!(
+                    help = "this is an internal error in polyc's memory promotion; please report it with the program",
+                    "the copy statement {name} reads {tname} outside the blocks of its packed tile"
                 ));
             }
             let copy_in = match kind {
@@ -1053,13 +1077,7 @@ impl Lowerer<'_> {
             let Some(l) = locals.iter().rev().find(|l| l.tensor == t) else {
                 continue;
             };
-            let blocked = self
-                .state
-                .promos
-                .iter()
-                .flatten()
-                .any(|p| p.id == l.promo && p.block.is_some());
-            if blocked && l.block.is_none() {
+            if self.blocked_without_block(l) {
                 return Err(miette!(
                     help = "this is an internal error in polyc's memory promotion; please report it with the program",
                     "statement {name} reads {} outside the blocks of its packed tile",

@@ -841,6 +841,8 @@ pub fn promote(
     let mut packed: Vec<(Vec<usize>, Buffer, usize, u64)> = Vec::new();
     // Nested marks whose tile of a tensor is a block of a tile stored in blocks above
     // them (mark index, tensor): they read the block in place, so they do not pack it.
+    // Neither do the marks in between whose box is the whole tile (a fused producer's
+    // own cache tiles inside the fused tile): their copy would index the blocks as rows.
     let mut views: Vec<(usize, usize)> = Vec::new();
     for (mi, m) in marks.iter().enumerate() {
         let Mark::Mem(buf) = m.mark else { continue };
@@ -917,6 +919,7 @@ pub fn promote(
             } else {
                 blocking(ctx, scop, &marks, mi, &t)?.map(|b| {
                     views.extend(b.inner.iter().map(|(j, _)| (*j, t.tensor)));
+                    views.extend(b.through.iter().map(|&j| (j, t.tensor)));
                     b.sizes
                 })
             };
@@ -1123,6 +1126,10 @@ pub struct Blocking {
     /// tensor are the blocks, with the tensor's box offset there (inner tile → first
     /// element).
     pub inner: Vec<(usize, Map)>,
+    /// The memory marks in between (indices into the mark list) whose box of the tensor
+    /// is the tile's own: they see the tile as it is stored, so they must not pack the
+    /// tensor again (a copy there would read the blocks as rows).
+    pub through: Vec<usize>,
 }
 
 /// Whether the read-only tile `t` of mark `marks[mi]` is stored in blocks: when the
@@ -1132,6 +1139,8 @@ pub struct Blocking {
 /// each of their boxes is exactly one block of the tile split into `b`-sized blocks
 /// (starting at the tile's first element). Then each inner tile reads one contiguous
 /// block: a register tile sweeping a micro-panel of a packed GEMM operand, for instance.
+/// The marks in between whose box is the whole tile are looked through
+/// ([`Blocking::through`]).
 pub fn blocking(
     ctx: &Ctx,
     scop: &Scop,
@@ -1148,6 +1157,7 @@ pub fn blocking(
     let mut nested: Vec<usize> = Vec::new();
     let mut sizes: Option<Vec<i64>> = None;
     let mut inner = Vec::new();
+    let mut through = Vec::new();
     let mut covered: Option<isl_rs::UnionSet> = None;
     for (j, m) in marks.iter().enumerate().skip(mi + 1) {
         if !m.path.starts_with(&outer.path) {
@@ -1166,6 +1176,7 @@ pub fn blocking(
             continue;
         };
         if it.sizes == t.sizes {
+            through.push(j);
             continue;
         }
         nested.push(j);
@@ -1273,7 +1284,11 @@ pub fn blocking(
             return Ok(None);
         }
     }
-    Ok(Some(Blocking { sizes: b, inner }))
+    Ok(Some(Blocking {
+        sizes: b,
+        inner,
+        through,
+    }))
 }
 
 /// Where tile-local temporary `name` lives: `Ok((mark, tile))`, the deepest memory mark

@@ -9,7 +9,7 @@ use crate::deps::{DepKind, Deps};
 use crate::isl::ffi::model::map_text;
 use crate::isl::IslResultExt;
 use crate::scop::Scop;
-use isl_rs::{Map, Space};
+use isl_rs::{Map, Space, UnionMap};
 
 /// One affine row `coeffs·x + shift` of a statement's schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,11 +148,38 @@ impl<'a> Search<'a> {
     }
 
     /// Schedules the statements `stmts` (the live ones of the Scop) from scratch.
+    ///
+    /// When no legal hyperplane is found for the dependences as the dependence analysis
+    /// coalesced them, the search starts again on the dependences split by the loop that
+    /// carries them in program order, uncoalesced ([`crate::sched::split_by_program_order`]):
+    /// with loops of extent 2, a coalesced reduction's polyhedron can have rational points
+    /// at distance zero, which no hyperplane carries (Farkas sees only rational points).
     pub fn run(&mut self, stmts: Vec<usize>) -> miette::Result<Node> {
         let validity = self.deps.validity()?;
+        let live = self.live_deps(&stmts, &validity, true)?;
+        let err = match self.group(stmts.clone(), live, true) {
+            Ok(node) => return Ok(node),
+            Err(e) => e,
+        };
+        let Some(split) = crate::sched::split_by_program_order(self.scop, &validity)? else {
+            return Err(err);
+        };
+        self.rows = vec![Vec::new(); self.rows.len()];
+        let live = self.live_deps(&stmts, &split, false)?;
+        self.group(stmts, live, true).map_err(|_| err)
+    }
+
+    /// The non-empty dependences of `validity` between statements of `stmts`, one per
+    /// pair, each coalesced when `coalesce`.
+    fn live_deps(
+        &self,
+        stmts: &[usize],
+        validity: &UnionMap,
+        coalesce: bool,
+    ) -> miette::Result<Vec<Dep>> {
         let mut live = Vec::new();
-        for &s in &stmts {
-            for &t in &stmts {
+        for &s in stmts {
+            for &t in stmts {
                 let space = self.deps.stmt_spaces[s]
                     .copy()
                     .isl("copying a space")?
@@ -160,11 +187,10 @@ impl<'a> Search<'a> {
                         self.deps.stmt_spaces[t].copy().isl("copying a space")?,
                     )
                     .isl("building a dependence space")?;
-                let map = validity
-                    .extract_map(space)
-                    .isl("extracting a dependence")?
-                    .coalesce()
-                    .isl("simplifying a dependence")?;
+                let mut map = validity.extract_map(space).isl("extracting a dependence")?;
+                if coalesce {
+                    map = map.coalesce().isl("simplifying a dependence")?;
+                }
                 if !map.is_empty().isl("testing a dependence")? {
                     live.push(Dep {
                         src: s,
@@ -174,7 +200,7 @@ impl<'a> Search<'a> {
                 }
             }
         }
-        self.group(stmts, live, true)
+        Ok(live)
     }
 
     fn needs_row(&self, s: usize) -> bool {
