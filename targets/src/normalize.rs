@@ -435,6 +435,22 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
             els: partial.map(Box::new),
         };
     }
+    let els = els.map(wrap);
+    split_ranges(&with, init, upper, (lo, hi), wrap((**then).clone()), els)
+}
+
+/// The loop `with(init, upper, ·)` split at the guard's bounds `lo` (the `max` of them)
+/// and `hi` (the `min`): `partial_body` below `lo`, `full` from `lo` to `hi`,
+/// `partial_body` above `hi`, each iteration exactly once; ranges that never run are
+/// dropped.
+fn split_ranges(
+    with: &dyn Fn(KExpr, KExpr, KNode) -> KNode,
+    init: &KExpr,
+    upper: KExpr,
+    (lo, hi): (Vec<KExpr>, Vec<KExpr>),
+    full: KNode,
+    partial_body: Option<KNode>,
+) -> KNode {
     let bound = |e: KExpr| simplify(&e);
     let lo = (!lo.is_empty()).then(|| bound(KExpr::Max(lo)));
     let hi = (!hi.is_empty()).then(|| bound(KExpr::Min(hi)));
@@ -455,9 +471,9 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
             els: None,
         }
     };
-    if let (Some(lo), Some(e)) = (&lo, &els) {
+    if let (Some(lo), Some(e)) = (&lo, &partial_body) {
         let u = bound(KExpr::Min(vec![upper.clone(), plus(lo, -1)]));
-        out.push(partial(init.clone(), u, wrap(e.clone())));
+        out.push(partial(init.clone(), u, e.clone()));
     }
     let start = match &lo {
         Some(lo) => bound(KExpr::Max(vec![init.clone(), lo.clone()])),
@@ -467,15 +483,15 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
         Some(hi) => bound(KExpr::Min(vec![upper.clone(), hi.clone()])),
         None => upper.clone(),
     };
-    out.push(with(start, end, wrap((**then).clone())));
-    if let (Some(hi), Some(e)) = (&hi, &els) {
+    out.push(with(start, end, full));
+    if let (Some(hi), Some(e)) = (&hi, &partial_body) {
         // Past the full range, and past the first partial range: when the guard holds
         // nowhere (`lo > hi`, both constant), `hi + 1 < lo` and the two partial ranges
         // would both run `[hi + 1, lo - 1]` (a register tile computed twice).
         let mut starts = vec![init.clone(), plus(hi, 1)];
         starts.extend(lo.clone());
         let s = bound(KExpr::Max(starts));
-        out.push(partial(s, upper.clone(), wrap(e.clone())));
+        out.push(partial(s, upper.clone(), e.clone()));
     }
     KNode::Block(out.into_iter().filter(|n| !empty_range(n)).collect())
 }
