@@ -446,6 +446,43 @@ desc_case!(
     "give BACO's figures (thesis Tables 6.2 and 6.3), as specs/targets/gemmini.yaml does"
 );
 
+desc_case!(
+    gemmini_array_dim_too_large,
+    "gemmini.yaml",
+    "dim: 16 ",
+    "dim: 300 ",
+    "t.yaml:7:8: array.dim is 300, outside 1 to 256: the side of the DIM x DIM array",
+    "out of range",
+    "give the side of the DIM x DIM array, e.g. `dim: 16`"
+);
+desc_case!(
+    gemmini_dataflow_twice,
+    "gemmini.yaml",
+    "dataflows: [ws, os]",
+    "dataflows: [ws, ws]",
+    "t.yaml:8:19: dataflow `ws` is listed twice",
+    "duplicate",
+    "list each dataflow once, e.g. `dataflows: [ws, os]`"
+);
+desc_case!(
+    gemmini_two_accumulators,
+    "gemmini.yaml",
+    "    banks: 2\n",
+    "    banks: 2\n  - name: acc2\n    role: accumulator\n    scope: core\n    bytes: 65536\n    elem: i32\n",
+    "t.yaml:31:11: target `gemmini` has two buffers with role accumulator",
+    "a second one",
+    "Gemmini has one accumulator: remove one"
+);
+desc_case!(
+    shared_memory_on_an_npu,
+    "ascend.yaml",
+    "role: scratchpad        # the unified buffer of the vector unit",
+    "role: shared_memory",
+    "t.yaml:20:11: buffer `UB` has role shared_memory, which a npu target does not have",
+    "not a role of this kind",
+    "a npu target's buffers are cache, scratchpad, accumulator, registers"
+);
+
 /// A Gemmini description with no `array` at all (not a misspelt one) is located at its
 /// kind.
 #[test]

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod check;
-pub mod locate;
+mod locate;
 
 /// The text of the built-in CPU description, `specs/targets/cpu.yaml`.
 pub const BUILTIN_CPU_YAML: &str = include_str!("../../specs/targets/cpu.yaml");

@@ -21,9 +21,9 @@ over its register tile) are at most 256 and at most the description's \
 max_threads_per_block: the member with the most threads is halved until they are \
 (without a register level, a GEMM's block tile is 16 x 16). When the shared-memory \
 footprint of a block tile does not fit the description's shared memory, the largest shared \
-size is halved (register tiles shrink with it) until it fits. A symbolic extent with an upper bound (`--dynamic T=1..128`) counts \
-as that bound, unless a block tile would then span an untiled symbolic extent (a dynamic \
-reduction axis). Bands with other symbolic extents or no coincident member are left \
+size is halved (register tiles shrink with it) until it fits. A symbolic extent with an \
+upper bound (`--dynamic T=1..128`) counts as that bound, unless a block tile would then \
+span an untiled symbolic extent (a dynamic reduction axis). Bands with other symbolic extents or no coincident member are left \
 untiled (they still run, mapped as they are).";
 
 /// Threads per block the policy aims at.
