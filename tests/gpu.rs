@@ -418,3 +418,59 @@ fn ascend_description_is_data_only() {
         "{out}"
     );
 }
+
+/// Issue 22, item 2 (hostile-input campaign): partial blocks together with partial K steps.
+/// Rows 64–66 of 67 × 45 × 53 and rows 4–6 of 7 × 300 × 97 came out NaN (never written),
+/// with f32 and with f16 inputs. The kernels were right (they check unoptimised, under
+/// PoCL's `repl` work-group method, and as threads under ThreadSanitizer): PoCL 3.1
+/// miscompiled them after LLVM's optimiser, so polyc builds for PoCL with
+/// `-cl-opt-disable` (`targets::opencl_runner::build_options`).
+#[test]
+fn partial_blocks_with_partial_k_steps_check() {
+    run_gpu("examples/matmul.tc", "M=67,N=45,K=53", &[]);
+    run_gpu("examples/matmul.tc", "M=7,N=300,K=97", &[]);
+    run_gpu("tests/fixtures/matmul_f16.tc", "M=67,N=45,K=53", &[]);
+}
+
+/// Found by the odd-size sweep: trmm's last K step split its register-tile loop at a guard
+/// that held nowhere (`c3 >= 4` and `c3 <= -1`), and both partial ranges ran `c3 = 0`: row
+/// 32 of N = 33 added its last K step twice (`normalize::split_versions`).
+#[test]
+fn a_register_tile_of_an_empty_full_range_runs_once() {
+    run_gpu("examples/trmm.tc", "N=33,M=2", &[]);
+    run_gpu("examples/trmm.tc", "N=17,M=2", &[]);
+    run_gpu("examples/trmm.tc", "N=35,M=3", &[]);
+}
+
+/// Issue 22, item 15: the default policy never produces what the target refuses. These
+/// shapes mapped up to 129 x 129 threads to a block (a copy nest or a fused halo nest along
+/// a dimension the compute nest leaves alone) and were refused; the policy's kernels are
+/// now fitted to `max_threads_per_block`, and `explain` says so.
+#[test]
+fn default_policy_stays_within_the_thread_limit() {
+    for (prog, sizes) in [
+        ("examples/matmul.tc", "M=97,N=1,K=67"),
+        ("examples/matmul_at.tc", "M=67,N=1,K=63"),
+        ("examples/gemm_i8.tc", "M=129,N=1,K=33"),
+        ("examples/attention.tc", "L=129,D=1"),
+        ("examples/softmax.tc", "R=65,N=1"),
+        ("examples/layernorm.tc", "R=129,N=2"),
+        ("examples/conv_chain_temp.tc", "H=5,W=131,KH=1,KW=3"),
+        ("examples/conv_chain_poly.tc", "H=5,W=98,KH=1,KW=2"),
+        ("tests/fixtures/seidel2d.tc", "T=3,N=33"),
+    ] {
+        run_gpu(prog, sizes, &[]);
+    }
+    let text = polyc_ok(&[
+        "explain",
+        "examples/matmul.tc",
+        "--param",
+        "M=97,N=1,K=67",
+        "--target",
+        "gpu",
+    ]);
+    assert!(
+        flat(&text).contains("kernel 0: its thread loops ask for 97 x 16 x 1 threads per block, more than the 1024 the target allows; it runs blocks of 49 x 16 x 1 (thread loops stride over the rest)"),
+        "{text}"
+    );
+}

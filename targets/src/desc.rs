@@ -1,7 +1,9 @@
 //! Target descriptions: the data half of a target (`specs/targets/*.yaml`).
 //!
 //! A description names the target, its kind, a few machine figures, and its buffers from
-//! outermost to innermost (the order of tiling levels). One schema covers the CPU (cache
+//! outermost to innermost (the order of tiling levels): by scope (the chip's, a core's,
+//! a block's, a thread's), and in the listed order within a scope, where a cache is at
+//! least as large as every level inside it. One schema covers the CPU (cache
 //! levels and the register file), GPUs (shared memory and registers) and Gemmini
 //! (scratchpad and accumulator with element types and row widths):
 //!
@@ -26,6 +28,9 @@ use polyhedral::ir::{DType, Span};
 use schedule_tree::{Buffer, BufferRole, Holds, Level};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+mod check;
+mod locate;
 
 /// The text of the built-in CPU description, `specs/targets/cpu.yaml`.
 pub const BUILTIN_CPU_YAML: &str = include_str!("../../specs/targets/cpu.yaml");
@@ -280,7 +285,8 @@ pub struct TargetDesc {
     /// BACO's cost model (Gemmini), for `polyc explain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostModel>,
-    /// Buffers from outermost to innermost.
+    /// Buffers from outermost to innermost. [`TargetDesc::load`] orders them by scope
+    /// (chip, core, block, thread), keeping the listed order within a scope.
     pub buffers: Vec<BufferDesc>,
 }
 
@@ -301,29 +307,13 @@ fn offset_of(text: &str, line: usize, col: usize) -> usize {
     text.len()
 }
 
-/// The span of the first `name: VALUE` occurrence, for validation errors.
-fn find_value(text: &str, key: &str, value: &str) -> Span {
-    for (start, line) in text.split_inclusive('\n').scan(0usize, |off, l| {
-        let s = *off;
-        *off += l.len();
-        Some((s, l))
-    }) {
-        let t = line.trim_start().trim_start_matches("- ");
-        if let Some(rest) = t.strip_prefix(&format!("{key}:")) {
-            if rest.split('#').next().unwrap_or("").trim() == value {
-                if let Some(p) = line.find(value) {
-                    return Span::new(start + p, start + p + value.len());
-                }
-            }
-        }
-    }
-    Span::new(0, 0)
-}
-
 impl TargetDesc {
     /// Parses and validates a description. Syntax and schema errors are located at the
-    /// line and column serde_yaml reports; unknown buffer names and element types at
-    /// their value.
+    /// line and column serde_yaml reports; every other error (a value out of its range, a
+    /// field the kind does not use, a buffer whose role, scope or capacity does not fit,
+    /// a kind's missing buffer) at the offending node, with the value and a remedy (see
+    /// [`check`]). The buffers come back in nesting order: by scope (chip, core, block,
+    /// thread), in the listed order within a scope.
     pub fn load(file: &SourceFile) -> miette::Result<TargetDesc> {
         let desc: TargetDesc = serde_yaml::from_str(&file.text).map_err(|e| {
             let off = e
@@ -338,90 +328,12 @@ impl TargetDesc {
                 "see specs/targets/cpu.yaml for the schema: name, kind (cpu, gpu, gemmini, npu), buffers (name, role, scope, bytes, …) from outermost to innermost",
             ))
         })?;
-        if let Some(v) = desc.vector_bytes {
-            if !(16..=256).contains(&v) || !v.is_power_of_two() {
-                return Err(miette::Report::new(file.error(
-                    find_value(&file.text, "vector_bytes", &v.to_string()),
-                    format!("vector_bytes is {v}, which is not a vector width"),
-                    "not a power of two from 16 to 256",
-                    "give the preferred SIMD vector width in bytes: 64 for AVX-512, 32 for AVX2, 16 for SSE or NEON",
-                )));
-            }
-        }
-        for (f, ops) in &desc.call_ops {
-            if !polyhedral::ir::Func::ALL.iter().any(|g| g.name() == f) {
-                let names: Vec<&str> = polyhedral::ir::Func::ALL.iter().map(|g| g.name()).collect();
-                return Err(miette::Report::new(file.error(
-                    find_value(&file.text, f, &ops.to_string()),
-                    format!("call_ops names `{f}`, which is not a built-in function"),
-                    "not a built-in function",
-                    format!("the built-in functions are {}", names.join(", ")),
-                )));
-            }
-        }
-        let mut seen: Vec<&str> = Vec::new();
-        for b in &desc.buffers {
-            let span = find_value(&file.text, "name", &b.name);
-            if !Buffer::is_valid_name(&b.name) {
-                return Err(miette::Report::new(file.error(
-                    span,
-                    format!("`{}` is not a buffer name", b.name),
-                    "not an identifier",
-                    "name buffers with a letter followed by letters, digits and `_`, e.g. `L1` or `L0A`",
-                )));
-            }
-            if seen.contains(&b.name.as_str()) {
-                return Err(miette::Report::new(file.error(
-                    span,
-                    format!("buffer `{}` is listed twice", b.name),
-                    "duplicate",
-                    "list each buffer once, outermost first",
-                )));
-            }
-            seen.push(&b.name);
-            if BufferRole::from_name(&b.role).is_none() {
-                let roles: Vec<&str> = BufferRole::ALL.iter().map(|r| r.name()).collect();
-                return Err(miette::Report::new(file.error(
-                    find_value(&file.text, "role", &b.role),
-                    format!("unknown buffer role `{}`", b.role),
-                    "not a role",
-                    format!("roles are {}", roles.join(", ")),
-                )));
-            }
-            if let Some(h) = &b.holds {
-                if Holds::from_name(h).is_none() {
-                    let names: Vec<&str> = Holds::ALL.iter().map(|h| h.name()).collect();
-                    return Err(miette::Report::new(file.error(
-                        find_value(&file.text, "holds", h),
-                        format!("unknown `holds` value `{h}`"),
-                        "not a kind of tensor",
-                        format!(
-                            "a buffer holds {} of a tile's tensors (all: every tensor; results: the tensors the tile writes; operands: the tensors it only reads)",
-                            names.join(", ")
-                        ),
-                    )));
-                }
-            }
-            if b.bytes == 0 {
-                return Err(miette::Report::new(file.error(
-                    span,
-                    format!("buffer `{}` has a capacity of 0 bytes", b.name),
-                    "empty buffer",
-                    "give the capacity in bytes, e.g. `bytes: 49152`",
-                )));
-            }
-            if let Some(e) = &b.elem {
-                if DType::from_name(e).is_none() {
-                    let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
-                    return Err(miette::Report::new(file.error(
-                        find_value(&file.text, "elem", e),
-                        format!("unknown element type `{e}`"),
-                        "not a type",
-                        format!("element types are {}", names.join(", ")),
-                    )));
-                }
-            }
-        }
+        check::Check::new(file, &desc).all()?;
+        // Buffers nest by scope whatever their order in the file (item: a GPU's register
+        // file listed before its shared memory is still inside it).
+        let order = check::nesting_order(&desc);
+        let mut desc = desc;
+        desc.buffers = order.iter().map(|&i| desc.buffers[i].clone()).collect();
         Ok(desc)
     }
 
@@ -708,7 +620,7 @@ mod tests {
         let e = load("name: x\nkind: cpu\ncall_ops:\n  gelu: 90\nbuffers: []\n").unwrap_err();
         assert_eq!(
             format!("{e}"),
-            "t.yaml:4:9: call_ops names `gelu`, which is not a built-in function"
+            "t.yaml:4:3: call_ops names `gelu`, which is not a built-in function"
         );
     }
 

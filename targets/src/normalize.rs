@@ -435,6 +435,22 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
             els: partial.map(Box::new),
         };
     }
+    let els = els.map(wrap);
+    split_ranges(&with, init, upper, (lo, hi), wrap((**then).clone()), els)
+}
+
+/// The loop `with(init, upper, ·)` split at the guard's bounds `lo` (the `max` of them)
+/// and `hi` (the `min`): `partial_body` below `lo`, `full` from `lo` to `hi`,
+/// `partial_body` above `hi`, each iteration exactly once; ranges that never run are
+/// dropped.
+fn split_ranges(
+    with: &dyn Fn(KExpr, KExpr, KNode) -> KNode,
+    init: &KExpr,
+    upper: KExpr,
+    (lo, hi): (Vec<KExpr>, Vec<KExpr>),
+    full: KNode,
+    partial_body: Option<KNode>,
+) -> KNode {
     let bound = |e: KExpr| simplify(&e);
     let lo = (!lo.is_empty()).then(|| bound(KExpr::Max(lo)));
     let hi = (!hi.is_empty()).then(|| bound(KExpr::Min(hi)));
@@ -455,9 +471,9 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
             els: None,
         }
     };
-    if let (Some(lo), Some(e)) = (&lo, &els) {
+    if let (Some(lo), Some(e)) = (&lo, &partial_body) {
         let u = bound(KExpr::Min(vec![upper.clone(), plus(lo, -1)]));
-        out.push(partial(init.clone(), u, wrap(e.clone())));
+        out.push(partial(init.clone(), u, e.clone()));
     }
     let start = match &lo {
         Some(lo) => bound(KExpr::Max(vec![init.clone(), lo.clone()])),
@@ -467,10 +483,15 @@ fn split_loop(n: KNode, iters: &[String]) -> KNode {
         Some(hi) => bound(KExpr::Min(vec![upper.clone(), hi.clone()])),
         None => upper.clone(),
     };
-    out.push(with(start, end, wrap((**then).clone())));
-    if let (Some(hi), Some(e)) = (&hi, &els) {
-        let s = bound(KExpr::Max(vec![init.clone(), plus(hi, 1)]));
-        out.push(partial(s, upper.clone(), wrap(e.clone())));
+    out.push(with(start, end, full));
+    if let (Some(hi), Some(e)) = (&hi, &partial_body) {
+        // Past the full range, and past the first partial range: when the guard holds
+        // nowhere (`lo > hi`, both constant), `hi + 1 < lo` and the two partial ranges
+        // would both run `[hi + 1, lo - 1]` (a register tile computed twice).
+        let mut starts = vec![init.clone(), plus(hi, 1)];
+        starts.extend(lo.clone());
+        let s = bound(KExpr::Max(starts));
+        out.push(partial(s, upper.clone(), e.clone()));
     }
     KNode::Block(out.into_iter().filter(|n| !empty_range(n)).collect())
 }
@@ -990,6 +1011,39 @@ mod tests {
         assert_eq!(
             split_versions(n),
             KNode::Block(vec![for_loop("c1", 0, 62, local(stmt(0))), local(stmt(1)),])
+        );
+    }
+
+    #[test]
+    fn a_guard_that_holds_nowhere_runs_the_partial_version_once() {
+        // for c3 in 0..=2 { local { if (-4 c3 >= 3 && 4 c3 >= 15) S_0 else S_1 } }: the
+        // full range is c3 >= 4 and c3 <= -1, empty; every c3 runs S_1 exactly once (the
+        // last K step of trmm at N = 33 on the GPU ran its register tile twice).
+        let guard = KExpr::And(
+            Box::new(KExpr::Cmp(
+                KCmp::Ge,
+                Box::new(KExpr::Mul(i(-4), v("c3"))),
+                i(3),
+            )),
+            Box::new(KExpr::Cmp(
+                KCmp::Ge,
+                Box::new(KExpr::Mul(i(4), v("c3"))),
+                i(15),
+            )),
+        );
+        let n = for_loop(
+            "c3",
+            0,
+            2,
+            local(KNode::If {
+                cond: guard,
+                then: Box::new(stmt(0)),
+                els: Some(Box::new(stmt(1))),
+            }),
+        );
+        assert_eq!(
+            split_versions(n),
+            KNode::Block(vec![for_loop("c3", 0, 2, local(stmt(1)))])
         );
     }
 

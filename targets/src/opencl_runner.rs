@@ -11,9 +11,15 @@
 //! - The OpenCL library is loaded at run time (`libOpenCL.so.1`, or a path in
 //!   `OPENCL_DYLIB_PATH`), so polyc builds and runs without OpenCL; asking for it then is
 //!   an error telling what to install, never a panic.
-//! - The program is built with no options: OpenCL C 1.2 unless the source asks otherwise.
-//!   Pragmas such as `cl_khr_fp64`, `cl_khr_fp16` or `FP_CONTRACT OFF` belong in the
-//!   source. A launch with a `double` or `half` argument on a device without that type is
+//! - The program is built with no options ([`build_options`]; OpenCL C 1.2 unless the
+//!   source asks otherwise), except on PoCL, where it is built with `-cl-opt-disable`:
+//!   PoCL 3.1 forms work-groups after LLVM's optimiser, and on optimised kernels whose
+//!   uniform loops hold barriers around thread loops of partial tiles (a GEMM's K steps
+//!   at M = 67, N = 45, K = 53) it drops whole regions of work-items or aborts on its
+//!   own assertion ("Incoming edges to non-entry block"). The same kernels run
+//!   correctly unoptimised, under PoCL's `repl` work-group method, and as threads with
+//!   barriers under ThreadSanitizer. Pragmas such as `cl_khr_fp64`, `cl_khr_fp16` or
+//!   `FP_CONTRACT OFF` belong in the source. A launch with a `double` or `half` argument on a device without that type is
 //!   an error before anything runs.
 //! - PoCL caches its compiled kernels in `POCL_CACHE_DIR` (default `~/.cache/pocl`): the
 //!   first build of a source takes seconds, later ones a tenth of a second.
@@ -235,11 +241,22 @@ fn keep_source(source: &str) -> String {
     }
 }
 
+/// The options programs are built with on a platform: `-cl-opt-disable` on PoCL, whose
+/// work-group formation miscompiles optimised kernels with barriers in loops (see the
+/// module documentation), none elsewhere.
+pub fn build_options(platform: &str) -> &'static str {
+    if platform.contains("Portable Computing Language") {
+        "-cl-opt-disable"
+    } else {
+        ""
+    }
+}
+
 /// Builds `source` for one device; a build failure carries the compiler's log.
 fn build_program(context: &Context, found: &Found, source: &str) -> Result<Program> {
     let mut program = Program::create_from_source(context, source)
         .map_err(|e| miette!("creating the OpenCL program failed: {}", cl_text(e)))?;
-    if let Err(e) = program.build(&[found.id], "") {
+    if let Err(e) = program.build(&[found.id], build_options(&found.info.platform)) {
         let log = program
             .get_build_log(found.id)
             .unwrap_or_else(|le| format!("(the build log could not be read: {})", cl_text(le)));

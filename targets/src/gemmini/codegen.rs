@@ -93,6 +93,9 @@ impl Geometry {
     }
     /// Where tiles of these sizes go, or why they do not fit.
     pub fn place(&self, t: &Tiles) -> Result<Placement, String> {
+        if self.dim < 1 {
+            return Err(format!("the array is {0} x {0}", self.dim));
+        }
         let d = self.dim;
         let (nib, njb, nkb) = (t.ti / d, t.tj / d, t.tk / d);
         let a_rows = nib * nkb * d;
@@ -127,7 +130,9 @@ impl Geometry {
     /// the `I`, `J` and `K` tiles in turn by DIM while the double-buffered tiles still
     /// fit and the tile does not pass the (rounded-up) extent.
     pub fn default_tiles(&self, g: &Gemm) -> Tiles {
-        let d = self.dim;
+        // (A geometry from a description has DIM >= 1; one built in code is not divided by
+        // zero.)
+        let d = self.dim.max(1);
         let cap = |e: i64| (e + d - 1) / d * d;
         let (ci, cj, ck) = (cap(g.extent(g.i)), cap(g.extent(g.j)), cap(g.extent(g.k)));
         let mut t = Tiles {

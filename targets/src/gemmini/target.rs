@@ -333,7 +333,17 @@ impl GemminiTarget {
         };
         let sp = find(BufferRole::Scratchpad)?;
         let acc = find(BufferRole::Accumulator)?;
+        // `TargetDesc::load` checks all of this, with located errors; a description built
+        // in code is checked here, so that a degenerate geometry is an error, not a
+        // division by zero.
         let dim = self.desc.array.as_ref().map(|a| a.dim as i64).unwrap_or(16);
+        if dim < 1 {
+            return Err(miette!(
+                help = "give the array's side, e.g. `array: {dim: 16}`",
+                "target `{}` has an array of {dim} x {dim} processing elements",
+                self.desc.name
+            ));
+        }
         let rows = |b: &crate::desc::BufferDesc| -> Result<(i64, i64, DType)> {
             let elem = b.elem_type().ok_or_else(|| {
                 miette!(
@@ -344,6 +354,15 @@ impl GemminiTarget {
             })?;
             let row_bytes = b.row_elems.map(|r| r as i64).unwrap_or(dim) * elem.size_bytes() as i64;
             let banks = b.banks.unwrap_or(1) as i64;
+            if row_bytes < 1 || banks < 1 || (b.bytes as i64) / row_bytes / banks < dim {
+                return Err(miette!(
+                    help = "a Gemmini buffer has rows of DIM elements in one or more banks, each bank at least DIM rows (see specs/targets/gemmini.yaml)",
+                    "buffer `{}` of target `{}` ({} bytes, rows of {row_bytes} bytes, {banks} bank(s)) cannot hold one {dim} x {dim} block per bank",
+                    b.name,
+                    self.desc.name,
+                    b.bytes
+                ));
+            }
             Ok((banks, b.bytes as i64 / row_bytes / banks, elem))
         };
         let (sp_banks, sp_bank_rows, elem) = rows(sp)?;

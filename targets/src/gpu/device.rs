@@ -10,8 +10,10 @@
 //!   become kernel arguments;
 //! - sizes the block: per thread dimension, the largest trip count of its `Thread` loops
 //!   that hold register tiles (else of those that contain statements, else of any), from the
-//!   difference of the loop's bounds (`64·c0 + 63 − 64·c0` + 1 = 64), clamped so that the
-//!   block has at most `max_threads_per_block` threads;
+//!   difference of the loop's bounds (`64·c0 + 63 − 64·c0` + 1 = 64), then halved along
+//!   its largest dimension until the block has at most `max_threads_per_block` threads
+//!   (recorded in [`DeviceKernel::asked`]: the GPU target refuses such a kernel where the
+//!   user's tile spec asked for it);
 //! - sizes the grid: per block dimension, the host-computable trip counts of its `Block`
 //!   loops (the host evaluates them before the launch);
 //! - hoists shared-memory buffers to the top of the kernel (OpenCL requires `__local`
@@ -88,6 +90,12 @@ pub struct DeviceKernel {
     pub body: KNode,
     /// Threads per block, x, y, z.
     pub block: [i64; 3],
+    /// The threads per block its thread loops ask for, x, y, z: [`DeviceKernel::block`]
+    /// unless that was more than the target allows, and the block was fitted to the limit
+    /// (its thread loops are block-stride loops, correct for any block). The GPU target
+    /// refuses a kernel that asks for too many threads where the user's tile spec tiles its
+    /// statements ([`TooManyThreads`]); the default policy's kernels are fitted.
+    pub asked: [i64; 3],
     /// Blocks per grid dimension, x, y, z.
     pub grid: [GridDim; 3],
     /// Host loop iterators and constants the body reads, passed as `int64_t` arguments.
@@ -108,6 +116,16 @@ impl DeviceKernel {
     /// Threads per block.
     pub fn threads(&self) -> i64 {
         self.block.iter().product()
+    }
+    /// The refusal of a kernel whose thread loops ask for more than `max` threads per
+    /// block, if they do.
+    pub fn too_many_threads(&self, max: i64) -> Option<TooManyThreads> {
+        (self.asked.iter().product::<i64>() > max.max(1)).then(|| TooManyThreads {
+            kernel: self.id,
+            block: self.asked,
+            max,
+            stmts: self.stmts.clone(),
+        })
     }
     /// The grid for the given host values (sizes and host iterators).
     pub fn grid_for(&self, env: &impl Fn(&str) -> Option<i64>) -> Result<[i64; 3]> {
@@ -360,8 +378,9 @@ fn split(
     })
 }
 
-/// A kernel whose block would have more threads than the target allows. The GPU target
-/// locates it in the tile spec (see `GpuTarget::rewrite_kernel`).
+/// A kernel whose thread loops ask for more threads per block than the target allows,
+/// where the user's tile spec tiles its statements. The GPU target locates it in the tile
+/// spec (see `GpuTarget::rewrite_kernel`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TooManyThreads {
     /// The kernel's number.
@@ -426,79 +445,8 @@ fn device_kernel(
         .collect();
     let host_visible: HashSet<String> = sizes.iter().chain(host_vars).cloned().collect();
 
-    // Block and grid sizes.
-    let mut with_tiles = [None::<i64>; 3];
-    let mut with_stmts = [None::<i64>; 3];
-    let mut any = [None::<i64>; 3];
-    let mut unknown = [false; 3];
-    let mut grid: [GridDim; 3] = Default::default();
-    walk_loops(body, &mut |kind, init, cond, step, loop_body| match kind {
-        LoopKind::Thread(d) => {
-            let d = d as usize;
-            match trip_bound(init, cond, step) {
-                Some(t) => {
-                    any[d] = Some(any[d].map_or(t, |x: i64| x.max(t)));
-                    if has_private_tile(loop_body) {
-                        with_tiles[d] = Some(with_tiles[d].map_or(t, |x: i64| x.max(t)));
-                    }
-                    if has_stmt(loop_body) {
-                        with_stmts[d] = Some(with_stmts[d].map_or(t, |x: i64| x.max(t)));
-                    }
-                }
-                None => unknown[d] = true,
-            }
-        }
-        LoopKind::Block(d) => {
-            let d = d as usize;
-            let upper = upper_bound(cond);
-            match upper {
-                Some(u) if only_vars(init, &host_visible) && only_vars(&u, &host_visible) => {
-                    grid[d].trips.push(TripExpr {
-                        init: init.clone(),
-                        upper: u,
-                        step,
-                    })
-                }
-                _ => grid[d].fallback = true,
-            }
-        }
-        _ => {}
-    });
-    let mut block = [1i64; 3];
-    for d in 0..3 {
-        // The register-tiled compute nest decides, then any nest with statements (a
-        // fused producer's halo nest is larger than the block and strides over it).
-        let main = if with_tiles.iter().any(Option::is_some) {
-            with_tiles[d]
-        } else {
-            with_stmts[d].or(any[d])
-        };
-        block[d] = match (main, unknown[d]) {
-            (Some(t), false) => t,
-            (Some(t), true) => t.max(DEFAULT_THREADS[d]),
-            (None, true) => DEFAULT_THREADS[d],
-            (None, false) => 1,
-        }
-        .clamp(1, 1024);
-    }
-    let threads: i64 = block.iter().product();
-    if threads > max_threads.max(1) && with_tiles.iter().chain(&with_stmts).any(Option::is_some) {
-        return Err(TooManyThreads {
-            kernel: id,
-            block,
-            max: max_threads,
-            stmts: body.stmts(),
-        }
-        .into());
-    }
-    while block.iter().product::<i64>() > max_threads.max(1) {
-        let (d, _) = block
-            .iter()
-            .enumerate()
-            .max_by_key(|(d, v)| (**v, std::cmp::Reverse(*d)))
-            .unwrap_or((0, &1));
-        block[d] = (block[d] + 1) / 2;
-    }
+    let (asked, grid) = block_and_grid(body, &host_visible);
+    let mut block = fit_block(asked, max_threads);
     // A block shape of a dynamic size (fewer threads than the loops ask for).
     if let Some(b) = force_block {
         block = b;
@@ -551,6 +499,7 @@ fn device_kernel(
         name,
         body,
         block,
+        asked,
         grid,
         host_args,
         shared,
@@ -558,6 +507,81 @@ fn device_kernel(
         range_dim: None,
         shapes: None,
     })
+}
+
+/// The threads per block the thread loops of `body` ask for (per dimension: the largest
+/// trip count of the register-tiled nests, else of the nests with statements, else of any),
+/// and the grid its block loops span (bounds the host can evaluate: `host_visible`).
+fn block_and_grid(body: &KNode, host_visible: &HashSet<String>) -> ([i64; 3], [GridDim; 3]) {
+    let mut with_tiles = [None::<i64>; 3];
+    let mut with_stmts = [None::<i64>; 3];
+    let mut any = [None::<i64>; 3];
+    let mut unknown = [false; 3];
+    let mut grid: [GridDim; 3] = Default::default();
+    walk_loops(body, &mut |kind, init, cond, step, loop_body| match kind {
+        LoopKind::Thread(d) => {
+            let d = d as usize;
+            match trip_bound(init, cond, step) {
+                Some(t) => {
+                    any[d] = Some(any[d].map_or(t, |x: i64| x.max(t)));
+                    if has_private_tile(loop_body) {
+                        with_tiles[d] = Some(with_tiles[d].map_or(t, |x: i64| x.max(t)));
+                    }
+                    if has_stmt(loop_body) {
+                        with_stmts[d] = Some(with_stmts[d].map_or(t, |x: i64| x.max(t)));
+                    }
+                }
+                None => unknown[d] = true,
+            }
+        }
+        LoopKind::Block(d) => {
+            let d = d as usize;
+            let upper = upper_bound(cond);
+            match upper {
+                Some(u) if only_vars(init, host_visible) && only_vars(&u, host_visible) => {
+                    grid[d].trips.push(TripExpr {
+                        init: init.clone(),
+                        upper: u,
+                        step,
+                    })
+                }
+                _ => grid[d].fallback = true,
+            }
+        }
+        _ => {}
+    });
+    let mut block = [1i64; 3];
+    for d in 0..3 {
+        // The register-tiled compute nest decides, then any nest with statements (a
+        // fused producer's halo nest is larger than the block and strides over it).
+        let main = if with_tiles.iter().any(Option::is_some) {
+            with_tiles[d]
+        } else {
+            with_stmts[d].or(any[d])
+        };
+        block[d] = match (main, unknown[d]) {
+            (Some(t), false) => t,
+            (Some(t), true) => t.max(DEFAULT_THREADS[d]),
+            (None, true) => DEFAULT_THREADS[d],
+            (None, false) => 1,
+        }
+        .clamp(1, 1024);
+    }
+    (block, grid)
+}
+
+/// `block` halved along its largest dimension until it has at most `max_threads` threads
+/// (thread loops are block-stride loops: any block is correct).
+fn fit_block(mut block: [i64; 3], max_threads: i64) -> [i64; 3] {
+    while block.iter().product::<i64>() > max_threads.max(1) {
+        let (d, _) = block
+            .iter()
+            .enumerate()
+            .max_by_key(|(d, v)| (**v, std::cmp::Reverse(*d)))
+            .unwrap_or((0, &1));
+        block[d] = (block[d] + 1) / 2;
+    }
+    block
 }
 
 fn only_vars(e: &KExpr, allowed: &HashSet<String>) -> bool {

@@ -139,7 +139,7 @@ impl Target for GpuTarget {
         given: Option<&tiling::TileSpec>,
     ) -> Result<tiling::DefaultPlan> {
         Ok(tiling::DefaultPlan {
-            spec: policy::default_spec(tree, cx, given)?,
+            spec: policy::default_spec(tree, cx, given, self.max_threads())?,
             fusion: Vec::new(),
         })
     }
@@ -169,8 +169,10 @@ impl Target for GpuTarget {
             exclusive_locals: Vec::new(),
         }
     }
-    /// Checks the threads per block of every kernel now, so that a block with too many
-    /// threads is an error located at the tile spec's entry for one of its statements.
+    /// Checks the threads per block of every kernel now: a kernel whose thread loops ask for
+    /// more threads than the target allows is an error located at the tile spec's entry for
+    /// one of its statements. A kernel no entry of the user's spec tiles (the default
+    /// policy's, or untiled) runs with its block fitted to the limit.
     fn rewrite_kernel(
         &self,
         cx: &crate::target::RewriteCx,
@@ -179,27 +181,43 @@ impl Target for GpuTarget {
         if !cx.optimised {
             return Ok((kernel, Vec::new()));
         }
-        if let Err(e) = self.module(cx.program, &kernel) {
-            let Some(t) = e.downcast_ref::<device::TooManyThreads>() else {
-                return Err(e);
+        let module = self.module(cx.program, &kernel)?;
+        let mut notes = Vec::new();
+        for k in &module.kernels {
+            let Some(t) = k.too_many_threads(self.max_threads()) else {
+                continue;
             };
-            let located = cx.spec.and_then(|(spec, file)| {
-                let ss = t
-                    .stmts
+            // The user's entries have a place in the spec file; the policy's have none.
+            let entry = cx.spec.and_then(|(spec, file)| {
+                t.stmts
                     .iter()
-                    .find_map(|&s| spec.get(&cx.program.stmts[s].name))?;
-                (ss.span != polyhedral::ir::Span::default()).then(|| {
-                    miette::Report::new(file.error(
-                        ss.span,
+                    .filter_map(|&s| spec.get(&cx.program.stmts[s].name))
+                    .find(|ss| ss.span != polyhedral::ir::Span::default())
+                    .map(|ss| (ss.span, file))
+            });
+            match entry {
+                Some((span, file)) => {
+                    return Err(miette::Report::new(file.error(
+                        span,
                         t.to_string(),
                         "these tiles",
                         device::TooManyThreads::HELP,
-                    ))
-                })
-            });
-            return Err(located.unwrap_or(e));
+                    )));
+                }
+                None => notes.push(format!(
+                    "  kernel {}: its thread loops ask for {} x {} x {} threads per block, more than the {} the target allows; it runs blocks of {} x {} x {} (thread loops stride over the rest)",
+                    k.id,
+                    k.asked[0],
+                    k.asked[1],
+                    k.asked[2],
+                    self.max_threads(),
+                    k.block[0],
+                    k.block[1],
+                    k.block[2]
+                )),
+            }
         }
-        Ok((kernel, Vec::new()))
+        Ok((kernel, notes))
     }
     /// One thread's model ([`crate::microkernel::CpuModel::gpu_thread`]): the micro-kernels
     /// are shapes of a thread's register tile along the dynamic size, with the registers

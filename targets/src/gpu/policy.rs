@@ -16,21 +16,56 @@ block tile of 64 x 64 (r x c) in shared memory with a 4 x 4 register tile per th
 Without one (element-wise): a block tile of 8 x 32 in shared memory, one element per \
 thread (256 threads). With one coincident member only: 256 of it per block. Other \
 coincident members get blocks of 1 (they map to further grid dimensions). Sizes are \
-clamped to the extents; when the shared-memory footprint of a block tile does not fit \
-the description's shared memory, the largest shared size is halved (register tiles shrink \
-with it) until it fits. A symbolic extent with an upper bound (`--dynamic T=1..128`) counts \
-as that bound, unless a block tile would then span an untiled symbolic extent (a dynamic \
-reduction axis). Bands with other symbolic extents or no coincident member are left \
+clamped to the extents. The threads of a block (per coincident member, its block tile \
+over its register tile) are at most 256 and at most the description's \
+max_threads_per_block: the member with the most threads is halved until they are \
+(without a register level, a GEMM's block tile is 16 x 16). When the shared-memory \
+footprint of a block tile does not fit the description's shared memory, the largest shared \
+size is halved (register tiles shrink with it) until it fits. A symbolic extent with an \
+upper bound (`--dynamic T=1..128`) counts as that bound, unless a block tile would then \
+span an untiled symbolic extent (a dynamic reduction axis). Bands with other symbolic extents or no coincident member are left \
 untiled (they still run, mapped as they are).";
 
 /// Threads per block the policy aims at.
 const THREADS: i64 = 256;
 
-/// Builds a spec for the bands `given` leaves untouched (see [`GPU_POLICY`]).
+/// Threads of a block tile: per coincident member, its block (shared) size over its
+/// register size.
+fn threads(sizes: &[(i64, Option<i64>)], coincident: &[bool]) -> i64 {
+    sizes
+        .iter()
+        .zip(coincident)
+        .filter(|(_, c)| **c)
+        .map(|((s, r), _)| (s + r.unwrap_or(1) - 1) / r.unwrap_or(1).max(1))
+        .product()
+}
+
+/// Halves the block tile of the coincident member with the most threads until the block
+/// has at most `limit` threads.
+fn fit_threads(sizes: &mut [(i64, Option<i64>)], coincident: &[bool], limit: i64) {
+    while threads(sizes, coincident) > limit.max(1) {
+        let Some((m, _)) = sizes
+            .iter()
+            .enumerate()
+            .filter(|(m, _)| coincident[*m])
+            .map(|(m, (s, r))| (m, (s + r.unwrap_or(1) - 1) / r.unwrap_or(1).max(1)))
+            .filter(|(_, t)| *t > 1)
+            .max_by_key(|(m, t)| (*t, std::cmp::Reverse(*m)))
+        else {
+            return;
+        };
+        sizes[m].0 = (sizes[m].0 + 1) / 2;
+        sizes[m].1 = sizes[m].1.map(|x| x.min(sizes[m].0));
+    }
+}
+
+/// Builds a spec for the bands `given` leaves untouched (see [`GPU_POLICY`]), for a target
+/// that allows `max_threads` threads per block.
 pub fn default_spec(
     tree: &ScheduleTree,
     cx: &TileCx,
     given: Option<&TileSpec>,
+    max_threads: i64,
 ) -> Result<TileSpec> {
     let buffers: Vec<Buffer> = cx.levels.iter().map(|l| l.buffer).collect();
     let mut out = TileSpec {
@@ -108,11 +143,17 @@ pub fn default_spec(
                 s.1 = None;
             }
         }
-        // Clamp to the extents, then shrink until the block tile fits shared memory.
+        // Clamp to the extents, fit the threads to the limit, then shrink until the block
+        // tile fits shared memory.
         for (m, s) in sizes.iter_mut().enumerate() {
             s.0 = s.0.min(ext(m));
             s.1 = s.1.map(|x| x.min(s.0));
         }
+        fit_threads(
+            &mut sizes,
+            &band.coincident[..tilable],
+            THREADS.min(max_threads),
+        );
         let mut bounded = true;
         loop {
             let windows: Vec<Option<i64>> = (0..band.n_members())
