@@ -1,0 +1,157 @@
+//! `polyc-fuzz`: polyc's differential fuzzer and hostile-input campaign.
+//!
+//! ```text
+//! polyc-fuzz [diff]      random programs checked against the interpreter (the default)
+//! polyc-fuzz hostile     mutated inputs through the polyc binary: exit 0, 1 or 3 only
+//! polyc-fuzz replay F    rerun a saved case (F: a failure folder or its case.json)
+//! polyc-fuzz worker      (internal) runs cases for the parent
+//! ```
+//!
+//! Settings come from the environment (see `scripts/fuzz` and the README):
+//! `POLYC_FUZZ_SEED` (a number, or `random`), `POLYC_FUZZ_CASES`, `POLYC_FUZZ_SECONDS`,
+//! `POLYC_FUZZ_CASE` (one case), `POLYC_FUZZ_JOBS`, `POLYC_FUZZ_OUT`, `POLYC_FUZZ_GPU_SHARE`,
+//! `POLYC_FUZZ_GEMMINI_SHARE`, `POLYC_FUZZ_INJECT`, `POLYC_FUZZ_VERBOSE`, and for
+//! `hostile` `POLYC_FUZZ_HOSTILE_CASES`, `POLYC_FUZZ_HOSTILE_SECONDS` and `POLYC`.
+
+use polyc_fuzz::campaign::{run_campaign, Settings};
+use polyc_fuzz::case::{execute, Case, Inject};
+use polyc_fuzz::report::summary_text;
+use polyc_fuzz::shrink::Budget;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn settings() -> Settings {
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let inject = std::env::var("POLYC_FUZZ_INJECT").ok();
+    Settings {
+        seed: polyc_fuzz::seed_from_env(),
+        cases: env("POLYC_FUZZ_CASES", 2000),
+        seconds: env("POLYC_FUZZ_SECONDS", 300.0),
+        jobs: env("POLYC_FUZZ_JOBS", jobs),
+        only: std::env::var("POLYC_FUZZ_CASE")
+            .ok()
+            .and_then(|v| v.parse().ok()),
+        out: PathBuf::from(env("POLYC_FUZZ_OUT", "tests/fuzz_failures".to_string())),
+        gpu_share: env("POLYC_FUZZ_GPU_SHARE", 0.01),
+        gemmini_share: env("POLYC_FUZZ_GEMMINI_SHARE", 0.06),
+        inject: inject.as_deref().and_then(Inject::parse),
+        shrink: Budget {
+            attempts: env("POLYC_FUZZ_SHRINK_RUNS", 3000),
+            time: Duration::from_secs_f64(env("POLYC_FUZZ_SHRINK_SECONDS", 120.0)),
+        },
+        case_limit: Duration::from_secs_f64(env("POLYC_FUZZ_CASE_SECONDS", 120.0)),
+        verbose: env("POLYC_FUZZ_VERBOSE", 0) != 0,
+    }
+}
+
+fn diff() -> ExitCode {
+    let s = settings();
+    println!(
+        "polyc-fuzz: seed {} (rerun with POLYC_FUZZ_SEED={}), up to {} cases in {} s, {} jobs{}",
+        s.seed,
+        s.seed,
+        s.cases,
+        s.seconds,
+        s.jobs,
+        s.inject
+            .map(|i| format!(", injected fault {i:?}"))
+            .unwrap_or_default()
+    );
+    let sum = run_campaign(&s);
+    print!("{}", summary_text(&s, &sum));
+    if s.only.is_none() && sum.cases < s.cases {
+        println!(
+            "polyc-fuzz: note: the time budget ({} s) ended the run after {} of {} cases",
+            s.seconds, sum.cases, s.cases
+        );
+    }
+    if sum.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn replay(path: &str) -> ExitCode {
+    let mut p = PathBuf::from(path);
+    if p.is_dir() {
+        p = p.join("case.json");
+    }
+    let case: Case = match std::fs::read_to_string(&p)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("polyc-fuzz: cannot read {}: {e}", p.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("polyc-fuzz: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let r = execute(&case, dir.path(), None);
+    println!("{}\n{}", r.outcome.class(), r.outcome.message());
+    if r.outcome == polyc_fuzz::case::Outcome::Pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `polyc-fuzz show I`: runs case `I` of the seed in `case-I/` (program, spec, kernel,
+/// case.json) and prints its command and outcome.
+fn show(index: &str) -> ExitCode {
+    let Ok(i) = index.parse::<u64>() else {
+        eprintln!("polyc-fuzz show: `{index}` is not a case index");
+        return ExitCode::FAILURE;
+    };
+    let case = polyc_fuzz::campaign::case_for(&settings(), i);
+    let dir = PathBuf::from(format!("case-{i}"));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("polyc-fuzz show: {e}");
+        return ExitCode::FAILURE;
+    }
+    let r = execute(&case, &dir, None);
+    let json = serde_json::to_string_pretty(&case).unwrap_or_default();
+    let _ = std::fs::write(dir.join("case.json"), json);
+    println!("{}", polyc_fuzz::report::command(&case, r.spec.as_deref()));
+    println!("{}: {}", r.outcome.class(), r.outcome.message());
+    println!("written to {}", dir.display());
+    ExitCode::SUCCESS
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None | Some("diff") => diff(),
+        Some("hostile") => polyc_fuzz::hostile::main(),
+        Some("replay") if args.len() == 2 => replay(&args[1]),
+        Some("show") if args.len() == 2 => show(&args[1]),
+        Some("worker") => match polyc_fuzz::worker::worker_main() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("polyc-fuzz worker: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(other) => {
+            eprintln!(
+                "polyc-fuzz: unknown command `{other}`; use diff, hostile, replay FOLDER or worker"
+            );
+            ExitCode::from(2)
+        }
+    }
+}

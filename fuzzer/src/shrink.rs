@@ -1,0 +1,400 @@
+//! Shrinking a failing case to a minimal one, as C-Reduce and Csmith's reducers do, but on
+//! the program's AST so that every candidate stays valid ([`Prog::validate`]).
+//!
+//! Greedy: the candidates of the current case are tried in order (settings first, then
+//! whole statements, expressions, indices, sizes, the tile spec); the first that still
+//! fails the same way becomes the current case, and the search starts again, until no
+//! candidate fails or the budget ends.
+
+use crate::case::{Case, CaseResult, Outcome, Tgt, Tiles};
+use crate::gen::{Expr, Idx, Op, Prog, Role};
+use std::time::{Duration, Instant};
+
+/// Whether two failures are the same bug for the shrinker: the same class, and for errors
+/// and panics the same first line with digits dropped (sizes and numbers change while
+/// shrinking).
+pub fn same_failure(a: &Outcome, b: &Outcome) -> bool {
+    if a.class() != b.class() {
+        return false;
+    }
+    match a {
+        Outcome::CompileError(_) | Outcome::RunError(_) | Outcome::Panic(_) => {
+            signature(a.message()) == signature(b.message())
+        }
+        _ => true,
+    }
+}
+
+fn signature(m: &str) -> String {
+    let first = m
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    // Drop the `file:line:col` location prefix and the numbers.
+    let first = first.rsplit(".tc:").next().unwrap_or(first);
+    first.chars().filter(|c| !c.is_ascii_digit()).collect()
+}
+
+/// The shrinker's budget.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    /// The most candidates run.
+    pub attempts: usize,
+    /// The most time spent.
+    pub time: Duration,
+}
+
+/// Shrinks `case`, which failed with `failure` (and `first` is its result), with `run`
+/// running a candidate. Returns the smallest case found, its result and the number of
+/// candidates run.
+pub fn shrink(
+    case: &Case,
+    first: &CaseResult,
+    budget: Budget,
+    run: &mut dyn FnMut(&Case) -> CaseResult,
+) -> (Case, CaseResult, usize) {
+    let start = Instant::now();
+    let mut cur = case.clone();
+    let mut cur_result = first.clone();
+    let mut tried = 0;
+    let failure = first.outcome.clone();
+    for phase in 0..2 {
+        if phase == 1 {
+            // Freeze a random spec into its text, then shrink the text too.
+            if let (Tiles::Random(_), Some(text)) = (&cur.cfg.tiles, &cur_result.spec) {
+                let mut frozen = cur.clone();
+                frozen.cfg.tiles = Tiles::Text(text.clone());
+                let r = run(&frozen);
+                tried += 1;
+                if same_failure(&failure, &r.outcome) {
+                    cur = frozen;
+                    cur_result = r;
+                }
+            }
+        }
+        // After a success, go on from the same position in the new case's candidates;
+        // stop after a whole round without one.
+        let mut pos = 0;
+        let mut since_success = 0;
+        let mut cands = candidates(&cur);
+        loop {
+            if cands.is_empty() || since_success >= cands.len() {
+                break;
+            }
+            if tried >= budget.attempts || start.elapsed() > budget.time {
+                return (cur, cur_result, tried);
+            }
+            let cand = &cands[pos % cands.len()];
+            tried += 1;
+            let r = run(cand);
+            if same_failure(&failure, &r.outcome) {
+                cur = cand.clone();
+                cur_result = r;
+                since_success = 0;
+                cands = candidates(&cur);
+            } else {
+                pos += 1;
+                since_success += 1;
+            }
+        }
+    }
+    (cur, cur_result, tried)
+}
+
+/// Every one-step simplification of `case` that is still a valid program.
+pub fn candidates(case: &Case) -> Vec<Case> {
+    let mut out: Vec<Case> = Vec::new();
+    config_candidates(case, &mut out);
+    let with = |p: Prog| Case {
+        prog: p,
+        ..case.clone()
+    };
+    let p = &case.prog;
+    for k in (0..p.stmts.len()).rev() {
+        let mut q = p.clone();
+        q.stmts.remove(k);
+        out.push(with(tidy(q)));
+    }
+    for k in 0..p.stmts.len() {
+        for q in stmt_candidates(p, k) {
+            out.push(with(tidy(q)));
+        }
+    }
+    for f in 0..5 {
+        let v = p.sizes[f];
+        for nv in [1, v / 2, v - 1] {
+            if nv >= 1 && nv < v {
+                let mut q = p.clone();
+                q.sizes[f] = nv;
+                out.push(with(q));
+            }
+        }
+    }
+    spec_candidates(case, &mut out);
+    out.retain(|c| c.prog.validate().is_ok());
+    out.dedup();
+    out
+}
+
+/// Simpler settings: drop each flag, the spec, the scheduler's options; the CPU target.
+fn config_candidates(case: &Case, out: &mut Vec<Case>) {
+    let mut push = |f: &dyn Fn(&mut Case)| {
+        let mut c = case.clone();
+        f(&mut c);
+        if c != *case {
+            out.push(c);
+        }
+    };
+    push(&|c| c.cfg.tiles = Tiles::Default);
+    push(&|c| c.cfg.target = Tgt::Cpu);
+    push(&|c| c.cfg.isl_options.clear());
+    push(&|c| c.cfg.fuse = None);
+    push(&|c| c.cfg.pack = None);
+    push(&|c| c.cfg.policy = None);
+    push(&|c| c.cfg.via_c = false);
+    push(&|c| c.cfg.no_hoist = false);
+    push(&|c| c.cfg.no_tile_fusion = false);
+    push(&|c| c.cfg.tile_fusion_one_nest = false);
+    push(&|c| c.cfg.no_register_tiles = false);
+    push(&|c| c.cfg.no_default_tiling = false);
+    push(&|c| c.cfg.verify_passes = false);
+    push(&|c| c.cfg.cc_o1 = false);
+    push(&|c| c.cfg.scheduler = "isl".into());
+    push(&|c| c.cfg.scheduler = "initial".into());
+}
+
+/// Shorter specs: a line dropped, a line's last entry dropped, a size halved.
+fn spec_candidates(case: &Case, out: &mut Vec<Case>) {
+    let Tiles::Text(text) = &case.cfg.tiles else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut push = |ls: Vec<String>| {
+        let mut c = case.clone();
+        c.cfg.tiles = if ls.is_empty() {
+            Tiles::Default
+        } else {
+            Tiles::Text(ls.join("\n") + "\n")
+        };
+        out.push(c);
+    };
+    for k in 0..lines.len() {
+        let mut ls: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+        ls.remove(k);
+        push(ls.clone());
+        let line = lines[k];
+        if let Some((head, entries)) = line.split_once(": ") {
+            let parts: Vec<&str> = entries.split(", ").collect();
+            if parts.len() > 1 {
+                let mut ls2: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+                ls2[k] = format!("{head}: {}", parts[..parts.len() - 1].join(", "));
+                push(ls2);
+            }
+            let halved: Vec<String> = parts.iter().map(|e| halve_sizes(e)).collect();
+            if halved.join(", ") != entries {
+                let mut ls3: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+                ls3[k] = format!("{head}: {}", halved.join(", "));
+                push(ls3);
+            }
+        }
+    }
+}
+
+/// `8@L2 4@L1` → `4@L2 2@L1` (sizes halved, at least 1).
+fn halve_sizes(entry: &str) -> String {
+    entry
+        .split(' ')
+        .map(|lv| match lv.split_once('@') {
+            Some((n, b)) => match n.parse::<i64>() {
+                Ok(v) => format!("{}@{b}", (v / 2).max(1)),
+                Err(_) => lv.to_string(),
+            },
+            None => lv.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Simplifications of statement `k`: its right side replaced by a sub-expression or a
+/// literal, one index unshifted or unwindowed, a plain `=` for a reduction.
+fn stmt_candidates(p: &Prog, k: usize) -> Vec<Prog> {
+    let mut out = Vec::new();
+    let s = &p.stmts[k];
+    let n = s.rhs.size();
+    for pos in 0..n {
+        for rep in replacements(&s.rhs, pos) {
+            let mut q = p.clone();
+            q.stmts[k].rhs = rep;
+            out.push(q);
+        }
+    }
+    if s.op != Op::Assign {
+        let mut q = p.clone();
+        q.stmts[k].op = Op::Assign;
+        q.stmts[k].init = false;
+        out.push(q);
+    }
+    if s.explicit {
+        let mut q = p.clone();
+        q.stmts[k].explicit = false;
+        out.push(q);
+    }
+    for pos in 0..n {
+        let mut q = p.clone();
+        if simplify_index_at(&mut q.stmts[k].rhs, pos) {
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// The expression with node `pos` (pre-order) replaced by each of its children, by its
+/// first read, or by a literal.
+fn replacements(e: &Expr, pos: usize) -> Vec<Expr> {
+    let Some(node) = nth(e, pos) else {
+        return Vec::new();
+    };
+    let mut subs: Vec<Expr> = match &node {
+        Expr::Bin(_, a, b) => vec![(**a).clone(), (**b).clone()],
+        Expr::Un(_, a) => vec![(**a).clone()],
+        Expr::Select(v) => vec![v[2].clone(), v[3].clone()],
+        _ => Vec::new(),
+    };
+    if !matches!(node, Expr::Lit(_)) {
+        subs.push(Expr::Lit(1.0));
+    }
+    subs.into_iter()
+        .map(|r| {
+            let mut e2 = e.clone();
+            replace_nth(&mut e2, pos, &r);
+            e2
+        })
+        .collect()
+}
+
+fn nth(e: &Expr, pos: usize) -> Option<Expr> {
+    let mut k = 0;
+    let mut found = None;
+    e.visit(&mut |x| {
+        if k == pos {
+            found = Some(x.clone());
+        }
+        k += 1;
+    });
+    found
+}
+
+fn replace_nth(e: &mut Expr, pos: usize, with: &Expr) {
+    fn go(e: &mut Expr, k: &mut usize, pos: usize, with: &Expr) -> bool {
+        if *k == pos {
+            *e = with.clone();
+            return true;
+        }
+        *k += 1;
+        match e {
+            Expr::Bin(_, a, b) => go(a, k, pos, with) || go(b, k, pos, with),
+            Expr::Un(_, a) => go(a, k, pos, with),
+            Expr::Select(v) => v.iter_mut().any(|x| go(x, k, pos, with)),
+            _ => false,
+        }
+    }
+    let mut k = 0;
+    go(e, &mut k, pos, with);
+}
+
+/// At node `pos`, a read: its first shifted index unshifted, or its first window made a
+/// plain index. Returns whether anything changed.
+fn simplify_index_at(e: &mut Expr, pos: usize) -> bool {
+    let Some(Expr::Read { t, idx }) = nth(e, pos) else {
+        return false;
+    };
+    let mut idx2 = idx.clone();
+    let Some(i) = idx2.iter().position(|x| {
+        matches!(x, Idx::Var { off, .. } if *off != 0) || matches!(x, Idx::Win { .. })
+    }) else {
+        return false;
+    };
+    idx2[i] = match idx2[i] {
+        Idx::Var { fam, .. } | Idx::Win { fam } => Idx::Var { fam, off: 0 },
+        Idx::Zero => Idx::Zero,
+    };
+    replace_nth(e, pos, &Expr::Read { t, idx: idx2 });
+    true
+}
+
+/// Drops tensors and scalars nothing uses (renumbering the rest), makes written tensors
+/// that nothing reads afterwards outputs, and drops outputs nothing writes.
+pub fn tidy(mut p: Prog) -> Prog {
+    let mut used = vec![false; p.tensors.len()];
+    let mut scalars = vec![false; p.scalars.len()];
+    for s in &p.stmts {
+        used[s.lhs] = true;
+        s.rhs.visit(&mut |e| match e {
+            Expr::Read { t, .. } => used[*t] = true,
+            Expr::Scalar(k) => scalars[*k] = true,
+            _ => {}
+        });
+    }
+    for (k, t) in p.tensors.iter_mut().enumerate() {
+        let last_write = p.stmts.iter().rposition(|s| s.lhs == k);
+        if let (Some(w), Role::Temp) = (last_write, t.role) {
+            let read_after = p.stmts[w + 1..].iter().any(|s| {
+                let mut r = false;
+                s.rhs
+                    .visit(&mut |e| r |= matches!(e, Expr::Read { t, .. } if *t == k));
+                r
+            });
+            if !read_after {
+                t.role = Role::Output { inout: false };
+            }
+        }
+    }
+    let tmap: Vec<Option<usize>> = remap(&used);
+    let smap: Vec<Option<usize>> = remap(&scalars);
+    p.tensors = p
+        .tensors
+        .into_iter()
+        .zip(&used)
+        .filter(|(_, u)| **u)
+        .map(|(t, _)| t)
+        .collect();
+    p.scalars = p
+        .scalars
+        .into_iter()
+        .zip(&scalars)
+        .filter(|(_, u)| **u)
+        .map(|(s, _)| s)
+        .collect();
+    for s in &mut p.stmts {
+        s.lhs = tmap[s.lhs].unwrap_or(0);
+        renumber(&mut s.rhs, &tmap, &smap);
+    }
+    p
+}
+
+fn remap(used: &[bool]) -> Vec<Option<usize>> {
+    let mut k = 0;
+    used.iter()
+        .map(|&u| {
+            u.then(|| {
+                k += 1;
+                k - 1
+            })
+        })
+        .collect()
+}
+
+fn renumber(e: &mut Expr, tmap: &[Option<usize>], smap: &[Option<usize>]) {
+    match e {
+        Expr::Read { t, .. } => *t = tmap[*t].unwrap_or(0),
+        Expr::Scalar(k) => *k = smap[*k].unwrap_or(0),
+        Expr::Bin(_, a, b) => {
+            renumber(a, tmap, smap);
+            renumber(b, tmap, smap);
+        }
+        Expr::Un(_, a) => renumber(a, tmap, smap),
+        Expr::Select(v) => v.iter_mut().for_each(|x| renumber(x, tmap, smap)),
+        _ => {}
+    }
+}
