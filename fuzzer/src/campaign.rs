@@ -146,7 +146,9 @@ pub fn random_config(rng: &mut ChaCha8Rng, target: Tgt) -> Config {
     c.no_register_tiles = rng.gen_bool(0.1);
     c.no_default_tiling = rng.gen_bool(0.1);
     c.verify_passes = rng.gen_bool(0.1);
-    c.cc_o1 = rng.gen_bool(0.75);
+    if rng.gen_bool(0.75) {
+        c.cc = crate::case::CcMode::O1;
+    }
     if target == Tgt::Gemmini {
         c.policy = rng.gen_bool(0.3).then(|| "gemmini-default".into());
         c.via_c = rng.gen_bool(0.25);

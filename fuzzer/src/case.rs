@@ -66,10 +66,40 @@ pub struct Config {
     pub policy: Option<String>,
     /// `--via c` (Gemmini: build the emitted C against the host header).
     pub via_c: bool,
-    /// Build the kernel with `-O1` instead of `-O3` (through a `$CC` wrapper that appends
-    /// `-O1`): gcc at `-O3` spends seconds on large tiled kernels, `-O1` a fraction.
+    /// How the C compiler runs (through a `$CC` wrapper that appends flags).
     #[serde(default)]
-    pub cc_o1: bool,
+    pub cc: CcMode,
+}
+
+/// The C compiler's mode: polyc's own flags, or a `$CC` wrapper that appends some.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CcMode {
+    /// polyc's flags (`-O3`).
+    #[default]
+    Default,
+    /// `-O1` appended: gcc at `-O3` spends seconds on large tiled kernels, `-O1` a
+    /// fraction.
+    O1,
+    /// `-fno-tree-loop-vectorize` appended (to tell gcc's loop vectoriser's bugs apart).
+    NoLoopVectorize,
+}
+
+impl CcMode {
+    /// The wrapper's file name and the flags it appends (`None` for the default).
+    pub fn wrapper(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            CcMode::Default => None,
+            CcMode::O1 => Some(("cc-O1", "-O1")),
+            CcMode::NoLoopVectorize => Some(("cc-novec", "-fno-tree-loop-vectorize")),
+        }
+    }
+    /// The wrapper script: the `$CC` of the worker's start (or `cc`) with the flags last.
+    pub fn script(self) -> Option<String> {
+        let (_, flags) = self.wrapper()?;
+        Some(format!(
+            "#!/bin/sh\nexec ${{POLYC_FUZZ_CC:-cc}} \"$@\" {flags}\n"
+        ))
+    }
 }
 
 impl Config {
@@ -90,7 +120,7 @@ impl Config {
             verify_passes: false,
             policy: None,
             via_c: false,
-            cc_o1: false,
+            cc: CcMode::Default,
         }
     }
 
@@ -256,20 +286,32 @@ pub struct CaseResult {
 /// wrong kernel (`POLYC_FUZZ_INJECT`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Inject {
-    /// The f32 `max` helper of the CPU's C returns the smaller operand.
+    /// `max-is-min`: the f32 `max` helper of the CPU's C returns the smaller operand (a
+    /// wrong result, only in programs that take an f32 maximum).
     MaxIsMin,
+    /// `trap`: every CPU kernel executes a trap instruction first (the worker dies from
+    /// SIGILL: a crash).
+    Trap,
 }
 
 impl Inject {
     /// Parses `POLYC_FUZZ_INJECT`'s value.
     pub fn parse(s: &str) -> Option<Inject> {
-        (s == "max-is-min").then_some(Inject::MaxIsMin)
+        match s {
+            "max-is-min" => Some(Inject::MaxIsMin),
+            "trap" => Some(Inject::Trap),
+            _ => None,
+        }
     }
     fn apply(self, code: &str) -> String {
         match self {
             Inject::MaxIsMin => code.replace(
                 "polyc_max_f32(float a, float b) { return a > b",
                 "polyc_max_f32(float a, float b) { return a < b",
+            ),
+            Inject::Trap => code.replace(
+                "__polyc_entry(void **args) {",
+                "__polyc_entry(void **args) { __builtin_trap();",
             ),
         }
     }
@@ -297,26 +339,22 @@ pub fn execute(case: &Case, dir: &Path, inject: Option<Inject>) -> CaseResult {
     }
 }
 
-/// The C compiler the fuzzer's `-O1` builds use: the `$CC` of the worker's start (or
-/// `cc`), with `-O1` after polyc's flags.
-pub const CC_O1_SCRIPT: &str = "#!/bin/sh\nexec ${POLYC_FUZZ_CC:-cc} \"$@\" -O1\n";
-
-/// Points `$CC` at the `-O1` wrapper in `dir` (written on first use), or back at the
+/// Points `$CC` at the wrapper of `mode` in `dir` (written on first use), or back at the
 /// compiler the worker started with.
-fn set_cc(dir: &Path, o1: bool) -> std::io::Result<()> {
+fn set_cc(dir: &Path, mode: CcMode) -> std::io::Result<()> {
     static ORIGINAL: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
     let original = ORIGINAL.get_or_init(|| std::env::var_os("CC"));
-    if !o1 {
+    let (Some((name, _)), Some(script)) = (mode.wrapper(), mode.script()) else {
         match original {
             Some(cc) => std::env::set_var("CC", cc),
             None => std::env::remove_var("CC"),
         }
         return Ok(());
-    }
-    let wrapper = dir.join("cc-O1");
+    };
+    let wrapper = dir.join(name);
     if !wrapper.exists() {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::write(&wrapper, CC_O1_SCRIPT)?;
+        std::fs::write(&wrapper, script)?;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
     }
     if let Some(cc) = original {
@@ -421,7 +459,7 @@ fn execute_inner(
     }
     // For inspection (`polyc-fuzz replay`); the next case overwrites it.
     let _ = std::fs::write(dir.join("kernel.txt"), &compiled.code);
-    set_cc(dir, case.cfg.cc_o1).map_err(|e| Outcome::RunError(format!("the cc wrapper: {e}")))?;
+    set_cc(dir, case.cfg.cc).map_err(|e| Outcome::RunError(format!("the cc wrapper: {e}")))?;
     let ropts = RunOptions {
         check: true,
         seed: 0,

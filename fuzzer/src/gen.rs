@@ -331,6 +331,9 @@ struct Margin {
     used: bool,
     /// Some access uses the index alone in a dimension of exactly its extent.
     exact: bool,
+    /// Some access uses the index alone in a dimension of another extent (polyc's
+    /// inference then sees several bounds and asks for a range).
+    mixed: bool,
 }
 
 impl Expr {
@@ -437,7 +440,7 @@ impl Prog {
             let ext = s.vars.iter().find(|e| e.fam == fam as u8).copied();
             let ext = ext.unwrap_or(Ext::full(fam as u8));
             let declared = t.role != Role::Temp && t.dims.iter().any(|d| d.fam == fam as u8);
-            let inferable = m.lo == 0 && m.hi == 0 && (m.exact || declared);
+            let inferable = m.lo == 0 && m.hi == 0 && !m.mixed && (m.exact || declared);
             if s.explicit || !inferable {
                 ranges.push(format!(
                     "{} in {}:{}",
@@ -480,6 +483,8 @@ impl Prog {
                             mm.hi = mm.hi.max(off as i64);
                             if off == 0 && ext_of(fam) == Some(*d) {
                                 mm.exact = true;
+                            } else {
+                                mm.mixed = true;
                             }
                         }
                         Idx::Win { fam } => {

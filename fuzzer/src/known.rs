@@ -1,13 +1,14 @@
-//! Bugs that are known and being fixed elsewhere: failures they explain are counted and
-//! listed, but do not fail the run.
+//! Bugs that are known and not fixed yet: failures they explain are counted and listed,
+//! but do not fail the run.
 //!
-//! **This list is temporary.** Each entry names an item of issue 22; when its fix is
-//! merged, delete the entry, so that the fuzzer reports the bug again if it comes back.
+//! **This list is temporary.** Each entry names an item of issue 22 being fixed elsewhere,
+//! or a finding of this fuzzer (`FUZZ_FINDINGS.md`, `F<n>`); when its fix is merged,
+//! delete the entry, so that the fuzzer reports the bug again if it comes back.
 //! An entry matches narrowly: it checks the failure's class and message, the case's
 //! settings, and where it can, that the failure goes away when the feature at fault is
 //! switched off (a re-run of the case with one setting changed).
 
-use crate::case::{Case, Outcome, Tgt};
+use crate::case::{Case, CcMode, Outcome, Tgt, Tiles};
 use crate::gen::{Expr, Op};
 
 /// Runs a variant of a case and says how it ended.
@@ -24,7 +25,8 @@ pub struct Known {
     pub explains: fn(&Case, &Outcome, &mut Rerun) -> bool,
 }
 
-/// Known bugs being fixed in parallel (issue 22). Empty this list as the fixes land.
+/// Known bugs: issue 22's being fixed in parallel, then this fuzzer's findings. Empty this
+/// list as the fixes land.
 pub const KNOWN_BUGS: &[Known] = &[
     Known {
         name: "tile-fusion-transposed-product",
@@ -40,6 +42,31 @@ pub const KNOWN_BUGS: &[Known] = &[
         name: "isl-cannot-carry",
         what: "issue 22 item 11: isl finds no schedule (\"unable to carry dependences\") on small shapes",
         explains: isl_cannot_carry,
+    },
+    Known {
+        name: "gcc-loop-vectorizer",
+        what: "FUZZ_FINDINGS.md F1: gcc 12 -O3's loop vectoriser miscompiles a sequential stencil loop (passes with -fno-tree-loop-vectorize)",
+        explains: gcc_loop_vectorizer,
+    },
+    Known {
+        name: "nested-packed-tiles",
+        what: "FUZZ_FINDINGS.md F2: a packed tile copied from another packed tile of the same tensor reads it with the wrong layout (passes with --pack none)",
+        explains: nested_packed_tiles,
+    },
+    Known {
+        name: "fusion-no-tile-local-buffer",
+        what: "FUZZ_FINDINGS.md F3: post-tiling fusion rejects a valid program (\"cannot have a tile-local buffer\")",
+        explains: fusion_no_tile_local_buffer,
+    },
+    Known {
+        name: "ilp-no-legal-hyperplane",
+        what: "FUZZ_FINDINGS.md F4: the ILP scheduler finds no hyperplane for a statement that overwrites one element from several indices",
+        explains: ilp_no_hyperplane,
+    },
+    Known {
+        name: "gpu-register-tile-shared",
+        what: "FUZZ_FINDINGS.md F5: a GPU register tile that several threads read is filled by thread 0 only (passes without the spec)",
+        explains: gpu_register_tile,
     },
 ];
 
@@ -110,4 +137,50 @@ fn isl_cannot_carry(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     initial.cfg.scheduler = "initial".into();
     initial.cfg.isl_options.clear();
     rerun(&initial) == Outcome::Pass
+}
+
+fn gcc_loop_vectorizer(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
+    if case.cfg.target != Tgt::Cpu
+        || case.cfg.cc != CcMode::Default
+        || !matches!(outcome, Outcome::Mismatch(_))
+    {
+        return false;
+    }
+    let mut novec = case.clone();
+    novec.cfg.cc = CcMode::NoLoopVectorize;
+    rerun(&novec) == Outcome::Pass
+}
+
+fn nested_packed_tiles(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
+    if case.cfg.target != Tgt::Cpu
+        || case.cfg.pack.as_deref() == Some("none")
+        || !matches!(outcome, Outcome::Mismatch(_))
+    {
+        return false;
+    }
+    let mut unpacked = case.clone();
+    unpacked.cfg.pack = Some("none".into());
+    rerun(&unpacked) == Outcome::Pass
+}
+
+fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
+    !case.cfg.no_tile_fusion
+        && matches!(outcome, Outcome::CompileError(m) if m.contains("cannot have a tile-local buffer"))
+}
+
+fn ilp_no_hyperplane(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
+    case.cfg.scheduler == "ilp"
+        && matches!(outcome, Outcome::CompileError(m) if m.contains("the ILP scheduler found no legal hyperplane"))
+}
+
+fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
+    if case.cfg.target != Tgt::Gpu
+        || case.cfg.tiles == Tiles::Default
+        || !matches!(outcome, Outcome::Mismatch(_))
+    {
+        return false;
+    }
+    let mut plain = case.clone();
+    plain.cfg.tiles = Tiles::Default;
+    rerun(&plain) == Outcome::Pass
 }

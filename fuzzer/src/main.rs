@@ -4,6 +4,8 @@
 //! polyc-fuzz [diff]      random programs checked against the interpreter (the default)
 //! polyc-fuzz hostile     mutated inputs through the polyc binary: exit 0, 1 or 3 only
 //! polyc-fuzz replay F    rerun a saved case (F: a failure folder or its case.json)
+//! polyc-fuzz shrink F    shrink a saved case further and save it again
+//! polyc-fuzz show I      run case I of the seed in case-I/ (program, spec, kernel)
 //! polyc-fuzz worker      (internal) runs cases for the parent
 //! ```
 //!
@@ -80,20 +82,54 @@ fn diff() -> ExitCode {
     }
 }
 
-fn replay(path: &str) -> ExitCode {
+/// Reads a saved case: a failure folder or its `case.json`.
+fn load_case(path: &str) -> Option<Case> {
     let mut p = PathBuf::from(path);
     if p.is_dir() {
         p = p.join("case.json");
     }
-    let case: Case = match std::fs::read_to_string(&p)
+    match std::fs::read_to_string(&p)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
     {
-        Ok(c) => c,
+        Ok(c) => Some(c),
         Err(e) => {
             eprintln!("polyc-fuzz: cannot read {}: {e}", p.display());
-            return ExitCode::FAILURE;
+            None
         }
+    }
+}
+
+/// `polyc-fuzz shrink F`: shrinks a saved case further (with the settings' budget) and
+/// saves the result next to the other failures.
+fn shrink_saved(path: &str) -> ExitCode {
+    let Some(case) = load_case(path) else {
+        return ExitCode::FAILURE;
+    };
+    let s = settings();
+    let Ok(mut worker) = polyc_fuzz::worker::Worker::new() else {
+        return ExitCode::FAILURE;
+    };
+    let mut run = |c: &Case| {
+        let req = polyc_fuzz::worker::Request {
+            case: c.clone(),
+            inject: s.inject,
+        };
+        worker.run(&req, s.case_limit)
+    };
+    let first = run(&case);
+    if first.outcome == polyc_fuzz::case::Outcome::Pass {
+        println!("polyc-fuzz: {path} passes now");
+        return ExitCode::SUCCESS;
+    }
+    let (small, r, tried) = polyc_fuzz::shrink::shrink(&case, &first, s.shrink, &mut run);
+    polyc_fuzz::report::save_failure(&s, &case, &first, &small, &r, tried);
+    ExitCode::FAILURE
+}
+
+fn replay(path: &str) -> ExitCode {
+    let Some(case) = load_case(path) else {
+        return ExitCode::FAILURE;
     };
     let dir = match tempfile::tempdir() {
         Ok(d) => d,
@@ -140,6 +176,7 @@ fn main() -> ExitCode {
         Some("hostile") => polyc_fuzz::hostile::main(),
         Some("replay") if args.len() == 2 => replay(&args[1]),
         Some("show") if args.len() == 2 => show(&args[1]),
+        Some("shrink") if args.len() == 2 => shrink_saved(&args[1]),
         Some("worker") => match polyc_fuzz::worker::worker_main() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

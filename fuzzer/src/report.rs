@@ -10,9 +10,9 @@ use std::path::PathBuf;
 /// The `polyc run … --check` command line of `case`, run from its saved folder.
 pub fn command(case: &Case, spec: Option<&str>) -> String {
     let mut parts: Vec<String> = Vec::new();
-    if case.cfg.cc_o1 {
-        // The saved folder holds the wrapper (`cc` with `-O1` last).
-        parts.push("CC=./cc-O1".into());
+    if let Some((name, _)) = case.cfg.cc.wrapper() {
+        // The saved folder holds the wrapper (`cc` with the fuzzer's flags last).
+        parts.push(format!("CC=./{name}"));
     }
     parts.extend(["polyc".into(), "run".into(), "prog.tc".into()]);
     let params = case.prog.params_text();
@@ -79,11 +79,13 @@ pub fn save_failure(
             std::fs::write(dir.join("tiles.txt"), s)?;
         }
         std::fs::write(dir.join("cmd.txt"), format!("{cmd}\n"))?;
-        if small.cfg.cc_o1 || original.cfg.cc_o1 {
-            use std::os::unix::fs::PermissionsExt;
-            let w = dir.join("cc-O1");
-            std::fs::write(&w, crate::case::CC_O1_SCRIPT)?;
-            std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o755))?;
+        for mode in [small.cfg.cc, original.cfg.cc] {
+            if let (Some((name, _)), Some(script)) = (mode.wrapper(), mode.script()) {
+                use std::os::unix::fs::PermissionsExt;
+                let w = dir.join(name);
+                std::fs::write(&w, script)?;
+                std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o755))?;
+            }
         }
         std::fs::write(dir.join("report.txt"), &text)?;
         std::fs::write(dir.join("original.tc"), original.prog.render())?;

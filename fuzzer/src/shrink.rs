@@ -48,6 +48,12 @@ pub struct Budget {
 /// Shrinks `case`, which failed with `failure` (and `first` is its result), with `run`
 /// running a candidate. Returns the smallest case found, its result and the number of
 /// candidates run.
+///
+/// The candidates come in levels, coarsest first ([`LEVELS`]): all settings at once,
+/// whole statements, right sides replaced by one of their leaves, sub-expressions,
+/// indices and operators, sizes, each setting alone, the spec. Within a level, a success
+/// replaces the case and the level goes on from the same position in the new case's
+/// candidates; rounds over all levels repeat while one of them succeeds.
 pub fn shrink(
     case: &Case,
     first: &CaseResult,
@@ -59,81 +65,213 @@ pub fn shrink(
     let mut cur_result = first.clone();
     let mut tried = 0;
     let failure = first.outcome.clone();
-    for phase in 0..2 {
-        if phase == 1 {
-            // Freeze a random spec into its text, then shrink the text too.
-            if let (Tiles::Random(_), Some(text)) = (&cur.cfg.tiles, &cur_result.spec) {
-                let mut frozen = cur.clone();
-                frozen.cfg.tiles = Tiles::Text(text.clone());
-                let r = run(&frozen);
-                tried += 1;
-                if same_failure(&failure, &r.outcome) {
-                    cur = frozen;
-                    cur_result = r;
+    // Candidates already run (and not failing the same way), to run none twice.
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut try_one =
+        |cand: &Case, cur: &mut Case, cur_result: &mut CaseResult, tried: &mut usize| {
+            let key = serde_json::to_string(&(&cand.prog, &cand.cfg)).unwrap_or_default();
+            if !seen.insert(key) {
+                return false;
+            }
+            *tried += 1;
+            let r = run(cand);
+            let same = same_failure(&failure, &r.outcome);
+            if same {
+                *cur = cand.clone();
+                *cur_result = r;
+            }
+            same
+        };
+    for _round in 0..8 {
+        let mut progress = false;
+        for (k, level) in LEVELS.iter().enumerate() {
+            if k == LEVELS.len() - 1 {
+                // Freeze a random spec into its text before shrinking the text.
+                if let (Tiles::Random(_), Some(text)) = (&cur.cfg.tiles, &cur_result.spec) {
+                    let mut frozen = cur.clone();
+                    frozen.cfg.tiles = Tiles::Text(text.clone());
+                    try_one(&frozen, &mut cur, &mut cur_result, &mut tried);
+                }
+            }
+            let mut pos = 0;
+            let mut cands = valid(level(&cur));
+            while pos < cands.len() {
+                if tried >= budget.attempts || start.elapsed() > budget.time {
+                    return (cur, cur_result, tried);
+                }
+                let cand = cands[pos].clone();
+                if try_one(&cand, &mut cur, &mut cur_result, &mut tried) {
+                    progress = true;
+                    cands = valid(level(&cur));
+                } else {
+                    pos += 1;
                 }
             }
         }
-        // After a success, go on from the same position in the new case's candidates;
-        // stop after a whole round without one.
-        let mut pos = 0;
-        let mut since_success = 0;
-        let mut cands = candidates(&cur);
-        loop {
-            if cands.is_empty() || since_success >= cands.len() {
-                break;
-            }
-            if tried >= budget.attempts || start.elapsed() > budget.time {
-                return (cur, cur_result, tried);
-            }
-            let cand = &cands[pos % cands.len()];
-            tried += 1;
-            let r = run(cand);
-            if same_failure(&failure, &r.outcome) {
-                cur = cand.clone();
-                cur_result = r;
-                since_success = 0;
-                cands = candidates(&cur);
-            } else {
-                pos += 1;
-                since_success += 1;
-            }
+        if !progress {
+            break;
         }
     }
     (cur, cur_result, tried)
 }
 
-/// Every one-step simplification of `case` that is still a valid program.
+/// A level of candidates.
+type Level = fn(&Case) -> Vec<Case>;
+
+/// The levels, coarsest first.
+const LEVELS: [Level; 8] = [
+    all_settings,
+    statements,
+    leaves,
+    expressions,
+    indices_and_ops,
+    sizes,
+    each_setting,
+    spec_texts,
+];
+
+/// The candidates that are valid programs, without repeats.
+fn valid(mut v: Vec<Case>) -> Vec<Case> {
+    v.retain(|c| c.prog.validate().is_ok());
+    v.dedup();
+    v
+}
+
+/// Every one-step simplification of `case` that is still a valid program (all levels).
 pub fn candidates(case: &Case) -> Vec<Case> {
-    let mut out: Vec<Case> = Vec::new();
-    config_candidates(case, &mut out);
-    let with = |p: Prog| Case {
+    valid(LEVELS.iter().flat_map(|l| l(case)).collect())
+}
+
+fn with(case: &Case, p: Prog) -> Case {
+    Case {
         prog: p,
         ..case.clone()
-    };
-    let p = &case.prog;
-    for k in (0..p.stmts.len()).rev() {
-        let mut q = p.clone();
-        q.stmts.remove(k);
-        out.push(with(tidy(q)));
     }
-    for k in 0..p.stmts.len() {
-        for q in stmt_candidates(p, k) {
-            out.push(with(tidy(q)));
+}
+
+/// Every setting back to its default at once: on the case's target, then on the CPU.
+fn all_settings(case: &Case) -> Vec<Case> {
+    let mut out = Vec::new();
+    for target in [case.cfg.target, Tgt::Cpu] {
+        let mut c = case.clone();
+        c.cfg = crate::case::Config {
+            cc: case.cfg.cc,
+            ..crate::case::Config::plain(target)
+        };
+        if c != *case {
+            out.push(c);
         }
     }
+    out
+}
+
+/// One statement dropped (last first).
+fn statements(case: &Case) -> Vec<Case> {
+    let p = &case.prog;
+    (0..p.stmts.len())
+        .rev()
+        .map(|k| {
+            let mut q = p.clone();
+            q.stmts.remove(k);
+            with(case, tidy(q))
+        })
+        .collect()
+}
+
+/// A right side replaced by one of its leaves (a read, a literal, a scalar).
+fn leaves(case: &Case) -> Vec<Case> {
+    let p = &case.prog;
+    let mut out = Vec::new();
+    for k in 0..p.stmts.len() {
+        let mut leaves = Vec::new();
+        p.stmts[k].rhs.visit(&mut |e| {
+            if matches!(e, Expr::Read { .. } | Expr::Lit(_) | Expr::Scalar(_)) {
+                leaves.push(e.clone());
+            }
+        });
+        leaves.push(Expr::Lit(1.0));
+        for l in leaves {
+            if l != p.stmts[k].rhs {
+                let mut q = p.clone();
+                q.stmts[k].rhs = l;
+                out.push(with(case, tidy(q)));
+            }
+        }
+    }
+    out
+}
+
+/// A sub-expression replaced by one of its operands or a literal.
+fn expressions(case: &Case) -> Vec<Case> {
+    let p = &case.prog;
+    let mut out = Vec::new();
+    for k in 0..p.stmts.len() {
+        for pos in 0..p.stmts[k].rhs.size() {
+            for rep in replacements(&p.stmts[k].rhs, pos) {
+                let mut q = p.clone();
+                q.stmts[k].rhs = rep;
+                out.push(with(case, tidy(q)));
+            }
+        }
+    }
+    out
+}
+
+/// A reduction made a plain `=`, an inferred range, an unshifted or unwindowed index.
+fn indices_and_ops(case: &Case) -> Vec<Case> {
+    let p = &case.prog;
+    let mut out = Vec::new();
+    for k in 0..p.stmts.len() {
+        let s = &p.stmts[k];
+        if s.op != Op::Assign {
+            let mut q = p.clone();
+            q.stmts[k].op = Op::Assign;
+            q.stmts[k].init = false;
+            out.push(with(case, tidy(q)));
+        }
+        if s.explicit {
+            let mut q = p.clone();
+            q.stmts[k].explicit = false;
+            out.push(with(case, q));
+        }
+        for pos in 0..s.rhs.size() {
+            let mut q = p.clone();
+            if simplify_index_at(&mut q.stmts[k].rhs, pos) {
+                out.push(with(case, q));
+            }
+        }
+    }
+    out
+}
+
+/// A size made 1, halved, or one less.
+fn sizes(case: &Case) -> Vec<Case> {
+    let p = &case.prog;
+    let mut out = Vec::new();
     for f in 0..5 {
         let v = p.sizes[f];
         for nv in [1, v / 2, v - 1] {
             if nv >= 1 && nv < v {
                 let mut q = p.clone();
                 q.sizes[f] = nv;
-                out.push(with(q));
+                out.push(with(case, q));
             }
         }
     }
+    out
+}
+
+/// One setting back to its default.
+fn each_setting(case: &Case) -> Vec<Case> {
+    let mut out = Vec::new();
+    config_candidates(case, &mut out);
+    out
+}
+
+/// A shorter spec text.
+fn spec_texts(case: &Case) -> Vec<Case> {
+    let mut out = Vec::new();
     spec_candidates(case, &mut out);
-    out.retain(|c| c.prog.validate().is_ok());
-    out.dedup();
     out
 }
 
@@ -159,7 +297,7 @@ fn config_candidates(case: &Case, out: &mut Vec<Case>) {
     push(&|c| c.cfg.no_register_tiles = false);
     push(&|c| c.cfg.no_default_tiling = false);
     push(&|c| c.cfg.verify_passes = false);
-    push(&|c| c.cfg.cc_o1 = false);
+    push(&|c| c.cfg.cc = crate::case::CcMode::Default);
     push(&|c| c.cfg.scheduler = "isl".into());
     push(&|c| c.cfg.scheduler = "initial".into());
 }
@@ -214,39 +352,6 @@ fn halve_sizes(entry: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Simplifications of statement `k`: its right side replaced by a sub-expression or a
-/// literal, one index unshifted or unwindowed, a plain `=` for a reduction.
-fn stmt_candidates(p: &Prog, k: usize) -> Vec<Prog> {
-    let mut out = Vec::new();
-    let s = &p.stmts[k];
-    let n = s.rhs.size();
-    for pos in 0..n {
-        for rep in replacements(&s.rhs, pos) {
-            let mut q = p.clone();
-            q.stmts[k].rhs = rep;
-            out.push(q);
-        }
-    }
-    if s.op != Op::Assign {
-        let mut q = p.clone();
-        q.stmts[k].op = Op::Assign;
-        q.stmts[k].init = false;
-        out.push(q);
-    }
-    if s.explicit {
-        let mut q = p.clone();
-        q.stmts[k].explicit = false;
-        out.push(q);
-    }
-    for pos in 0..n {
-        let mut q = p.clone();
-        if simplify_index_at(&mut q.stmts[k].rhs, pos) {
-            out.push(q);
-        }
-    }
-    out
 }
 
 /// The expression with node `pos` (pre-order) replaced by each of its children, by its
