@@ -35,6 +35,8 @@ pub struct Settings {
     pub gpu_share: f64,
     /// The share of cases on the Gemmini target.
     pub gemmini_share: f64,
+    /// The share of kernels built with polyc's own `-O3` (the others with `-O1`).
+    pub o3_share: f64,
     /// A fault to inject (to show that the campaign catches a wrong kernel).
     pub inject: Option<Inject>,
     /// Shrink unexplained failures.
@@ -96,7 +98,7 @@ pub fn case_for(settings: &Settings, index: u64) -> Case {
     Case {
         id: format!("{}:{index}", settings.seed),
         prog,
-        cfg: random_config(&mut rng, target),
+        cfg: random_config(&mut rng, target, settings.o3_share),
     }
 }
 
@@ -110,8 +112,9 @@ fn gemm_program(rng: &mut ChaCha8Rng) -> Prog {
     generate(rng, "g")
 }
 
-/// Random settings for `target`: a scheduler, a spec or not, promotion and fusion flags.
-pub fn random_config(rng: &mut ChaCha8Rng, target: Tgt) -> Config {
+/// Random settings for `target`: a scheduler, a spec or not, promotion and fusion flags,
+/// and `-O3` for a share `o3` of the kernels (`-O1` for the others).
+pub fn random_config(rng: &mut ChaCha8Rng, target: Tgt, o3: f64) -> Config {
     let mut c = Config::plain(target);
     c.scheduler = match rng.gen_range(0..10) {
         0..=3 => "isl",
@@ -146,7 +149,7 @@ pub fn random_config(rng: &mut ChaCha8Rng, target: Tgt) -> Config {
     c.no_register_tiles = rng.gen_bool(0.1);
     c.no_default_tiling = rng.gen_bool(0.1);
     c.verify_passes = rng.gen_bool(0.1);
-    if rng.gen_bool(0.75) {
+    if rng.gen::<f64>() >= o3 {
         c.cc = crate::case::CcMode::O1;
     }
     if target == Tgt::Gemmini {
@@ -216,12 +219,13 @@ fn record(
     sum.with_spec += u64::from(result.spec.is_some());
     if settings.verbose {
         println!(
-            "case {index}: {} ({:.0} ms: analyse {:.0}, finish {:.0}, run {:.0}; {}){}",
+            "case {index}: {} ({:.0} ms: analyse {:.0}, finish {:.0}, run {:.0} (cc {:.0} ms); {}){}",
             result.outcome.class(),
             result.ms,
             result.steps[0],
             result.steps[1],
             result.steps[2],
+            result.steps[3],
             case.cfg
                 .flags(result.spec.as_ref().map(|_| "spec"))
                 .join(" "),
@@ -229,6 +233,10 @@ fn record(
                 .map(|k| format!(" known: {}", k.name))
                 .unwrap_or_default()
         );
+        if let Some(r) = &result.spec_rejected {
+            let first = r.lines().map(str::trim).find(|l| !l.is_empty());
+            println!("  spec rejected: {}", first.unwrap_or_default());
+        }
     }
     match (&result.outcome, known, saved) {
         (Outcome::Pass, _, _) => sum.passed += 1,

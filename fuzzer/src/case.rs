@@ -278,8 +278,9 @@ pub struct CaseResult {
     /// Milliseconds the case took.
     pub ms: f64,
     /// CPU milliseconds per step (the worker's and its children's): analyse (parse to
-    /// schedule), finish (passes and emission), run (C compiler, kernel, interpreter).
-    pub steps: [f64; 3],
+    /// schedule), finish (passes and emission), run (C compiler, kernel, interpreter);
+    /// then the C compiler's wall-clock milliseconds within run.
+    pub steps: [f64; 4],
 }
 
 /// A fault to inject into the emitted C, to show that the fuzzer catches and shrinks a
@@ -324,7 +325,7 @@ pub fn execute(case: &Case, dir: &Path, inject: Option<Inject>) -> CaseResult {
     let start = Instant::now();
     let mut spec = None;
     let mut spec_rejected = None;
-    let mut steps = [0.0; 3];
+    let mut steps = [0.0; 4];
     let outcome = match execute_inner(case, dir, inject, &mut spec, &mut spec_rejected, &mut steps)
     {
         Ok(o) => o,
@@ -387,7 +388,7 @@ fn execute_inner(
     inject: Option<Inject>,
     spec_out: &mut Option<String>,
     rejected: &mut Option<String>,
-    steps: &mut [f64; 3],
+    steps: &mut [f64; 4],
 ) -> Result<Outcome, Outcome> {
     let mut lap = cpu_ms();
     let mut step = |k: usize| {
@@ -470,6 +471,7 @@ fn execute_inner(
     };
     let report = run(&compiled, &opts, &ropts).map_err(|e| Outcome::RunError(rendered(&e)))?;
     step(2);
+    steps[3] = report.cc_ms;
     if report.checks.is_empty() {
         return Err(Outcome::RunError("no tensor was checked".into()));
     }

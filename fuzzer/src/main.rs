@@ -44,6 +44,7 @@ fn settings() -> Settings {
         out: PathBuf::from(env("POLYC_FUZZ_OUT", "tests/fuzz_failures".to_string())),
         gpu_share: env("POLYC_FUZZ_GPU_SHARE", 0.01),
         gemmini_share: env("POLYC_FUZZ_GEMMINI_SHARE", 0.06),
+        o3_share: env("POLYC_FUZZ_O3_SHARE", 0.1),
         inject: inject.as_deref().and_then(Inject::parse),
         shrink: Budget {
             attempts: env("POLYC_FUZZ_SHRINK_RUNS", 3000),

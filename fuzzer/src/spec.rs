@@ -38,6 +38,13 @@ pub fn random_spec(front: &Front, rng: &mut ChaCha8Rng) -> miette::Result<Option
         levels: &levels,
     };
     let (_, bands) = collect_bands(cx.ctx, cx.scop, front.scheduled())?;
+    // A systolic array (Gemmini) tiles in multiples of its dimension.
+    let granule = front
+        .target
+        .desc()
+        .array
+        .as_ref()
+        .map_or(1, |a| i64::from(a.dim.max(1)));
     let mut plans: Vec<Plan> = Vec::new();
     for b in &bands {
         let (prefix, _) = permutable_prefix(cx.ctx, cx.deps, b, b.n_members())?;
@@ -46,7 +53,11 @@ pub fn random_spec(front: &Front, rng: &mut ChaCha8Rng) -> miette::Result<Option
         } else {
             rng.gen_range(1..=prefix)
         };
-        plans.push((0..tiled).map(|m| member_plan(b, m, &order, rng)).collect());
+        plans.push(
+            (0..tiled)
+                .map(|m| member_plan(b, m, &order, granule, rng))
+                .collect(),
+        );
     }
     let mut lines = Vec::new();
     for (s, name) in front.scop.stmt_names.iter().enumerate() {
@@ -87,21 +98,24 @@ pub fn random_spec(front: &Front, rng: &mut ChaCha8Rng) -> miette::Result<Option
 }
 
 /// The levels of one member: one or two buffers in the target's order, the outer size a
-/// multiple of the inner one (or, sometimes, any size).
+/// multiple of the inner one (or, sometimes, any size at least the inner one); sizes are
+/// multiples of `granule` (1, or a systolic array's dimension).
 fn member_plan(
     b: &BandInfo,
     m: usize,
     order: &[Buffer],
+    granule: i64,
     rng: &mut ChaCha8Rng,
 ) -> Vec<(i64, Buffer)> {
     let ext = b.extents.get(m).copied().flatten().unwrap_or(16).max(1);
     let size = |rng: &mut ChaCha8Rng| -> i64 {
-        match rng.gen_range(0..6) {
+        let s = match rng.gen_range(0..6) {
             0 => 1,
             1 => ext,
             2 => ext + 1,
             _ => rng.gen_range(1..=ext.max(2)),
-        }
+        };
+        ((s + granule - 1) / granule) * granule
     };
     let mut bufs: Vec<Buffer> = order.to_vec();
     bufs.shuffle(rng);
@@ -117,7 +131,7 @@ fn member_plan(
             let big = if rng.gen_bool(0.8) {
                 inner * rng.gen_range(1..=3)
             } else {
-                size(rng)
+                size(rng).max(inner)
             };
             vec![(big, *outer), (inner, *inner_buf)]
         }

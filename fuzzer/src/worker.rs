@@ -81,7 +81,7 @@ pub fn worker_main() -> std::io::Result<()> {
                     spec: None,
                     spec_rejected: None,
                     ms: 0.0,
-                    steps: [0.0; 3],
+                    steps: [0.0; 4],
                 };
                 (r, true)
             }
@@ -157,7 +157,7 @@ impl Worker {
             spec: None,
             spec_rejected: None,
             ms: start.elapsed().as_secs_f64() * 1e3,
-            steps: [0.0; 3],
+            steps: [0.0; 4],
         };
         if self.child.is_none() {
             if let Err(e) = self.start() {

@@ -54,6 +54,7 @@ fn a_case_with_a_maximum() -> u64 {
         out: PathBuf::new(),
         gpu_share: 0.01,
         gemmini_share: 0.06,
+        o3_share: 0.1,
         inject: None,
         shrink: Budget {
             attempts: 0,

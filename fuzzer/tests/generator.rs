@@ -18,6 +18,7 @@ fn settings() -> Settings {
         out: "unused".into(),
         gpu_share: 0.01,
         gemmini_share: 0.06,
+        o3_share: 0.1,
         inject: None,
         shrink: Budget {
             attempts: 1,
