@@ -27,6 +27,11 @@ pub const KNOWN_HOSTILE: &[KnownHostile] = &[
         explains: huge_sizes,
     },
     KnownHostile {
+        name: "isl-slow-bound-sizes",
+        what: "FUZZ_FINDINGS.md F6: isl's scheduler takes minutes once a bound size reaches the thousands (examples/tc/mlp.tc at H=1000: 66 s)",
+        explains: isl_slow_bound_sizes,
+    },
+    KnownHostile {
         name: "description-validation",
         what: "issue 22 items 7 and 15: zero or nonsense description values panic or hang",
         explains: description_validation,
@@ -75,6 +80,14 @@ fn huge_sizes(inv: &Invocation, ran: &Ran) -> bool {
             .any(|w| ran.stderr.contains(w)),
         _ => false,
     }
+}
+
+fn isl_slow_bound_sizes(inv: &Invocation, ran: &Ran) -> bool {
+    let large = inv.args.iter().any(|a| {
+        a.split(|c: char| !c.is_ascii_digit())
+            .any(|d| d.parse::<u64>().is_ok_and(|v| v >= 1000))
+    });
+    ran.exit == Exit::Timeout && large
 }
 
 fn description_validation(inv: &Invocation, ran: &Ran) -> bool {
