@@ -148,7 +148,7 @@ pub fn random_config(rng: &mut ChaCha8Rng, target: Tgt, o3: f64) -> Config {
     c.tile_fusion_one_nest = rng.gen_bool(0.1);
     c.no_register_tiles = rng.gen_bool(0.1);
     c.no_default_tiling = rng.gen_bool(0.1);
-    c.verify_passes = rng.gen_bool(0.1);
+    c.verify_passes = rng.gen_bool(0.06);
     if rng.gen::<f64>() >= o3 {
         c.cc = crate::case::CcMode::O1;
     }

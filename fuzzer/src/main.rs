@@ -42,7 +42,7 @@ fn settings() -> Settings {
             .ok()
             .and_then(|v| v.parse().ok()),
         out: PathBuf::from(env("POLYC_FUZZ_OUT", "tests/fuzz_failures".to_string())),
-        gpu_share: env("POLYC_FUZZ_GPU_SHARE", 0.01),
+        gpu_share: env("POLYC_FUZZ_GPU_SHARE", 0.0075),
         gemmini_share: env("POLYC_FUZZ_GEMMINI_SHARE", 0.06),
         o3_share: env("POLYC_FUZZ_O3_SHARE", 0.1),
         inject: inject.as_deref().and_then(Inject::parse),

@@ -173,9 +173,78 @@ fn statements(case: &Case) -> Vec<Case> {
         .map(|k| {
             let mut q = p.clone();
             q.stmts.remove(k);
-            with(case, tidy(q))
+            let pairing: Vec<Option<usize>> = (0..p.stmts.len())
+                .map(|o| match o.cmp(&k) {
+                    std::cmp::Ordering::Less => Some(o),
+                    std::cmp::Ordering::Equal => None,
+                    std::cmp::Ordering::Greater => Some(o - 1),
+                })
+                .collect();
+            renumbered(case, tidy(q), &pairing)
         })
         .collect()
+}
+
+/// The `S_n` numbers of each statement of `p` (two for `op=!`: the init, then the update).
+fn s_numbers(p: &Prog) -> Vec<Vec<usize>> {
+    let mut next = 0;
+    p.stmts
+        .iter()
+        .map(|s| {
+            let n = if s.init && s.op != Op::Assign { 2 } else { 1 };
+            next += n;
+            (next - n..next).collect()
+        })
+        .collect()
+}
+
+/// `case` with program `q`, whose statement `k` was statement `pairing[k]`… of the old one
+/// (`pairing[old] = Some(new)`, `None` when dropped); a spec text follows the statement
+/// numbers (lines of dropped statements and of dropped inits go).
+fn renumbered(case: &Case, q: Prog, pairing: &[Option<usize>]) -> Case {
+    let mut c = with(case, q);
+    let Tiles::Text(text) = &case.cfg.tiles else {
+        return c;
+    };
+    let (old, new) = (s_numbers(&case.prog), s_numbers(&c.prog));
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let Some((head, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(n) = head
+            .trim()
+            .strip_prefix("S_")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let Some((k, pos)) = old
+            .iter()
+            .enumerate()
+            .find_map(|(k, v)| v.iter().position(|&x| x == n).map(|p| (k, p)))
+        else {
+            continue;
+        };
+        let Some(Some(nk)) = pairing.get(k) else {
+            continue;
+        };
+        // Aligned from the end: the update keeps its spec, a dropped init loses it.
+        let from_end = old[k].len() - 1 - pos;
+        if let Some(&m) = new[*nk]
+            .len()
+            .checked_sub(1 + from_end)
+            .and_then(|i| new[*nk].get(i))
+        {
+            lines.push(format!("S_{m}:{rest}"));
+        }
+    }
+    c.cfg.tiles = if lines.is_empty() {
+        Tiles::Default
+    } else {
+        Tiles::Text(lines.join("\n") + "\n")
+    };
+    c
 }
 
 /// A right side replaced by one of its leaves (a read, a literal, a scalar).
@@ -227,7 +296,8 @@ fn indices_and_ops(case: &Case) -> Vec<Case> {
             let mut q = p.clone();
             q.stmts[k].op = Op::Assign;
             q.stmts[k].init = false;
-            out.push(with(case, tidy(q)));
+            let same: Vec<Option<usize>> = (0..p.stmts.len()).map(Some).collect();
+            out.push(renumbered(case, tidy(q), &same));
         }
         if s.explicit {
             let mut q = p.clone();

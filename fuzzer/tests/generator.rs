@@ -246,3 +246,37 @@ fn failures_compare_by_class_and_first_line() {
         &Panic("overflow at b.rs:2".into())
     ));
 }
+
+#[test]
+fn dropping_a_statement_renumbers_the_spec() {
+    let mut p = matmul();
+    // S_0 `C(i, j) = 1`, then S_1/S_2 the matmul (init, update).
+    let mut first = p.stmts[0].clone();
+    first.op = Op::Assign;
+    first.init = false;
+    first.rhs = Expr::Lit(1.0);
+    p.tensors[2].role = Role::Output { inout: false };
+    p.tensors.push(Tensor {
+        name: "D".into(),
+        ..p.tensors[2].clone()
+    });
+    first.lhs = 3;
+    p.stmts.insert(0, first);
+    assert_eq!(p.validate(), Ok(()));
+    let case = polyc_fuzz::case::Case {
+        id: "t".into(),
+        prog: p,
+        cfg: polyc_fuzz::case::Config {
+            tiles: Tiles::Text("S_0: 2@L1\nS_2: 4@L1, 4@L1\n".into()),
+            ..polyc_fuzz::case::Config::plain(Tgt::Cpu)
+        },
+    };
+    let dropped_first = candidates(&case)
+        .into_iter()
+        .find(|c| c.prog.stmts.len() == 1 && c.prog.stmts[0].init)
+        .expect("a candidate without S_0");
+    assert_eq!(
+        dropped_first.cfg.tiles,
+        Tiles::Text("S_1: 4@L1, 4@L1\n".into())
+    );
+}
