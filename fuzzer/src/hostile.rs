@@ -119,6 +119,8 @@ pub fn run_invocation(polyc: &Path, inv: &Invocation, tmp: &Path, limit: Duratio
     cmd.args(&inv.args)
         .current_dir(dir.path())
         .env("OMP_WAIT_POLICY", "passive")
+        // polyc's temporary folders go inside the run's, removed after it.
+        .env("TMPDIR", dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

@@ -44,6 +44,11 @@ pub const KNOWN_BUGS: &[Known] = &[
         explains: isl_cannot_carry,
     },
     Known {
+        name: "gpu-policy-too-many-threads",
+        what: "issue 22 item 15: the GPU's default policy maps more threads to a block than the target allows, then refuses them",
+        explains: gpu_policy_threads,
+    },
+    Known {
         name: "gcc-loop-vectorizer",
         what: "FUZZ_FINDINGS.md F1: gcc 12 -O3's loop vectoriser miscompiles a sequential stencil loop (passes with -fno-tree-loop-vectorize)",
         explains: gcc_loop_vectorizer,
@@ -183,4 +188,9 @@ fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool 
     let mut plain = case.clone();
     plain.cfg.tiles = Tiles::Default;
     rerun(&plain) == Outcome::Pass
+}
+
+fn gpu_policy_threads(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
+    case.cfg.target == Tgt::Gpu
+        && matches!(outcome, Outcome::CompileError(m) if m.contains("threads to a block, more than the"))
 }

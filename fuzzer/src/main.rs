@@ -6,7 +6,7 @@
 //! polyc-fuzz replay F    rerun a saved case (F: a failure folder or its case.json)
 //! polyc-fuzz shrink F    shrink a saved case further and save it again
 //! polyc-fuzz show I      run case I of the seed in case-I/ (program, spec, kernel)
-//! polyc-fuzz worker      (internal) runs cases for the parent
+//! polyc-fuzz worker DIR  (internal) runs cases for the parent, in DIR
 //! ```
 //!
 //! Settings come from the environment (see `scripts/fuzz` and the README):
@@ -19,7 +19,7 @@ use polyc_fuzz::campaign::{run_campaign, Settings};
 use polyc_fuzz::case::{execute, Case, Inject};
 use polyc_fuzz::report::summary_text;
 use polyc_fuzz::shrink::Budget;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -178,16 +178,18 @@ fn main() -> ExitCode {
         Some("replay") if args.len() == 2 => replay(&args[1]),
         Some("show") if args.len() == 2 => show(&args[1]),
         Some("shrink") if args.len() == 2 => shrink_saved(&args[1]),
-        Some("worker") => match polyc_fuzz::worker::worker_main() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("polyc-fuzz worker: {e}");
-                ExitCode::FAILURE
+        Some("worker") if args.len() == 2 => {
+            match polyc_fuzz::worker::worker_main(Path::new(&args[1])) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("polyc-fuzz worker: {e}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
         Some(other) => {
             eprintln!(
-                "polyc-fuzz: unknown command `{other}`; use diff, hostile, replay FOLDER or worker"
+                "polyc-fuzz: unknown command `{other}`; use diff, hostile, replay F, shrink F, show I or worker DIR"
             );
             ExitCode::from(2)
         }

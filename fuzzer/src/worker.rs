@@ -29,8 +29,10 @@ pub struct Request {
 /// The last panic's message, kept by the panic hook for the reply.
 static PANIC: Mutex<Option<String>> = Mutex::new(None);
 
-/// The worker's main loop (`polyc-fuzz worker`): runs requests until standard input ends.
-pub fn worker_main() -> std::io::Result<()> {
+/// The worker's main loop (`polyc-fuzz worker DIR`): runs requests until standard input
+/// ends, writing each case's files under `dir` (the parent's, which removes it even when
+/// the worker dies).
+pub fn worker_main(dir: &std::path::Path) -> std::io::Result<()> {
     // SAFETY: plain descriptor duplication on this process's own descriptors.
     let proto = unsafe {
         let fd = libc::dup(1);
@@ -58,7 +60,6 @@ pub fn worker_main() -> std::io::Result<()> {
             *p = Some(format!("{msg}{at}"));
         }
     }));
-    let dir = tempfile::Builder::new().prefix("polyc-fuzz-").tempdir()?;
     for line in std::io::stdin().lock().lines() {
         let req: Request = match serde_json::from_str(&line?) {
             Ok(r) => r,
@@ -67,7 +68,7 @@ pub fn worker_main() -> std::io::Result<()> {
                 continue;
             }
         };
-        let result = std::panic::catch_unwind(|| execute(&req.case, dir.path(), req.inject));
+        let result = std::panic::catch_unwind(|| execute(&req.case, dir, req.inject));
         let (result, panicked) = match result {
             Ok(r) => (r, false),
             Err(_) => {
@@ -99,6 +100,8 @@ pub fn worker_main() -> std::io::Result<()> {
 pub struct Worker {
     child: Option<(Child, ChildStdin, Receiver<String>)>,
     exe: std::path::PathBuf,
+    /// The running worker's folder, removed when it stops.
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Worker {
@@ -107,12 +110,18 @@ impl Worker {
         Ok(Worker {
             child: None,
             exe: std::env::current_exe()?,
+            dir: None,
         })
     }
 
     fn start(&mut self) -> std::io::Result<()> {
+        let dir = tempfile::Builder::new().prefix("polyc-fuzz-").tempdir()?;
         let mut child = Command::new(&self.exe)
             .arg("worker")
+            .arg(dir.path())
+            // polyc's own temporary folders (kernel C, libraries) go inside the worker's,
+            // so they go with it even when a kernel kills the worker.
+            .env("TMPDIR", dir.path())
             // Idle OpenMP threads sleep instead of spinning: cases are tiny.
             .env("OMP_WAIT_POLICY", "passive")
             .stdin(Stdio::piped())
@@ -137,6 +146,7 @@ impl Worker {
             }
         });
         self.child = Some((child, stdin, rx));
+        self.dir = Some(dir);
         Ok(())
     }
 
@@ -145,7 +155,9 @@ impl Worker {
         let (mut child, stdin, _) = self.child.take()?;
         drop(stdin);
         let _ = child.kill();
-        child.wait().ok()
+        let status = child.wait().ok();
+        self.dir = None;
+        status
     }
 
     /// Runs `req` with a time limit; a worker that dies or hangs gives a crash or a hang,
@@ -199,6 +211,7 @@ impl Worker {
             Err(RecvTimeoutError::Disconnected) => {
                 // The worker died: wait for it, so the status is its own.
                 let status = self.child.take().and_then(|(mut c, _, _)| c.wait().ok());
+                self.dir = None;
                 let what = match status {
                     Some(s) => match s.signal() {
                         Some(sig) => format!("the worker died from signal {sig}"),
