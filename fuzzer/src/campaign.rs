@@ -102,6 +102,7 @@ pub fn case_for(settings: &Settings, index: u64) -> Case {
     }
 }
 
+/// A GEMM-like program for Gemmini (a generic integer one if none validates).
 fn gemm_program(rng: &mut ChaCha8Rng) -> Prog {
     for _ in 0..50 {
         let p = gemm_like(rng, "g");
@@ -204,6 +205,7 @@ pub fn run_campaign(settings: &Settings) -> Summary {
     sum
 }
 
+/// Counts one finished case into the summary (and prints it in verbose mode).
 fn record(
     sum: &mut Summary,
     settings: &Settings,

@@ -304,6 +304,7 @@ impl Inject {
             _ => None,
         }
     }
+    /// The emitted C with the fault injected.
     fn apply(self, code: &str) -> String {
         match self {
             Inject::MaxIsMin => code.replace(
@@ -382,6 +383,8 @@ pub fn rendered(e: &miette::Report) -> String {
     polyhedral::diag::render_plain(e.as_ref())
 }
 
+/// The body of [`execute`]: `Ok` with the outcome of a run, `Err` with the failure that
+/// stopped it; fills the spec, the rejection and the steps on the way.
 fn execute_inner(
     case: &Case,
     dir: &Path,

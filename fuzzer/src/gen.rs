@@ -87,6 +87,7 @@ impl DType {
             _ => INT_LIMIT / 1e3,
         }
     }
+    /// The largest magnitude a value of this type may reach.
     fn limit(self) -> f64 {
         if self.is_float() {
             FLOAT_LIMIT
@@ -272,6 +273,7 @@ pub enum Op {
 }
 
 impl Op {
+    /// The operator as written (`+=!` with `init`).
     fn text(self, init: bool) -> String {
         let s = match self {
             Op::Assign => "=",
@@ -363,6 +365,7 @@ fn var(fam: u8) -> &'static str {
     SIZES[fam as usize].1
 }
 
+/// One index as written (`i`, `i - 1`, `i + r`, `0`).
 fn idx_text(i: &Idx) -> String {
     match *i {
         Idx::Var { fam, off } if off > 0 => format!("{} + {off}", var(fam)),
@@ -373,6 +376,7 @@ fn idx_text(i: &Idx) -> String {
     }
 }
 
+/// A literal as written for a program of type `dtype` (negative ones in parentheses).
 fn lit_text(v: f64, dtype: DType) -> String {
     let s = if dtype.is_float() {
         let s = format!("{v}");
@@ -590,6 +594,7 @@ impl Prog {
     }
 }
 
+/// A tensor's extents as written in its declaration.
 fn dims_text(dims: &[Ext]) -> String {
     dims.iter().map(Ext::text).collect::<Vec<_>>().join(", ")
 }

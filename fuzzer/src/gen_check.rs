@@ -80,6 +80,7 @@ impl Prog {
         Ok(())
     }
 
+    /// Sizes, windows, tensor dimensions and input types.
     fn check_shapes(&self) -> Result<(), String> {
         if self.sizes.iter().any(|&v| v < 1) {
             return Err("a size below 1".into());
@@ -106,6 +107,8 @@ impl Prog {
         Ok(())
     }
 
+    /// One statement: its indices, every node of its right side, and a first write that
+    /// covers the whole tensor.
     fn check_stmt(&self, s: &Stmt, defined: &[bool]) -> Result<(), String> {
         let lhs = &self.tensors[s.lhs];
         if lhs.dtype != self.dtype {
@@ -154,6 +157,8 @@ impl Prog {
         Ok(())
     }
 
+    /// One node of a right side: reads in bounds of written tensors, known scalars and
+    /// indices, functions of the program's type, select conditions on inputs.
     fn check_node(&self, e: &Expr, s: &Stmt, defined: &[bool]) -> Result<(), String> {
         let float = self.dtype.is_float();
         let ext = |fam: u8| s.vars.iter().find(|e| e.fam == fam).copied();

@@ -4,6 +4,7 @@
 
 use super::*;
 
+/// A read of tensor `t`.
 fn read(t: usize, idx: &[Idx]) -> Expr {
     Expr::Read {
         t,
@@ -11,10 +12,12 @@ fn read(t: usize, idx: &[Idx]) -> Expr {
     }
 }
 
+/// The plain index of family `fam`.
 fn v(fam: u8) -> Idx {
     Idx::Var { fam, off: 0 }
 }
 
+/// An input tensor.
 fn input(name: &str, dtype: DType, dims: Vec<Ext>) -> Tensor {
     Tensor {
         name: name.into(),

@@ -15,6 +15,7 @@ struct Ctx {
 }
 
 impl Ctx {
+    /// The extent of the statement's index of family `fam`, if it has one.
     fn ext(&self, fam: u8) -> Option<Ext> {
         self.vars.iter().find(|e| e.fam == fam).copied()
     }
@@ -76,6 +77,7 @@ fn fallback(name: &str) -> Prog {
     }
 }
 
+/// One random program (maybe invalid: [`generate`] validates and retries).
 fn attempt(rng: &mut ChaCha8Rng, name: &str, dtype: Option<DType>) -> Prog {
     let drawn = match rng.gen_range(0..20) {
         0..=8 => DType::F32,
@@ -118,6 +120,7 @@ fn attempt(rng: &mut ChaCha8Rng, name: &str, dtype: Option<DType>) -> Prog {
 }
 
 impl Gen<'_> {
+    /// Adds a tensor named `prefix` and a number; returns its id.
     fn add_tensor(&mut self, prefix: &str, dtype: DType, dims: Vec<Ext>, role: Role) -> usize {
         let k = self
             .p
@@ -153,6 +156,8 @@ impl Gen<'_> {
             .collect()
     }
 
+    /// A random statement: a new tensor or an update of a written one, an operator, and a
+    /// right side whose reads may add reduction indices.
     fn stmt(&mut self) -> Stmt {
         let written: Vec<usize> = (0..self.p.tensors.len())
             .filter(|&t| self.defined[t] && self.p.tensors[t].dtype == self.p.dtype)
@@ -262,6 +267,7 @@ impl Gen<'_> {
         b
     }
 
+    /// Bounds `e`: `tanh` for floats, `% 97` (or `% 2` for a product's factor) for integers.
     fn squash(&mut self, e: Expr, unit: bool) -> Expr {
         if self.p.dtype.is_float() {
             Expr::Un(Un::Tanh, Box::new(e))
@@ -301,6 +307,7 @@ impl Gen<'_> {
         }
     }
 
+    /// A random expression of at most `depth` levels.
     fn expr(&mut self, cx: &mut Ctx, depth: u32) -> Expr {
         if depth == 0 || self.rng.gen_bool(0.25) {
             return self.leaf(cx);
@@ -360,6 +367,7 @@ impl Gen<'_> {
         }
     }
 
+    /// A random leaf: a read, a literal, a scalar, an index value, or a select.
     fn leaf(&mut self, cx: &mut Ctx) -> Expr {
         match self.rng.gen_range(0..100) {
             0..=71 => self.read(cx),
@@ -388,6 +396,7 @@ impl Gen<'_> {
         }
     }
 
+    /// `select(a < b, x, y)` with `a` and `b` fresh inputs.
     fn select(&mut self, cx: &mut Ctx) -> Expr {
         let saved = cx.new_vars;
         // Conditions read fresh inputs only: exact values on every target.
@@ -426,6 +435,9 @@ impl Gen<'_> {
         Some(idx)
     }
 
+    /// The index of a read of a dimension of extent `d`: the statement's index (maybe
+    /// shifted, or windowed over a valid extent), a new reduction index, or `0`; `None`
+    /// when none stays in bounds.
     fn index(&mut self, d: Ext, cx: &mut Ctx) -> Option<Idx> {
         if let Some(e) = cx.ext(d.fam) {
             let win = window_of(d.fam);

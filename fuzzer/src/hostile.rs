@@ -288,6 +288,8 @@ pub fn run_hostile(s: &HostileSettings) -> HostileSummary {
     sum
 }
 
+/// Counts one invocation, and saves and prints it when it breaks the rules and no known
+/// bug explains it.
 fn record(s: &HostileSettings, sum: &mut HostileSummary, i: u64, inv: &Invocation, ran: &Ran) {
     sum.cases += 1;
     sum.kinds[inv.kind as usize] += 1;
@@ -361,6 +363,7 @@ pub fn shell_words(args: &[String]) -> String {
         .join(" ")
 }
 
+/// An environment variable's value, or `default` when unset or unreadable.
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()

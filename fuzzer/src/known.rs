@@ -87,10 +87,12 @@ pub fn explain(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> Option<&'st
         .find(|k| (k.explains)(case, outcome, rerun))
 }
 
+/// Whether some statement reduces (any operator but `=`).
 fn has_reduction(case: &Case) -> bool {
     case.prog.stmts.iter().any(|s| s.op != Op::Assign)
 }
 
+/// Whether some access lists its index families out of order (a transposed layout).
 fn reads_transposed(case: &Case) -> bool {
     // A read whose index families are not in increasing order.
     case.prog.stmts.iter().any(|s| {
@@ -110,6 +112,8 @@ fn reads_transposed(case: &Case) -> bool {
     })
 }
 
+/// Item 1: a mismatch under `initial`/`ilp` with a transposed access that passes
+/// with `--no-tile-fusion`.
 fn tile_fusion_transposed(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     if !matches!(outcome, Outcome::Mismatch(_))
         || case.cfg.scheduler == "isl"
@@ -132,6 +136,7 @@ fn gpu_partial_blocks(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> boo
         && has_reduction(case)
 }
 
+/// Item 11: isl's "unable to carry dependences" where `--scheduler initial` passes.
 fn isl_cannot_carry(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     if case.cfg.scheduler != "isl"
         || !matches!(outcome, Outcome::CompileError(m) if m.contains("unable to carry dependences"))
@@ -144,6 +149,7 @@ fn isl_cannot_carry(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     rerun(&initial) == Outcome::Pass
 }
 
+/// F1: a CPU mismatch at `-O3` that passes with `-fno-tree-loop-vectorize`.
 fn gcc_loop_vectorizer(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     if case.cfg.target != Tgt::Cpu
         || case.cfg.cc != CcMode::Default
@@ -156,6 +162,7 @@ fn gcc_loop_vectorizer(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> boo
     rerun(&novec) == Outcome::Pass
 }
 
+/// F2: a CPU mismatch that passes with `--pack none`.
 fn nested_packed_tiles(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     if case.cfg.target != Tgt::Cpu
         || case.cfg.pack.as_deref() == Some("none")
@@ -168,16 +175,19 @@ fn nested_packed_tiles(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> boo
     rerun(&unpacked) == Outcome::Pass
 }
 
+/// F3: post-tiling fusion's "cannot have a tile-local buffer".
 fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
     !case.cfg.no_tile_fusion
         && matches!(outcome, Outcome::CompileError(m) if m.contains("cannot have a tile-local buffer"))
 }
 
+/// F4: the ILP scheduler's "found no legal hyperplane".
 fn ilp_no_hyperplane(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
     case.cfg.scheduler == "ilp"
         && matches!(outcome, Outcome::CompileError(m) if m.contains("the ILP scheduler found no legal hyperplane"))
 }
 
+/// F5: a GPU mismatch with a spec that passes without it.
 fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     if case.cfg.target != Tgt::Gpu
         || case.cfg.tiles == Tiles::Default
@@ -190,6 +200,7 @@ fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool 
     rerun(&plain) == Outcome::Pass
 }
 
+/// Item 15: the GPU policy maps more threads than a block may have.
 fn gpu_policy_threads(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
     case.cfg.target == Tgt::Gpu
         && matches!(outcome, Outcome::CompileError(m) if m.contains("threads to a block, more than the"))

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// An environment variable's value, or `default` when unset or unreadable.
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
@@ -30,6 +31,7 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// The differential campaign's settings, from the environment.
 fn settings() -> Settings {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let inject = std::env::var("POLYC_FUZZ_INJECT").ok();
@@ -55,6 +57,7 @@ fn settings() -> Settings {
     }
 }
 
+/// `polyc-fuzz diff`: the differential campaign; exit 1 on an unexplained failure.
 fn diff() -> ExitCode {
     let s = settings();
     println!(
@@ -128,6 +131,7 @@ fn shrink_saved(path: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// `polyc-fuzz replay F`: reruns a saved case and prints its outcome.
 fn replay(path: &str) -> ExitCode {
     let Some(case) = load_case(path) else {
         return ExitCode::FAILURE;
@@ -170,6 +174,7 @@ fn show(index: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Dispatches the command.
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {

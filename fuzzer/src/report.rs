@@ -116,6 +116,7 @@ pub fn save_failure(
     }
 }
 
+/// `s` cut to at most `n` bytes (on a character boundary), with an ellipsis.
 fn truncate(s: &str, n: usize) -> String {
     if s.len() <= n {
         return s.to_string();

@@ -25,6 +25,7 @@ pub fn same_failure(a: &Outcome, b: &Outcome) -> bool {
     }
 }
 
+/// The first line of a message without its location and digits.
 fn signature(m: &str) -> String {
     let first = m
         .lines()
@@ -142,6 +143,7 @@ pub fn candidates(case: &Case) -> Vec<Case> {
     valid(LEVELS.iter().flat_map(|l| l(case)).collect())
 }
 
+/// `case` with program `p`.
 fn with(case: &Case, p: Prog) -> Case {
     Case {
         prog: p,
@@ -448,6 +450,7 @@ fn replacements(e: &Expr, pos: usize) -> Vec<Expr> {
         .collect()
 }
 
+/// Node `pos` of `e` in pre-order.
 fn nth(e: &Expr, pos: usize) -> Option<Expr> {
     let mut k = 0;
     let mut found = None;
@@ -460,7 +463,9 @@ fn nth(e: &Expr, pos: usize) -> Option<Expr> {
     found
 }
 
+/// Replaces node `pos` of `e` (pre-order) by `with`.
 fn replace_nth(e: &mut Expr, pos: usize, with: &Expr) {
+    /// Walks to node `pos`, counting nodes in `k`; true once replaced.
     fn go(e: &mut Expr, k: &mut usize, pos: usize, with: &Expr) -> bool {
         if *k == pos {
             *e = with.clone();
@@ -548,6 +553,7 @@ pub fn tidy(mut p: Prog) -> Prog {
     p
 }
 
+/// New positions of the kept entries (`None` for dropped ones).
 fn remap(used: &[bool]) -> Vec<Option<usize>> {
     let mut k = 0;
     used.iter()
@@ -560,6 +566,7 @@ fn remap(used: &[bool]) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// Renumbers the tensors and scalars `e` reads.
 fn renumber(e: &mut Expr, tmap: &[Option<usize>], smap: &[Option<usize>]) {
     match e {
         Expr::Read { t, .. } => *t = tmap[*t].unwrap_or(0),

@@ -114,6 +114,7 @@ impl Worker {
         })
     }
 
+    /// Starts a worker process in a fresh folder, with a thread reading its replies.
     fn start(&mut self) -> std::io::Result<()> {
         let dir = tempfile::Builder::new().prefix("polyc-fuzz-").tempdir()?;
         let mut child = Command::new(&self.exe)
@@ -226,6 +227,7 @@ impl Worker {
 }
 
 impl Drop for Worker {
+    /// Stops the worker.
     fn drop(&mut self) {
         self.stop();
     }

@@ -223,6 +223,7 @@ fn sizes_arg(rng: &mut ChaCha8Rng, names: &[String], hostile: bool) -> String {
         .join(",")
 }
 
+/// A mutated program, compiled (sometimes for the GPU or Gemmini) or run with `--check`.
 fn program_invocation(rng: &mut ChaCha8Rng, seeds: &[(String, String)]) -> Invocation {
     let (origin, mut text) = if seeds.is_empty() || rng.gen_bool(0.2) {
         ("generated".to_string(), generated_seed(rng))
@@ -322,6 +323,7 @@ const SPEC_VOCAB: &[&str] = &[
     "#",
 ];
 
+/// A mutated tile spec for a program it was valid for.
 fn spec_invocation(rng: &mut ChaCha8Rng, root: &Path) -> Invocation {
     let (prog, sizes, spec, target) = *choose(rng, SPEC_SEEDS);
     let mut text = spec.to_string();
@@ -390,6 +392,7 @@ fn paths(v: &Value, prefix: &mut Vec<Value>, out: &mut Vec<Vec<Value>>) {
     }
 }
 
+/// The node of `v` at `path`, mutably.
 fn node_mut<'a>(v: &'a mut Value, path: &[Value]) -> Option<&'a mut Value> {
     let Some((first, rest)) = path.split_first() else {
         return Some(v);
@@ -402,6 +405,7 @@ fn node_mut<'a>(v: &'a mut Value, path: &[Value]) -> Option<&'a mut Value> {
     node_mut(child, rest)
 }
 
+/// `buffers.0.bytes`: a path as text.
 fn path_text(p: &[Value]) -> String {
     p.iter()
         .map(|v| match v {
@@ -460,6 +464,7 @@ fn mutate_desc(rng: &mut ChaCha8Rng, doc: &mut Value) -> String {
     }
 }
 
+/// A mutated target description, used to compile, explain or run a GEMM.
 fn desc_invocation(rng: &mut ChaCha8Rng, root: &Path) -> Invocation {
     let files = ["cpu", "a100", "h100", "gemmini", "gemmini-fp32", "ascend"];
     let name = *choose(rng, &files);
@@ -539,6 +544,7 @@ const FLAG_VALUES: &[(&str, &[&str])] = &[
     ("-o", &["/nonexistent/out.c", ".", "-"]),
 ];
 
+/// A hostile size or flag value for a small example.
 fn flags_invocation(rng: &mut ChaCha8Rng, root: &Path) -> Invocation {
     let (prog, names): (&str, &[&str]) = *choose(
         rng,

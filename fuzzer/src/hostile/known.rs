@@ -47,6 +47,7 @@ pub fn explain(inv: &Invocation, ran: &Ran) -> Option<&'static KnownHostile> {
     KNOWN_HOSTILE.iter().find(|k| (k.explains)(inv, ran))
 }
 
+/// Item 6: a signal of division by zero where the program divides.
 fn int_division_by_zero(inv: &Invocation, ran: &Ran) -> bool {
     let text = inv.all_text();
     let divides = text.contains('/') || text.contains('%');
@@ -68,6 +69,7 @@ pub fn has_huge_number(inv: &Invocation) -> bool {
             .any(|d| d.len() >= 10 && d.parse::<u128>().map_or(true, |v| v >= (1 << 31) - 1))
 }
 
+/// Items 7-10: an abort, a crash, a hang or an overflow panic with a huge number.
 fn huge_sizes(inv: &Invocation, ran: &Ran) -> bool {
     if !has_huge_number(inv) {
         return false;
@@ -82,6 +84,7 @@ fn huge_sizes(inv: &Invocation, ran: &Ran) -> bool {
     }
 }
 
+/// F6: a timeout with a size of 1000 or more.
 fn isl_slow_bound_sizes(inv: &Invocation, ran: &Ran) -> bool {
     let large = inv.args.iter().any(|a| {
         a.split(|c: char| !c.is_ascii_digit())
@@ -90,6 +93,7 @@ fn isl_slow_bound_sizes(inv: &Invocation, ran: &Ran) -> bool {
     ran.exit == Exit::Timeout && large
 }
 
+/// Items 7 and 15: a panic, a hang or SIGFPE on a mutated description.
 fn description_validation(inv: &Invocation, ran: &Ran) -> bool {
     inv.kind == Kind::Desc && matches!(ran.exit, Exit::Code(101) | Exit::Timeout | Exit::Signal(8))
 }
