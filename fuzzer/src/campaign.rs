@@ -16,6 +16,13 @@ use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The default share of cases on the GPU target.
+pub const GPU_SHARE: f64 = 0.0075;
+/// The default share of cases on the Gemmini target.
+pub const GEMMINI_SHARE: f64 = 0.06;
+/// The default share of kernels built at polyc's `-O3`.
+pub const O3_SHARE: f64 = 0.1;
+
 /// How a campaign runs.
 #[derive(Clone, Debug)]
 pub struct Settings {

@@ -296,6 +296,13 @@ pub enum Inject {
 }
 
 impl Inject {
+    /// The name `POLYC_FUZZ_INJECT` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Inject::MaxIsMin => "max-is-min",
+            Inject::Trap => "trap",
+        }
+    }
     /// Parses `POLYC_FUZZ_INJECT`'s value.
     pub fn parse(s: &str) -> Option<Inject> {
         match s {

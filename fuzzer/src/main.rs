@@ -44,9 +44,12 @@ fn settings() -> Settings {
             .ok()
             .and_then(|v| v.parse().ok()),
         out: PathBuf::from(env("POLYC_FUZZ_OUT", "tests/fuzz_failures".to_string())),
-        gpu_share: env("POLYC_FUZZ_GPU_SHARE", 0.0075),
-        gemmini_share: env("POLYC_FUZZ_GEMMINI_SHARE", 0.06),
-        o3_share: env("POLYC_FUZZ_O3_SHARE", 0.1),
+        gpu_share: env("POLYC_FUZZ_GPU_SHARE", polyc_fuzz::campaign::GPU_SHARE),
+        gemmini_share: env(
+            "POLYC_FUZZ_GEMMINI_SHARE",
+            polyc_fuzz::campaign::GEMMINI_SHARE,
+        ),
+        o3_share: env("POLYC_FUZZ_O3_SHARE", polyc_fuzz::campaign::O3_SHARE),
         inject: inject.as_deref().and_then(Inject::parse),
         shrink: Budget {
             attempts: env("POLYC_FUZZ_SHRINK_RUNS", 3000),
@@ -61,9 +64,9 @@ fn settings() -> Settings {
 fn diff() -> ExitCode {
     let s = settings();
     println!(
-        "polyc-fuzz: seed {} (rerun with POLYC_FUZZ_SEED={}), up to {} cases in {} s, {} jobs{}",
+        "polyc-fuzz: seed {} (rerun with {}scripts/fuzz diff), up to {} cases in {} s, {} jobs{}",
         s.seed,
-        s.seed,
+        polyc_fuzz::report::rerun_env(&s),
         s.cases,
         s.seconds,
         s.jobs,

@@ -25,6 +25,33 @@ pub fn command(case: &Case, spec: Option<&str>) -> String {
     parts.join(" ")
 }
 
+/// The environment that draws the same cases: the seed, and the shares and the injected
+/// fault where they differ from the defaults.
+pub fn rerun_env(s: &Settings) -> String {
+    let mut t = format!("POLYC_FUZZ_SEED={} ", s.seed);
+    for (name, value, default) in [
+        (
+            "POLYC_FUZZ_GPU_SHARE",
+            s.gpu_share,
+            crate::campaign::GPU_SHARE,
+        ),
+        (
+            "POLYC_FUZZ_GEMMINI_SHARE",
+            s.gemmini_share,
+            crate::campaign::GEMMINI_SHARE,
+        ),
+        ("POLYC_FUZZ_O3_SHARE", s.o3_share, crate::campaign::O3_SHARE),
+    ] {
+        if value != default {
+            t.push_str(&format!("{name}={value} "));
+        }
+    }
+    if let Some(i) = s.inject {
+        t.push_str(&format!("POLYC_FUZZ_INJECT={} ", i.name()));
+    }
+    t
+}
+
 /// The spec text a case ran with (its own text, or what a random spec became).
 fn spec_of<'a>(case: &'a Case, result: &'a CaseResult) -> Option<&'a str> {
     match &case.cfg.tiles {
@@ -67,8 +94,8 @@ pub fn save_failure(
     );
     let _ = writeln!(
         text,
-        "--- rerun the original case ---\nPOLYC_FUZZ_SEED={} POLYC_FUZZ_CASE={} scripts/fuzz",
-        settings.seed,
+        "--- rerun the original case ---\n{}POLYC_FUZZ_CASE={} scripts/fuzz diff",
+        rerun_env(settings),
         original.id.rsplit(':').next().unwrap_or("0")
     );
     println!("{text}");

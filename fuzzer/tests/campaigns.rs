@@ -52,9 +52,9 @@ fn a_case_with_a_maximum() -> u64 {
         jobs: 1,
         only: None,
         out: PathBuf::new(),
-        gpu_share: 0.01,
-        gemmini_share: 0.06,
-        o3_share: 0.1,
+        gpu_share: polyc_fuzz::campaign::GPU_SHARE,
+        gemmini_share: polyc_fuzz::campaign::GEMMINI_SHARE,
+        o3_share: polyc_fuzz::campaign::O3_SHARE,
         inject: None,
         shrink: Budget {
             attempts: 0,

@@ -16,9 +16,9 @@ fn settings() -> Settings {
         jobs: 1,
         only: None,
         out: "unused".into(),
-        gpu_share: 0.01,
-        gemmini_share: 0.06,
-        o3_share: 0.1,
+        gpu_share: polyc_fuzz::campaign::GPU_SHARE,
+        gemmini_share: polyc_fuzz::campaign::GEMMINI_SHARE,
+        o3_share: polyc_fuzz::campaign::O3_SHARE,
         inject: None,
         shrink: Budget {
             attempts: 1,
