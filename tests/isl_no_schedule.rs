@@ -92,3 +92,26 @@ fn ilp_schedules_extent_two_reductions() {
         assert_eq!(notes(prog, params, &["--scheduler", "ilp"]), "", "{prog}");
     }
 }
+
+/// A statement that overwrites one element from every instance of three indices (fuzzer
+/// finding F4: "the ILP scheduler found no legal hyperplane for S_0"), alone and read by a
+/// later statement, in f32 and f64, at extents of 2 and odd ones, under every scheduler.
+#[test]
+fn overwrites_from_three_indices_are_scheduled() {
+    for (prog, params) in [
+        (
+            "tests/fixtures/overwrite_from_three_indices.tc",
+            "N=2,M=2,K=2",
+        ),
+        (
+            "tests/fixtures/overwrite_from_three_indices.tc",
+            "N=3,M=5,K=7",
+        ),
+        ("tests/fixtures/overwrite_then_read.tc", "N=2,M=2,K=2,L=2"),
+        ("tests/fixtures/overwrite_then_read.tc", "N=3,M=2,K=5,L=3"),
+    ] {
+        for scheduler in ["ilp", "isl", "initial"] {
+            notes(prog, params, &["--scheduler", scheduler]);
+        }
+    }
+}

@@ -9,7 +9,6 @@
 //! switched off (a re-run of the case with one setting changed).
 
 use crate::case::{Case, CcMode, Outcome, Tgt, Tiles};
-use crate::gen::{Expr, Op};
 
 /// Runs a variant of a case and says how it ended.
 pub type Rerun<'a> = dyn FnMut(&Case) -> Outcome + 'a;
@@ -29,26 +28,6 @@ pub struct Known {
 /// list as the fixes land.
 pub const KNOWN_BUGS: &[Known] = &[
     Known {
-        name: "tile-fusion-transposed-product",
-        what: "issue 22 item 1: post-tiling fusion miscompiles a transposed product under --scheduler initial/ilp",
-        explains: tile_fusion_transposed,
-    },
-    Known {
-        name: "gpu-partial-blocks",
-        what: "issue 22 item 2: the GPU target leaves rows of a reduction's output unwritten with partial blocks and partial K steps",
-        explains: gpu_partial_blocks,
-    },
-    Known {
-        name: "isl-cannot-carry",
-        what: "issue 22 item 11: isl finds no schedule (\"unable to carry dependences\") on small shapes",
-        explains: isl_cannot_carry,
-    },
-    Known {
-        name: "gpu-policy-too-many-threads",
-        what: "issue 22 item 15: the GPU's default policy maps more threads to a block than the target allows, then refuses them",
-        explains: gpu_policy_threads,
-    },
-    Known {
         name: "gcc-loop-vectorizer",
         what: "FUZZ_FINDINGS.md F1: gcc 12 -O3's loop vectoriser miscompiles a sequential stencil loop (passes with -fno-tree-loop-vectorize)",
         explains: gcc_loop_vectorizer,
@@ -62,11 +41,6 @@ pub const KNOWN_BUGS: &[Known] = &[
         name: "fusion-no-tile-local-buffer",
         what: "FUZZ_FINDINGS.md F3: post-tiling fusion rejects a valid program (\"cannot have a tile-local buffer\")",
         explains: fusion_no_tile_local_buffer,
-    },
-    Known {
-        name: "ilp-no-legal-hyperplane",
-        what: "FUZZ_FINDINGS.md F4: the ILP scheduler finds no hyperplane for a statement that overwrites one element from several indices",
-        explains: ilp_no_hyperplane,
     },
     Known {
         name: "gpu-register-tile-shared",
@@ -85,68 +59,6 @@ pub fn explain(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> Option<&'st
     KNOWN_BUGS
         .iter()
         .find(|k| (k.explains)(case, outcome, rerun))
-}
-
-/// Whether some statement reduces (any operator but `=`).
-fn has_reduction(case: &Case) -> bool {
-    case.prog.stmts.iter().any(|s| s.op != Op::Assign)
-}
-
-/// Whether some access lists its index families out of order (a transposed layout).
-fn reads_transposed(case: &Case) -> bool {
-    // A read whose index families are not in increasing order.
-    case.prog.stmts.iter().any(|s| {
-        let mut found = false;
-        s.rhs.visit(&mut |e| {
-            if let Expr::Read { t, .. } = e {
-                let fams: Vec<u8> = case.prog.tensors[*t].dims.iter().map(|d| d.fam).collect();
-                found |= fams.windows(2).any(|w| w[0] > w[1]);
-            }
-        });
-        let lhs: Vec<u8> = case.prog.tensors[s.lhs]
-            .dims
-            .iter()
-            .map(|d| d.fam)
-            .collect();
-        found || lhs.windows(2).any(|w| w[0] > w[1])
-    })
-}
-
-/// Item 1: a mismatch under `initial`/`ilp` with a transposed access that passes
-/// with `--no-tile-fusion`.
-fn tile_fusion_transposed(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
-    if !matches!(outcome, Outcome::Mismatch(_))
-        || case.cfg.scheduler == "isl"
-        || case.cfg.no_tile_fusion
-        || !reads_transposed(case)
-    {
-        return false;
-    }
-    let mut off = case.clone();
-    off.cfg.no_tile_fusion = true;
-    rerun(&off) == Outcome::Pass
-}
-
-/// Item 2's symptom: on the GPU, output elements the kernel never writes (they keep the
-/// poison NaN, or the integer sentinel 0xA5A5A5A5 = -1515870811).
-fn gpu_partial_blocks(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
-    let unwritten = |m: &str| m.contains("got NaN") || m.contains("got -1515870811");
-    case.cfg.target == Tgt::Gpu
-        && matches!(outcome, Outcome::Mismatch(m) if unwritten(m))
-        && has_reduction(case)
-}
-
-/// Item 11: isl's "unable to carry dependences" where `--scheduler initial` passes.
-fn isl_cannot_carry(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
-    if case.cfg.scheduler != "isl"
-        || !matches!(outcome, Outcome::CompileError(m) if m.contains("unable to carry dependences"))
-    {
-        return false;
-    }
-    let mut initial = case.clone();
-    initial.cfg.scheduler = "initial".into();
-    initial.cfg.isl_options.clear();
-    rerun(&initial) == Outcome::Pass
 }
 
 /// F1: a CPU mismatch at `-O3` that passes with `-fno-tree-loop-vectorize`.
@@ -181,12 +93,6 @@ fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Reru
         && matches!(outcome, Outcome::CompileError(m) if m.contains("cannot have a tile-local buffer"))
 }
 
-/// F4: the ILP scheduler's "found no legal hyperplane".
-fn ilp_no_hyperplane(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
-    case.cfg.scheduler == "ilp"
-        && matches!(outcome, Outcome::CompileError(m) if m.contains("the ILP scheduler found no legal hyperplane"))
-}
-
 /// F5: a GPU mismatch with a spec that passes without it.
 fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
     if case.cfg.target != Tgt::Gpu
@@ -198,10 +104,4 @@ fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool 
     let mut plain = case.clone();
     plain.cfg.tiles = Tiles::Default;
     rerun(&plain) == Outcome::Pass
-}
-
-/// Item 15: the GPU policy maps more threads than a block may have.
-fn gpu_policy_threads(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
-    case.cfg.target == Tgt::Gpu
-        && matches!(outcome, Outcome::CompileError(m) if m.contains("threads to a block, more than the"))
 }

@@ -1,7 +1,7 @@
 //! Known bugs (issue 22) that explain hostile-input violations. **Temporary**: delete each
 //! entry when its fix is merged, so that the campaign reports the bug if it comes back.
 
-use super::{Exit, Invocation, Kind, Ran};
+use super::{Exit, Invocation, Ran};
 
 /// A known bug: its name and a test of whether it explains a violation.
 #[derive(Debug)]
@@ -17,24 +17,9 @@ pub struct KnownHostile {
 /// Known bugs being fixed in parallel. Empty this list as the fixes land.
 pub const KNOWN_HOSTILE: &[KnownHostile] = &[
     KnownHostile {
-        name: "int-division-by-zero",
-        what: "issue 22 item 6: integer division by zero kills polyc with SIGILL or SIGFPE",
-        explains: int_division_by_zero,
-    },
-    KnownHostile {
-        name: "huge-sizes",
-        what: "issue 22 items 7-10: sizes of 2^31 and more overflow, abort on allocation, or hang",
-        explains: huge_sizes,
-    },
-    KnownHostile {
         name: "isl-slow-bound-sizes",
         what: "FUZZ_FINDINGS.md F6: isl's scheduler takes minutes once a bound size reaches the thousands (examples/tc/mlp.tc at H=1000: 66 s)",
         explains: isl_slow_bound_sizes,
-    },
-    KnownHostile {
-        name: "description-validation",
-        what: "issue 22 items 7 and 15: zero or nonsense description values panic or hang",
-        explains: description_validation,
     },
 ];
 
@@ -45,17 +30,6 @@ pub fn explain(inv: &Invocation, ran: &Ran) -> Option<&'static KnownHostile> {
         return None;
     }
     KNOWN_HOSTILE.iter().find(|k| (k.explains)(inv, ran))
-}
-
-/// Item 6: a signal of division by zero where the program divides.
-fn int_division_by_zero(inv: &Invocation, ran: &Ran) -> bool {
-    let text = inv.all_text();
-    let divides = text.contains('/') || text.contains('%');
-    divides
-        && matches!(
-            ran.exit,
-            Exit::Signal(4) | Exit::Signal(8) | Exit::Code(132) | Exit::Code(136)
-        )
 }
 
 /// Whether any number in the invocation is 2^31 - 1 or more (or written in a form that
@@ -69,21 +43,6 @@ pub fn has_huge_number(inv: &Invocation) -> bool {
             .any(|d| d.len() >= 10 && d.parse::<u128>().map_or(true, |v| v >= (1 << 31) - 1))
 }
 
-/// Items 7-10: an abort, a crash, a hang or an overflow panic with a huge number.
-fn huge_sizes(inv: &Invocation, ran: &Ran) -> bool {
-    if !has_huge_number(inv) {
-        return false;
-    }
-    match ran.exit {
-        Exit::Signal(6) | Exit::Signal(9) | Exit::Signal(11) | Exit::Code(134) => true,
-        Exit::Timeout => true,
-        Exit::Code(101) => ["overflow", "alloc", "capacity"]
-            .iter()
-            .any(|w| ran.stderr.contains(w)),
-        _ => false,
-    }
-}
-
 /// F6: a timeout with a size of 1000 or more.
 fn isl_slow_bound_sizes(inv: &Invocation, ran: &Ran) -> bool {
     let large = inv.args.iter().any(|a| {
@@ -91,9 +50,4 @@ fn isl_slow_bound_sizes(inv: &Invocation, ran: &Ran) -> bool {
             .any(|d| d.parse::<u64>().is_ok_and(|v| v >= 1000))
     });
     ran.exit == Exit::Timeout && large
-}
-
-/// Items 7 and 15: a panic, a hang or SIGFPE on a mutated description.
-fn description_validation(inv: &Invocation, ran: &Ran) -> bool {
-    inv.kind == Kind::Desc && matches!(ran.exit, Exit::Code(101) | Exit::Timeout | Exit::Signal(8))
 }
