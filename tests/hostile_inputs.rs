@@ -557,3 +557,47 @@ fn an_output_is_written_whole_or_not_at_all() {
         .unwrap()
         .contains("void matmul("));
 }
+
+// ---- fuzzer finding F1: gcc 12's loop vectoriser on a sequential stencil loop ---------
+
+/// `X(j, k) = relu(X(j - 1, k - 1))` at small sizes: gcc 12.2 vectorised the sequential
+/// `j` loop once it had unrolled the `k` loop, loading row `j - 1` before storing it. The
+/// C turns gcc's loop vectoriser off for such kernels, and only for them.
+#[test]
+fn a_shifted_self_read_over_short_inner_loops_checks() {
+    for (prog, params) in [
+        ("shifted_self_read.tc", "M=5,K=3"),
+        ("shifted_self_read.tc", "M=9,K=4"),
+        ("shifted_self_read.tc", "M=17,K=2"),
+        ("shifted_self_read_f64.tc", "M=7,K=3"),
+        ("shifted_self_read_f64.tc", "M=13,K=5"),
+    ] {
+        for scheduler in ["ilp", "isl", "initial"] {
+            run_checked(&[
+                "run",
+                &hostile(prog),
+                "--param",
+                params,
+                "--scheduler",
+                scheduler,
+                "--check",
+            ]);
+        }
+    }
+    let pragma = "#pragma GCC optimize(\"no-tree-loop-vectorize\")";
+    let jacobi = |params: &str| polyc_ok(&["examples/jacobi1d.tc", "--param", params]);
+    // jacobi-1d at a real size keeps its vectorised inner loop; at T = 10, N = 7 its inner
+    // loops are short, and the pragma is there.
+    assert!(!jacobi("T=1000,N=100000").contains(pragma));
+    assert!(jacobi("T=10,N=7").contains(pragma));
+    let small = polyc_ok(&[
+        &hostile("shifted_self_read.tc"),
+        "--param",
+        "M=5,K=3",
+        "--scheduler",
+        "ilp",
+    ]);
+    assert!(small.contains(pragma), "{small}");
+    let gemm = polyc_ok(&["examples/matmul.tc", "--param", "M=5,N=3,K=2"]);
+    assert!(!gemm.contains(pragma), "{gemm}");
+}

@@ -8,7 +8,7 @@
 //! settings, and where it can, that the failure goes away when the feature at fault is
 //! switched off (a re-run of the case with one setting changed).
 
-use crate::case::{Case, CcMode, Outcome, Tgt, Tiles};
+use crate::case::{Case, Outcome, Tgt, Tiles};
 
 /// Runs a variant of a case and says how it ended.
 pub type Rerun<'a> = dyn FnMut(&Case) -> Outcome + 'a;
@@ -27,11 +27,6 @@ pub struct Known {
 /// Known bugs: issue 22's being fixed in parallel, then this fuzzer's findings. Empty this
 /// list as the fixes land.
 pub const KNOWN_BUGS: &[Known] = &[
-    Known {
-        name: "gcc-loop-vectorizer",
-        what: "FUZZ_FINDINGS.md F1: gcc 12 -O3's loop vectoriser miscompiles a sequential stencil loop (passes with -fno-tree-loop-vectorize)",
-        explains: gcc_loop_vectorizer,
-    },
     Known {
         name: "nested-packed-tiles",
         what: "FUZZ_FINDINGS.md F2: a packed tile copied from another packed tile of the same tensor reads it with the wrong layout (passes with --pack none)",
@@ -59,19 +54,6 @@ pub fn explain(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> Option<&'st
     KNOWN_BUGS
         .iter()
         .find(|k| (k.explains)(case, outcome, rerun))
-}
-
-/// F1: a CPU mismatch at `-O3` that passes with `-fno-tree-loop-vectorize`.
-fn gcc_loop_vectorizer(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
-    if case.cfg.target != Tgt::Cpu
-        || case.cfg.cc != CcMode::Default
-        || !matches!(outcome, Outcome::Mismatch(_))
-    {
-        return false;
-    }
-    let mut novec = case.clone();
-    novec.cfg.cc = CcMode::NoLoopVectorize;
-    rerun(&novec) == Outcome::Pass
 }
 
 /// F2: a CPU mismatch that passes with `--pack none`.
