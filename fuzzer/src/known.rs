@@ -8,7 +8,7 @@
 //! settings, and where it can, that the failure goes away when the feature at fault is
 //! switched off (a re-run of the case with one setting changed).
 
-use crate::case::{Case, CcMode, Outcome, Tgt, Tiles};
+use crate::case::{Case, CcMode, Outcome, Tgt};
 use crate::gen::{Expr, Op};
 
 /// Runs a variant of a case and says how it ended.
@@ -67,11 +67,6 @@ pub const KNOWN_BUGS: &[Known] = &[
         name: "ilp-no-legal-hyperplane",
         what: "FUZZ_FINDINGS.md F4: the ILP scheduler finds no hyperplane for a statement that overwrites one element from several indices",
         explains: ilp_no_hyperplane,
-    },
-    Known {
-        name: "gpu-register-tile-shared",
-        what: "FUZZ_FINDINGS.md F5: a GPU register tile that several threads read is filled by thread 0 only (passes without the spec)",
-        explains: gpu_register_tile,
     },
 ];
 
@@ -185,19 +180,6 @@ fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Reru
 fn ilp_no_hyperplane(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
     case.cfg.scheduler == "ilp"
         && matches!(outcome, Outcome::CompileError(m) if m.contains("the ILP scheduler found no legal hyperplane"))
-}
-
-/// F5: a GPU mismatch with a spec that passes without it.
-fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
-    if case.cfg.target != Tgt::Gpu
-        || case.cfg.tiles == Tiles::Default
-        || !matches!(outcome, Outcome::Mismatch(_))
-    {
-        return false;
-    }
-    let mut plain = case.clone();
-    plain.cfg.tiles = Tiles::Default;
-    rerun(&plain) == Outcome::Pass
 }
 
 /// Item 15: the GPU policy maps more threads than a block may have.
