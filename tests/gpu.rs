@@ -541,3 +541,37 @@ fn a_register_tile_that_several_threads_read_is_shared() {
         }
     }
 }
+
+/// A program that divides integers by data takes the fault status: a `__global int *`
+/// argument of its OpenCL kernels, an `int *` one of its CUDA kernels, and a host pointer
+/// parameter of the CUDA host function, which nvcc compiles.
+#[test]
+fn integer_division_by_data_has_a_fault_status() {
+    let prog = "tests/fixtures/hostile/div_by_data.tc";
+    let cl = polyc_ok(&[
+        prog, "--param", "N=5", "--target", "gpu", "--emit", "opencl",
+    ]);
+    assert!(cl.contains("__global int *polyc_fault)"), "{cl}");
+    assert!(cl.contains("atomic_cmpxchg(f, 0, s + 1)"), "{cl}");
+    let src = polyc_ok(&[prog, "--target", "gpu"]);
+    assert!(
+        src.contains("cudaStream_t stream, int *polyc_fault_status)"),
+        "{src}"
+    );
+    assert!(
+        src.contains("polyc_div_i32(A[i], D[i], 0, polyc_fault)"),
+        "{src}"
+    );
+    // A program without such divisions keeps its signature.
+    let mm = polyc_ok(&["examples/matmul.tc", "--target", "gpu"]);
+    assert!(!mm.contains("polyc_fault"), "{mm}");
+    let Some(nvcc) = nvcc() else { return };
+    let dir = tempdir();
+    let cu = write(dir.path(), "div.cu", &src);
+    let o = std::process::Command::new(&nvcc)
+        .args(["-arch=sm_80", "-c", &cu, "-o"])
+        .arg(dir.path().join("div.o"))
+        .output()
+        .expect("nvcc runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
