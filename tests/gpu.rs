@@ -474,3 +474,104 @@ fn default_policy_stays_within_the_thread_limit() {
         "{text}"
     );
 }
+
+/// F5 (FUZZ_FINDINGS.md): a register tile above the thread loops (its mark outside the
+/// thread-mapped band) is read and written by several threads. It was a private array
+/// that thread 0 alone filled, and the other threads read their own, never written copy;
+/// such a tile now lives in shared memory, filled cooperatively behind a barrier.
+#[test]
+fn a_register_tile_that_several_threads_read_is_shared() {
+    let dir = tempdir();
+    let d = dir.path();
+    for ty in ["f32", "f64"] {
+        let bcast = write(
+            d,
+            &format!("bcast_{ty}.tc"),
+            &format!("def f({ty}(K) X) -> ({ty}(M, K) T) {{\n  T(j, k) = X(k)\n}}\n"),
+        );
+        let spec = write(d, "bcast.tiles", "S_0: 2@register\n");
+        for sizes in ["M=2,K=1", "M=3,K=1", "M=4,K=3", "M=7,K=5"] {
+            run_gpu(&bcast, sizes, &["--tile-spec", &spec]);
+        }
+        let src = polyc_ok(&[
+            &bcast,
+            "--param",
+            "M=3,K=1",
+            "--target",
+            "gpu",
+            "--tile-spec",
+            &spec,
+        ]);
+        assert!(src.contains("__shared__"), "{src}");
+        assert!(src.contains("__syncthreads();"), "{src}");
+        if let Some(nvcc) = nvcc() {
+            let cu = write(d, "bcast.cu", &src);
+            let o = std::process::Command::new(&nvcc)
+                .args(["-arch=sm_80", "-c", &cu, "-o"])
+                .arg(d.join("bcast.o"))
+                .output()
+                .expect("nvcc runs");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+
+        let shift = write(
+            d,
+            &format!("shift_{ty}.tc"),
+            &format!(
+                "def f({ty}(K) X) -> ({ty}(N, K) T0) {{\n  T0(i, k) = 1.0\n  \
+                 T0(i, k) = T0(i + 1, k) where i in 0:N - 1\n}}\n"
+            ),
+        );
+        let spec = write(d, "shift.tiles", "S_1: 1@register\n");
+        for sizes in ["N=2,K=2", "N=5,K=3", "N=9,K=1"] {
+            run_gpu(&shift, sizes, &["--tile-spec", &spec]);
+        }
+
+        let prod = write(
+            d,
+            &format!("prod_{ty}.tc"),
+            &format!(
+                "def f({ty}(J) X0) -> ({ty}(J) T0, {ty}(K, I) T1) {{\n  T0(j) +=! X0(j)\n  \
+                 T1(k, i) *=! T0(j)\n}}\n"
+            ),
+        );
+        let spec = write(d, "prod.tiles", "S_3: 1@register\n");
+        for sizes in ["J=3,K=2,I=3", "J=5,K=3,I=7"] {
+            run_gpu(&prod, sizes, &["--tile-spec", &spec]);
+        }
+    }
+}
+
+/// A program that divides integers by data takes the fault status: a `__global int *`
+/// argument of its OpenCL kernels, an `int *` one of its CUDA kernels, and a host pointer
+/// parameter of the CUDA host function, which nvcc compiles.
+#[test]
+fn integer_division_by_data_has_a_fault_status() {
+    let prog = "tests/fixtures/hostile/div_by_data.tc";
+    let cl = polyc_ok(&[
+        prog, "--param", "N=5", "--target", "gpu", "--emit", "opencl",
+    ]);
+    assert!(cl.contains("__global int *polyc_fault)"), "{cl}");
+    assert!(cl.contains("atomic_cmpxchg(f, 0, s + 1)"), "{cl}");
+    let src = polyc_ok(&[prog, "--target", "gpu"]);
+    assert!(
+        src.contains("cudaStream_t stream, int *polyc_fault_status)"),
+        "{src}"
+    );
+    assert!(
+        src.contains("polyc_div_i32(A[i], D[i], 0, polyc_fault)"),
+        "{src}"
+    );
+    // A program without such divisions keeps its signature.
+    let mm = polyc_ok(&["examples/matmul.tc", "--target", "gpu"]);
+    assert!(!mm.contains("polyc_fault"), "{mm}");
+    let Some(nvcc) = nvcc() else { return };
+    let dir = tempdir();
+    let cu = write(dir.path(), "div.cu", &src);
+    let o = std::process::Command::new(&nvcc)
+        .args(["-arch=sm_80", "-c", &cu, "-o"])
+        .arg(dir.path().join("div.o"))
+        .output()
+        .expect("nvcc runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -186,6 +186,68 @@ fn a_zero_divisor_in_the_data_is_a_located_status_of_the_kernel() {
     }
 }
 
+/// The GPU twin of the test above: the kernels (OpenCL here) compute 0 and record the
+/// first faulting statement in their fault status, which the runner reads back after the
+/// launches; the run fails with the CPU's located error and exit code.
+#[test]
+fn a_zero_divisor_in_the_data_is_a_located_status_of_the_gpu_kernel() {
+    let dir = tempdir();
+    let d = dir.path();
+    write_i32(d, "A", &[0, 1, 2, 3, 4]);
+    write_i32(d, "D", &[1, 2, 0, 3, 4]);
+    let inputs = d.display().to_string();
+    let prog = hostile("div_by_data.tc");
+    for check in [false, true] {
+        let mut args = vec!["run", &prog[..], "--param", "N=5", "--target", "gpu"];
+        args.extend(["--inputs", &inputs]);
+        if check {
+            args.push("--check");
+        }
+        let err = polyc_err(&args);
+        insta::assert_snapshot!("div_by_data_kernel", err);
+    }
+    // Only the second statement divides by zero, in i64, at an odd size.
+    let n = 7;
+    let ints = |name: &str, v: Vec<i64>| {
+        let t = TensorData {
+            shape: vec![v.len()],
+            buf: Buffer::I64(v),
+        };
+        polyhedral::npy::write_npy(&d.join(format!("{name}.npy")), &t).expect("npy");
+    };
+    ints("A", (0..n).map(|i| 100 - 7 * i).collect());
+    ints("E", (0..n).map(|i| i + 1).collect());
+    ints(
+        "D",
+        (0..n).map(|i| if i == 5 { 0 } else { 3 - i }).collect(),
+    );
+    write(
+        d,
+        "rem.tc",
+        "def q(i64(N) A, i64(N) D, i64(N) E) -> (i64(N) B, i64(N) R) {\n  B(i) = A(i) / E(i)\n  R(i) = A(i) % D(i)\n}\n",
+    );
+    for target in ["cpu", "gpu"] {
+        let o = polyc_in(
+            d,
+            &[
+                "run", "rem.tc", "--param", "N=7", "--inputs", ".", "--target", target, "--check",
+            ],
+        );
+        assert_code(&o, 1);
+        let err = flat(&stderr(&o));
+        assert!(
+            err.contains("rem.tc:3:3: S_1: integer division or remainder by zero (found by the kernel, which computed 0 there)"),
+            "{target}: {err}"
+        );
+    }
+    // Without a zero divisor the GPU run checks (MIN / -1 wraps as in the interpreter).
+    write_i32(d, "A", &[i32::MIN, 7, -7, i32::MIN, 5]);
+    write_i32(d, "D", &[-1, -1, 2, 3, -5]);
+    run_checked(&[
+        "run", &prog, "--param", "N=5", "--inputs", &inputs, "--target", "gpu", "--check",
+    ]);
+}
+
 #[test]
 fn min_divided_by_minus_one_wraps_in_kernel_and_interpreter() {
     let dir = tempdir();

@@ -8,7 +8,7 @@
 //! settings, and where it can, that the failure goes away when the feature at fault is
 //! switched off (a re-run of the case with one setting changed).
 
-use crate::case::{Case, Outcome, Tgt, Tiles};
+use crate::case::{Case, Outcome, Tgt};
 
 /// Runs a variant of a case and says how it ended.
 pub type Rerun<'a> = dyn FnMut(&Case) -> Outcome + 'a;
@@ -36,11 +36,6 @@ pub const KNOWN_BUGS: &[Known] = &[
         name: "fusion-no-tile-local-buffer",
         what: "FUZZ_FINDINGS.md F3: post-tiling fusion rejects a valid program (\"cannot have a tile-local buffer\")",
         explains: fusion_no_tile_local_buffer,
-    },
-    Known {
-        name: "gpu-register-tile-shared",
-        what: "FUZZ_FINDINGS.md F5: a GPU register tile that several threads read is filled by thread 0 only (passes without the spec)",
-        explains: gpu_register_tile,
     },
 ];
 
@@ -75,15 +70,3 @@ fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Reru
         && matches!(outcome, Outcome::CompileError(m) if m.contains("cannot have a tile-local buffer"))
 }
 
-/// F5: a GPU mismatch with a spec that passes without it.
-fn gpu_register_tile(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
-    if case.cfg.target != Tgt::Gpu
-        || case.cfg.tiles == Tiles::Default
-        || !matches!(outcome, Outcome::Mismatch(_))
-    {
-        return false;
-    }
-    let mut plain = case.clone();
-    plain.cfg.tiles = Tiles::Default;
-    rerun(&plain) == Outcome::Pass
-}

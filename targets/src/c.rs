@@ -611,14 +611,26 @@ fn guarded_division(e: &Expr) -> bool {
     }
 }
 
+/// Whether statement `s` divides integers by a value that may be 0 (or −1): its kernel
+/// calls the division helpers, which record a division by zero (in C the `polyc_fault`
+/// variable, on a GPU the kernel's [`FAULT_PARAM`] argument).
+pub(crate) fn stmt_may_fault(prog: &Program, s: usize) -> bool {
+    let st = &prog.stmts[s];
+    !compute_type(st.dtype).is_float()
+        && matches!(&st.body, StmtBody::Update(_, e) if guarded_division(e))
+}
+
+/// The name of a GPU kernel's fault argument (`int *`: 0, or 1 + the first statement
+/// that divided by zero), and of the CUDA host function's device copy of it.
+pub(crate) const FAULT_PARAM: &str = "polyc_fault";
+
 /// The integer compute types (`i32`, `i64`) in which some statement divides by a value
 /// that may be 0 or −1.
 fn guarded_division_types(prog: &Program) -> Vec<DType> {
     let mut v: Vec<DType> = Vec::new();
-    for st in &prog.stmts {
+    for (i, st) in prog.stmts.iter().enumerate() {
         let t = compute_type(st.dtype);
-        let divides = matches!(&st.body, StmtBody::Update(_, e) if guarded_division(e));
-        if !t.is_float() && divides && !v.contains(&t) {
+        if stmt_may_fault(prog, i) && !v.contains(&t) {
             v.push(t);
         }
     }
@@ -626,9 +638,11 @@ fn guarded_division_types(prog: &Program) -> Vec<DType> {
     v
 }
 
-/// Integer `/` and `%` with polyc's rule: `x / 0` and `x % 0` give 0 (in C, the kernel
-/// also records the statement in `polyc_fault`, and the entry reports it), `MIN / -1`
-/// wraps to `MIN` and `MIN % -1` is 0. C's own operators trap on both (SIGFPE).
+/// Integer `/` and `%` with polyc's rule: `x / 0` and `x % 0` give 0 (the kernel also
+/// records the first statement that did so: in C in `polyc_fault`, which the entry
+/// reports; on a GPU through the kernel's [`FAULT_PARAM`] pointer, which the host reads
+/// back), `MIN / -1` wraps to `MIN` and `MIN % -1` is 0. C's own operators trap on both
+/// (SIGFPE).
 fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
     let types = guarded_division_types(prog);
     if types.is_empty() {
@@ -637,13 +651,34 @@ fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
     let mut s = String::from(
         "\n/* Integer division: x / 0 and x % 0 are 0, MIN / -1 wraps (C would trap). */\n",
     );
-    let fault = if dialect == Dialect::C {
-        s.push_str(
-            "/* The first statement that divided by zero, plus 1 (0: none); the entry returns -1000 - k for S_k. */\nstatic int polyc_fault;\n",
-        );
-        "int none = 0; __atomic_compare_exchange_n(&polyc_fault, &none, s + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); "
-    } else {
-        "(void)s; "
+    // (prefix, the fault pointer parameter, the recording of a fault)
+    let (prefix, param, fault) = match dialect {
+        Dialect::C => {
+            s.push_str(
+                "/* The first statement that divided by zero, plus 1 (0: none); the entry returns -1000 - k for S_k. */\nstatic int polyc_fault;\n",
+            );
+            (
+                "static inline",
+                "",
+                "int none = 0; __atomic_compare_exchange_n(&polyc_fault, &none, s + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); ",
+            )
+        }
+        Dialect::Cuda => {
+            s.push_str("/* f: the kernel's fault status, 1 + the first statement that divided by zero (0: none). */\n");
+            (
+                "static __device__ __forceinline__",
+                ", int *f",
+                "atomicCAS(f, 0, s + 1); ",
+            )
+        }
+        Dialect::OpenCl => {
+            s.push_str("/* f: the kernel's fault status, 1 + the first statement that divided by zero (0: none). */\n");
+            (
+                "static inline",
+                ", __global int *f",
+                "atomic_cmpxchg(f, 0, s + 1); ",
+            )
+        }
     };
     for t in types {
         let c = t.c_type();
@@ -655,11 +690,11 @@ fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
         };
         let _ = writeln!(
             s,
-            "static inline {c} polyc_div_{x}({c} a, {c} b, int s) {{\n  if (b == 0) {{ {fault}return 0; }}\n  return b == -1 ? (a == ({c}){min} ? a : -a) : a / b;\n}}"
+            "{prefix} {c} polyc_div_{x}({c} a, {c} b, int s{param}) {{\n  if (b == 0) {{ {fault}return 0; }}\n  return b == -1 ? (a == ({c}){min} ? a : -a) : a / b;\n}}"
         );
         let _ = writeln!(
             s,
-            "static inline {c} polyc_rem_{x}({c} a, {c} b, int s) {{\n  if (b == 0) {{ {fault}return 0; }}\n  return b == -1 ? 0 : a % b;\n}}"
+            "{prefix} {c} polyc_rem_{x}({c} a, {c} b, int s{param}) {{\n  if (b == 0) {{ {fault}return 0; }}\n  return b == -1 ? 0 : a % b;\n}}"
         );
     }
     s
@@ -725,12 +760,14 @@ pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
     if calls(prog, &|f| f == Func::RequantI8) {
         s.push_str(REQUANT_I8);
     }
-    s.push_str(&int_division_helpers(prog, dialect));
-    if dialect == Dialect::C {
+    let mut s = if dialect == Dialect::C {
         s
     } else {
         s.replace("static inline", dialect.fn_prefix())
-    }
+    };
+    // (with their own prefix: on CUDA they are device functions, for `atomicCAS`)
+    s.push_str(&int_division_helpers(prog, dialect));
+    s
 }
 
 /// Emits the complete C translation unit for `kernel` (see the module documentation for
@@ -1803,7 +1840,11 @@ impl<'a> Emitter<'a> {
                             .iter()
                             .position(|t| t.name == st.name)
                             .unwrap_or(0);
-                        format!("polyc_{f}_{x}({a}, {b}, {k})")
+                        if self.dialect == Dialect::C {
+                            format!("polyc_{f}_{x}({a}, {b}, {k})")
+                        } else {
+                            format!("polyc_{f}_{x}({a}, {b}, {k}, {FAULT_PARAM})")
+                        }
                     }
                     _ => {
                         let o = match op {

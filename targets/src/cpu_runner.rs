@@ -372,19 +372,23 @@ pub fn run(
             ))
         }
         k if k <= -1000 && ((-1000 - k) as usize) < prog.stmts.len() => {
-            let k = (-1000 - k) as usize;
-            Err(miette::Report::new(
-                polyhedral::interp::IntegerDivisionByZero {
-                    stmt: k,
-                    stmt_name: prog.stmts[k].name.clone(),
-                    op: "division or remainder",
-                    instance: None,
-                    by: "the kernel, which computed 0 there",
-                },
-            ))
+            Err(division_by_zero(prog, (-1000 - k) as usize))
         }
         other => Err(miette!("kernel `{}` returned status {other}", prog.name)),
     }
+}
+
+/// The error of a kernel that divided integers by zero in statement `k` (it computed 0
+/// there and reported the statement): the CPU's entry returns `-1000 - k`, a GPU kernel
+/// stores `1 + k` in its fault status.
+pub fn division_by_zero(prog: &Program, k: usize) -> miette::Report {
+    miette::Report::new(polyhedral::interp::IntegerDivisionByZero {
+        stmt: k,
+        stmt_name: prog.stmts[k].name.clone(),
+        op: "division or remainder",
+        instance: None,
+        by: "the kernel, which computed 0 there",
+    })
 }
 
 #[cfg(test)]

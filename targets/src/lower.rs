@@ -787,6 +787,17 @@ fn alloc_id(ctx: &Ctx, name: &str, user: usize) -> Result<Id> {
 }
 
 /// The typed mark for an isl mark name, or an error listing the known names.
+/// Whether `n` holds a loop spread over the threads of a block.
+fn has_thread_loop(n: &KNode) -> bool {
+    let mut found = false;
+    n.walk(&mut |x| {
+        if let KNode::For { kind, .. } = x {
+            found |= kind.is_thread();
+        }
+    });
+    found
+}
+
 fn parse_mark(name: &str) -> Result<Mark> {
     Mark::from_isl_name(name).ok_or_else(|| {
         miette!(
@@ -903,6 +914,12 @@ impl Lowerer<'_> {
                     return Ok(child);
                 }
                 if let (Mark::Mem(_), true) = (mark, tag > 0) {
+                    // A tile above thread loops is read and written by several threads:
+                    // a private copy per thread would hold only what its own thread
+                    // copied (the copies are spread over the block, or run by thread 0).
+                    // Such a tile lives in shared memory, where the copies are
+                    // block-cooperative and barriers order them.
+                    let spans_threads = has_thread_loop(&child);
                     let bufs = self
                         .state
                         .promos
@@ -915,6 +932,7 @@ impl Lowerer<'_> {
                                         Mark::Mem(b) if self.shared.contains(&b) => {
                                             MemSpace::Shared
                                         }
+                                        _ if spans_threads => MemSpace::Shared,
                                         _ => MemSpace::Private,
                                     },
                                     promo: p.id,

@@ -14,13 +14,20 @@
 //! need with `cudaMalloc` (filled with `0xFF` bytes, NaN, when compiled with
 //! `-DPOLYC_POISON`), launches the kernels in order on `stream` (host loops around
 //! launches included), frees the temporaries and returns `cudaGetLastError()`.
+//! A program that divides integers by a value that may be 0 has one more parameter,
+//! `int *polyc_fault_status` (a host pointer, or `NULL`): the function waits for the
+//! kernels and stores there 0, or 1 + `k` when statement `S_k` divided by zero first
+//! (the kernels computed 0 there; polyc's C entry returns `-1000 - k` for the same).
 //!
 //! **OpenCL** (`--emit opencl`): OpenCL C 1.2 kernels only; the host (polyc's runner, or
 //! yours) launches them in order as [`crate::gpu::launch_plan`] computes. Every kernel
 //! takes, in this order ([`kernel_params`]): the symbolic sizes (`long`), the tensors it
 //! touches in global memory in program order (`__global T *`), the program's scalars by
-//! value, and the host loop iterators it reads (`long`). The work-group size is the
-//! kernel's block, and the global size is grid × block per dimension.
+//! value, the host loop iterators it reads (`long`), and, when its statements divide
+//! integers by a value that may be 0, the fault status (`__global int *`, one `int` the
+//! host sets to 0 before the launches: a kernel that divides by zero stores 1 + the
+//! statement's index there, the first fault wins). The work-group size is the kernel's
+//! block, and the global size is grid × block per dimension.
 //!
 //! Both dialects name each kernel `<def>_k<N>_<statements>`; `Block` and `Thread` loops
 //! are grid- and block-stride loops over `blockIdx`/`threadIdx` (OpenCL:
@@ -30,7 +37,7 @@ use std::fmt::Write;
 
 use polyhedral::ir::{DType, InputRef, Program};
 
-use crate::c::{c_ident, function_params, helpers, Dialect, Emitter};
+use crate::c::{c_ident, function_params, helpers, Dialect, Emitter, FAULT_PARAM};
 use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
 use crate::kir::{KExpr, KNode};
 
@@ -49,6 +56,11 @@ pub enum KernelParam {
     BlockLo,
     /// The block index past the last one along it (`polyc_bhi`).
     BlockHi,
+    /// The fault status (`int *polyc_fault`, in global memory), for a kernel whose
+    /// statements divide integers by a value that may be 0: the first such division
+    /// stores 1 + the statement's index there (compare-and-swap from 0); the host sets it
+    /// to 0 before the launches and reads it back after them.
+    Fault,
 }
 
 /// The parameters of a kernel, in order (see the module docs).
@@ -72,7 +84,21 @@ pub fn kernel_params(prog: &Program, param_texts: &[String], k: &DeviceKernel) -
         v.push(KernelParam::BlockLo);
         v.push(KernelParam::BlockHi);
     }
+    if takes_fault(prog, k) {
+        v.push(KernelParam::Fault);
+    }
     v
+}
+
+/// Whether kernel `k` takes the fault status ([`KernelParam::Fault`]).
+fn takes_fault(prog: &Program, k: &DeviceKernel) -> bool {
+    k.stmts.iter().any(|&s| crate::c::stmt_may_fault(prog, s))
+}
+
+/// Whether some kernel of `module` takes the fault status (the CUDA host function then
+/// has its `polyc_fault_status` parameter).
+pub fn module_may_fault(prog: &Program, module: &GpuModule) -> bool {
+    module.all_kernels().iter().any(|k| takes_fault(prog, k))
 }
 
 fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelParam) -> String {
@@ -108,6 +134,14 @@ fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelPara
         KernelParam::Host(h) => format!("int64_t {h}"),
         KernelParam::BlockLo => format!("int64_t {}", crate::gpu::blockshape::BLOCK_LO),
         KernelParam::BlockHi => format!("int64_t {}", crate::gpu::blockshape::BLOCK_HI),
+        KernelParam::Fault => {
+            let space = if dialect == Dialect::OpenCl {
+                "__global "
+            } else {
+                ""
+            };
+            format!("{space}int *{FAULT_PARAM}")
+        }
     }
 }
 
@@ -300,11 +334,18 @@ pub fn emit_cuda(prog: &Program, param_texts: &[String], module: &GpuModule) -> 
     out
 }
 
+/// The CUDA host function's fault status parameter (a host pointer, or `NULL`).
+const FAULT_STATUS: &str = "polyc_fault_status";
+
 /// The CUDA host function.
 fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &GpuModule) {
     let e = Emitter::new(prog, param_texts);
     let mut params = function_params(prog, &e.bound, "");
     params.push("cudaStream_t stream".into());
+    let faults = module_may_fault(prog, module);
+    if faults {
+        params.push(format!("int *{FAULT_STATUS}"));
+    }
     let _ = writeln!(
         out,
         "/* Launches the kernels of `{}` in order on `stream`; the pointers are device pointers. */",
@@ -316,6 +357,12 @@ fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &Gp
         c_ident(&prog.name),
         params.join(", ")
     );
+    if faults {
+        let _ = writeln!(
+            out,
+            "  int *{FAULT_PARAM} = NULL; /* 1 + the first statement that divided by zero, 0: none */\n  if (cudaMalloc((void **)&{FAULT_PARAM}, sizeof(int)) != cudaSuccess) return cudaErrorMemoryAllocation;\n  cudaMemsetAsync({FAULT_PARAM}, 0, sizeof(int), stream);"
+        );
+    }
     // Temporaries the kernels use in global memory.
     let mut temps: Vec<usize> = Vec::new();
     for k in &module.kernels {
@@ -342,6 +389,12 @@ fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &Gp
         );
     }
     host_node(out, &e, prog, param_texts, module, &module.host, 1);
+    if faults {
+        let _ = writeln!(
+            out,
+            "  if ({FAULT_STATUS} != NULL) {{\n    *{FAULT_STATUS} = 0;\n    cudaMemcpyAsync({FAULT_STATUS}, {FAULT_PARAM}, sizeof(int), cudaMemcpyDeviceToHost, stream);\n    cudaStreamSynchronize(stream);\n  }}\n  cudaFree({FAULT_PARAM});"
+        );
+    }
     for &t in &temps {
         let _ = writeln!(out, "  cudaFree({});", c_ident(&prog.tensors[t].name));
     }
@@ -440,6 +493,7 @@ fn host_node(
                         KernelParam::Host(h) => h.clone(),
                         KernelParam::BlockLo => lo.to_string(),
                         KernelParam::BlockHi => hi.to_string(),
+                        KernelParam::Fault => FAULT_PARAM.to_string(),
                     })
                     .collect::<Vec<_>>()
                     .join(", ")

@@ -65,7 +65,9 @@ pub fn build(
     }))
 }
 
-/// The launches the host part of `module` makes for these values, in order.
+/// The launches the host part of `module` makes for these values, in order: tensor `t`
+/// is buffer `buffer_of(t)`, and the kernels' fault status (one `i32`, 0 before the
+/// launches) is buffer `fault_buffer`.
 pub fn launch_plan(
     prog: &Program,
     param_texts: &[String],
@@ -73,6 +75,7 @@ pub fn launch_plan(
     sizes: &[i64],
     scalars: &[TensorData],
     buffer_of: &impl Fn(usize) -> usize,
+    fault_buffer: usize,
 ) -> Result<Vec<Launch>> {
     let mut out = Vec::new();
     each_launch(prog, module, sizes, &mut |k, env| {
@@ -90,6 +93,7 @@ pub fn launch_plan(
                     KernelParam::Host(h) => LaunchArg::I64(*env.get(&h).ok_or_else(unknown)?),
                     KernelParam::BlockLo => LaunchArg::I64(lo),
                     KernelParam::BlockHi => LaunchArg::I64(hi),
+                    KernelParam::Fault => LaunchArg::Buffer(fault_buffer),
                 });
             }
             Ok(args)
@@ -170,6 +174,9 @@ impl Executable for GpuExecutable {
         }
         let n_real = tensors.len();
         let buffer_of = |t: usize| temp_index.get(&t).map_or(t, |i| n_real + i);
+        // The fault status after the tensors and temporaries: 1 + the first statement
+        // that divided integers by zero, 0 when none did.
+        let mut fault = 0i32.to_ne_bytes();
         let launches = launch_plan(
             prog,
             &self.param_texts,
@@ -177,6 +184,7 @@ impl Executable for GpuExecutable {
             sizes,
             scalars,
             &buffer_of,
+            n_real + temps.len(),
         )?;
         if std::env::var_os("POLYC_DEBUG_LAUNCH").is_some() {
             for l in &launches {
@@ -188,6 +196,7 @@ impl Executable for GpuExecutable {
         }
         let mut bufs: Vec<&mut [u8]> = tensors.iter_mut().map(bytes_of).collect();
         bufs.extend(temps.iter_mut().map(bytes_of));
+        bufs.push(&mut fault);
         let start = Instant::now();
         let device = match &self.device {
             Chosen::OpenCl { source } => {
@@ -199,6 +208,19 @@ impl Executable for GpuExecutable {
                 format!("CUDA: {}", r.device)
             }
         };
+        drop(bufs);
+        match i32::from_ne_bytes(fault) {
+            0 => {}
+            k if k > 0 && (k as usize) <= prog.stmts.len() => {
+                return Err(crate::cpu_runner::division_by_zero(prog, k as usize - 1));
+            }
+            other => {
+                return Err(miette!(
+                    "the kernels of `{}` reported fault status {other}, which names no statement",
+                    prog.name
+                ))
+            }
+        }
         Ok(RunStats {
             run_ms: start.elapsed().as_secs_f64() * 1e3,
             device: Some(device),
