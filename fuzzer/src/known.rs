@@ -54,16 +54,6 @@ pub const KNOWN_BUGS: &[Known] = &[
         explains: gcc_loop_vectorizer,
     },
     Known {
-        name: "nested-packed-tiles",
-        what: "FUZZ_FINDINGS.md F2: a packed tile copied from another packed tile of the same tensor reads it with the wrong layout (passes with --pack none)",
-        explains: nested_packed_tiles,
-    },
-    Known {
-        name: "fusion-no-tile-local-buffer",
-        what: "FUZZ_FINDINGS.md F3: post-tiling fusion rejects a valid program (\"cannot have a tile-local buffer\")",
-        explains: fusion_no_tile_local_buffer,
-    },
-    Known {
         name: "ilp-no-legal-hyperplane",
         what: "FUZZ_FINDINGS.md F4: the ILP scheduler finds no hyperplane for a statement that overwrites one element from several indices",
         explains: ilp_no_hyperplane,
@@ -160,25 +150,6 @@ fn gcc_loop_vectorizer(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> boo
     let mut novec = case.clone();
     novec.cfg.cc = CcMode::NoLoopVectorize;
     rerun(&novec) == Outcome::Pass
-}
-
-/// F2: a CPU mismatch that passes with `--pack none`.
-fn nested_packed_tiles(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
-    if case.cfg.target != Tgt::Cpu
-        || case.cfg.pack.as_deref() == Some("none")
-        || !matches!(outcome, Outcome::Mismatch(_))
-    {
-        return false;
-    }
-    let mut unpacked = case.clone();
-    unpacked.cfg.pack = Some("none".into());
-    rerun(&unpacked) == Outcome::Pass
-}
-
-/// F3: post-tiling fusion's "cannot have a tile-local buffer".
-fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
-    !case.cfg.no_tile_fusion
-        && matches!(outcome, Outcome::CompileError(m) if m.contains("cannot have a tile-local buffer"))
 }
 
 /// F4: the ILP scheduler's "found no legal hyperplane".
