@@ -8,7 +8,7 @@
 //! settings, and where it can, that the failure goes away when the feature at fault is
 //! switched off (a re-run of the case with one setting changed).
 
-use crate::case::{Case, Outcome, Tgt};
+use crate::case::{Case, Outcome};
 
 /// Runs a variant of a case and says how it ended.
 pub type Rerun<'a> = dyn FnMut(&Case) -> Outcome + 'a;
@@ -24,20 +24,10 @@ pub struct Known {
     pub explains: fn(&Case, &Outcome, &mut Rerun) -> bool,
 }
 
-/// Known bugs: issue 22's being fixed in parallel, then this fuzzer's findings. Empty this
-/// list as the fixes land.
-pub const KNOWN_BUGS: &[Known] = &[
-    Known {
-        name: "nested-packed-tiles",
-        what: "FUZZ_FINDINGS.md F2: a packed tile copied from another packed tile of the same tensor reads it with the wrong layout (passes with --pack none)",
-        explains: nested_packed_tiles,
-    },
-    Known {
-        name: "fusion-no-tile-local-buffer",
-        what: "FUZZ_FINDINGS.md F3: post-tiling fusion rejects a valid program (\"cannot have a tile-local buffer\")",
-        explains: fusion_no_tile_local_buffer,
-    },
-];
+/// Known bugs: none now (every finding of `FUZZ_FINDINGS.md` that the differential
+/// campaign hits is fixed). Add an entry only while its fix is in progress, and delete it
+/// with the fix.
+pub const KNOWN_BUGS: &[Known] = &[];
 
 /// The first known bug that explains `outcome`, if any (none when the environment sets
 /// `POLYC_FUZZ_NO_KNOWN=1`: every failure is then shrunk and reported).
@@ -50,23 +40,3 @@ pub fn explain(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> Option<&'st
         .iter()
         .find(|k| (k.explains)(case, outcome, rerun))
 }
-
-/// F2: a CPU mismatch that passes with `--pack none`.
-fn nested_packed_tiles(case: &Case, outcome: &Outcome, rerun: &mut Rerun) -> bool {
-    if case.cfg.target != Tgt::Cpu
-        || case.cfg.pack.as_deref() == Some("none")
-        || !matches!(outcome, Outcome::Mismatch(_))
-    {
-        return false;
-    }
-    let mut unpacked = case.clone();
-    unpacked.cfg.pack = Some("none".into());
-    rerun(&unpacked) == Outcome::Pass
-}
-
-/// F3: post-tiling fusion's "cannot have a tile-local buffer".
-fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Rerun) -> bool {
-    !case.cfg.no_tile_fusion
-        && matches!(outcome, Outcome::CompileError(m) if m.contains("cannot have a tile-local buffer"))
-}
-

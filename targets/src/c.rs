@@ -1034,6 +1034,16 @@ pub(crate) fn tile_name(k: usize) -> String {
     format!("polyc_tile{k}")
 }
 
+/// A tile's extents as `polyc explain` and the comments of the generated code write them,
+/// `4 x 8`; `one element` for a scalar's tile (a fused 0-d temporary).
+pub(crate) fn dims_text(sizes: &[i64]) -> String {
+    if sizes.is_empty() {
+        return "one element".into();
+    }
+    let dims: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    dims.join(" x ")
+}
+
 fn indent(out: &mut String, level: usize) {
     for _ in 0..level {
         out.push_str("  ");
@@ -1137,8 +1147,11 @@ impl<'a> Emitter<'a> {
 
     /// `polyc_tileK[flat]` for the element at tensor coordinates `index` of tile `l`.
     fn tile_access(&self, l: &LocalRef, index: &[String]) -> String {
-        if let (Some(b), Some(r)) = (self.blocks.get(&l.promo), &l.block) {
-            return self.block_access(l.promo, b, r, index);
+        if let Some(b) = self.blocks.get(&l.promo) {
+            return match &l.block {
+                Some(r) => self.block_access(l.promo, b, r, index),
+                None => self.block_access_anywhere(l, b, index),
+            };
         }
         let sizes = self.tile_dims(l.promo, l.tensor);
         let mut flat = String::new();
@@ -1166,18 +1179,70 @@ impl<'a> Emitter<'a> {
         format!("{}[{flat}]", tile_name(l.promo))
     }
 
-    /// `polyc_tileK[flat]` in a buffer stored in blocks of extents `b`: the blocks in
-    /// row-major order, each block row-major.
+    /// `polyc_tileK[flat]` in a buffer stored in blocks of extents `b`, read through the
+    /// block `r` the reader runs in.
     fn block_access(&self, promo: usize, b: &[i64], r: &BlockRef, index: &[String]) -> String {
+        let q: Vec<Option<String>> = (0..index.len())
+            .map(|d| r.index.get(d).map(|e| self.kexpr(e, 7)))
+            .collect();
+        let within: Vec<String> = (0..index.len())
+            .map(|d| {
+                let o = r
+                    .origin
+                    .get(d)
+                    .map(|e| self.kexpr(e, 7))
+                    .unwrap_or_else(|| "0".into());
+                format!("({} - {o})", paren(&index[d]))
+            })
+            .collect();
+        self.blocked_flat(promo, b, &q, &within)
+    }
+
+    /// `polyc_tileK[flat]` in a buffer stored in blocks of extents `b`, read by code that
+    /// runs in no particular block (a copy into a nested tile): the block and the place
+    /// in it are computed from the element's place in the tile, `index - offset`, which
+    /// is never negative inside the tile.
+    fn block_access_anywhere(&self, l: &LocalRef, b: &[i64], index: &[String]) -> String {
+        let sizes = self.tiles.get(&l.promo).cloned().unwrap_or_default();
+        let mut q = Vec::with_capacity(index.len());
+        let mut within = Vec::with_capacity(index.len());
+        for (d, ix) in index.iter().enumerate() {
+            let off = l
+                .offset
+                .get(d)
+                .map(|o| self.kexpr(o, 7))
+                .unwrap_or_else(|| "0".into());
+            let rel = format!("({} - {off})", paren(ix));
+            let bs = b.get(d).copied().unwrap_or(1).max(1);
+            if sizes.get(d).copied().unwrap_or(1) > bs {
+                q.push(Some(format!("{rel} / {bs}")));
+                within.push(format!("{rel} % {bs}"));
+            } else {
+                q.push(None);
+                within.push(rel);
+            }
+        }
+        self.blocked_flat(l.promo, b, &q, &within)
+    }
+
+    /// `polyc_tileK[flat]` in a buffer stored in blocks of extents `b`: the blocks in
+    /// row-major order (`q`: the block's number along each dimension), each block in its
+    /// stored order (`within`: the element's place in the block along each dimension).
+    fn blocked_flat(
+        &self,
+        promo: usize,
+        b: &[i64],
+        q: &[Option<String>],
+        within: &[String],
+    ) -> String {
         let sizes = self.tiles.get(&promo).cloned().unwrap_or_default();
         let per_block: i64 = b.iter().product();
         let mut outer = String::new();
         let mut inner = String::new();
-        for d in 0..index.len() {
+        for d in 0..within.len() {
             let bs = b.get(d).copied().unwrap_or(1);
             let nb = (sizes.get(d).copied().unwrap_or(1) + bs - 1) / bs.max(1);
-            let q = r.index.get(d).map(|e| self.kexpr(e, 7));
-            if let Some(q) = q.filter(|_| nb > 1) {
+            if let Some(q) = q.get(d).cloned().flatten().filter(|_| nb > 1) {
                 outer = if outer.is_empty() {
                     q
                 } else {
@@ -1189,19 +1254,14 @@ impl<'a> Emitter<'a> {
         }
         // Inside a block, the dimensions in their stored order.
         for (k, d) in self
-            .stored_order(promo, index.len())
+            .stored_order(promo, within.len())
             .into_iter()
             .enumerate()
         {
             let bs = b.get(d).copied().unwrap_or(1);
-            let o = r
-                .origin
-                .get(d)
-                .map(|e| self.kexpr(e, 7))
-                .unwrap_or_else(|| "0".into());
-            let ix = format!("({} - {o})", paren(&index[d]));
+            let ix = &within[d];
             inner = if k == 0 {
-                ix
+                ix.clone()
             } else {
                 format!("({inner}) * {bs} + {ix}")
             };
@@ -1538,12 +1598,11 @@ impl<'a> Emitter<'a> {
                     let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
                     let name = tile_name(b.promo);
                     indent(out, level + 1);
-                    let dims: Vec<String> = b.sizes.iter().map(|s| s.to_string()).collect();
+                    let dims = dims_text(&b.sizes);
                     let _ = writeln!(
                         out,
                         "/* tile of {} ({}) */",
-                        self.prog.tensors[b.tensor].name,
-                        dims.join(" x ")
+                        self.prog.tensors[b.tensor].name, dims
                     );
                     indent(out, level + 1);
                     if self.dialect != Dialect::C {
@@ -2325,5 +2384,82 @@ int main(void) {
             literal(f64::NEG_INFINITY, DType::F16),
             "((_Float16)-INFINITY)"
         );
+    }
+
+    /// A tile stored in blocks reads the same element whether the reader runs in a block
+    /// (a [`BlockRef`]) or in none (a copy into a nested tile, FUZZ_FINDINGS.md F2), with
+    /// partial blocks and a stored order; every element has its own place in the buffer.
+    #[test]
+    fn blocked_tiles_read_alike_from_inside_and_outside_their_blocks() {
+        let p = prog();
+        let (sizes, block, off) = ([5i64, 7], [2i64, 3], [10i64, 20]);
+        for order in [None, Some(vec![1, 0])] {
+            let mut e = Emitter::new(&p, &["N".to_string()]);
+            e.register_buf(&crate::kir::LocalBuf {
+                space: MemSpace::Private,
+                promo: 0,
+                tensor: 0,
+                sizes: sizes.to_vec(),
+                block: Some(block.to_vec()),
+                order: order.clone(),
+            });
+            let mut lines = Vec::new();
+            for x in 0..sizes[0] {
+                for y in 0..sizes[1] {
+                    let index = [(off[0] + x).to_string(), (off[1] + y).to_string()];
+                    let offset = vec![KExpr::Int(off[0]), KExpr::Int(off[1])];
+                    let q = [x / block[0], y / block[1]];
+                    let inside = LocalRef {
+                        promo: 0,
+                        tensor: 0,
+                        offset: offset.clone(),
+                        block: Some(BlockRef {
+                            index: q.iter().map(|&v| KExpr::Int(v)).collect(),
+                            origin: (0..2)
+                                .map(|d| KExpr::Int(off[d] + q[d] * block[d]))
+                                .collect(),
+                        }),
+                    };
+                    let outside = LocalRef {
+                        block: None,
+                        ..inside.clone()
+                    };
+                    let flat = |l: &LocalRef| {
+                        let a = e.tile_access(l, &index);
+                        a["polyc_tile0[".len()..a.len() - 1].to_string()
+                    };
+                    lines.push(format!(
+                        "  printf(\"%ld %ld\\n\", (long)({}), (long)({}));",
+                        flat(&inside),
+                        flat(&outside)
+                    ));
+                }
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let src = dir.path().join("blocks.c");
+            let text = format!(
+                "#include <stdio.h>\nint main(void) {{\n{}\n  return 0;\n}}\n",
+                lines.join("\n")
+            );
+            std::fs::write(&src, text).unwrap();
+            let exe = dir.path().join("blocks");
+            let cc = std::process::Command::new("cc")
+                .arg("-o")
+                .arg(&exe)
+                .arg(&src)
+                .status()
+                .unwrap();
+            assert!(cc.success());
+            let out = std::process::Command::new(&exe).output().unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            let mut seen = std::collections::BTreeSet::new();
+            for l in text.lines() {
+                let v: Vec<i64> = l.split(' ').map(|x| x.parse().unwrap()).collect();
+                assert_eq!(v[0], v[1], "order {order:?}:\n{text}");
+                assert!(seen.insert(v[0]), "order {order:?}: {} twice", v[0]);
+                assert!(v[0] >= 0 && v[0] < e.tile_elems(0, 0), "{}", v[0]);
+            }
+            assert_eq!(seen.len() as i64, sizes[0] * sizes[1]);
+        }
     }
 }

@@ -1029,18 +1029,9 @@ impl Lowerer<'_> {
                     "the copy statement {name} runs outside the tile it copies"
                 ));
             }
-            // The copy reads (or writes) the innermost enclosing tile of the tensor, which
-            // promotion never stores in blocks unless the copy is one of its blocks.
-            let outer = locals
-                .iter()
-                .rev()
-                .find(|l| l.tensor == tensor && l.promo != promo);
-            if outer.is_some_and(|l| self.blocked_without_block(l)) {
-                return Err(miette!(
-                    help = "this is an internal error in polyc's memory promotion; please report it with the program",
-                    "the copy statement {name} reads {tname} outside the blocks of its packed tile"
-                ));
-            }
+            // The copy reads (or writes) the innermost enclosing tile of the tensor in the
+            // layout that tile is stored in: code generation indexes a tile stored in blocks
+            // by the block each element falls in when the copy runs in no block of it.
             let copy_in = match kind {
                 CopyKind::In => true,
                 CopyKind::Out => false,

@@ -203,7 +203,7 @@ impl fmt::Display for PromoteReport {
         }
         writeln!(f, "promotion:")?;
         for t in &self.tiles {
-            let dims: Vec<String> = t.sizes.iter().map(|s| s.to_string()).collect();
+            let dims = crate::c::dims_text(&t.sizes);
             let copies = match (t.copy_in, t.copy_out) {
                 (true, true) => "copy in and out",
                 (true, false) => "copy in",
@@ -241,7 +241,7 @@ impl fmt::Display for PromoteReport {
                 t.tensor,
                 t.buffer.name(),
                 t.stmts.join(", "),
-                dims.join(" x "),
+                dims,
                 t.bytes,
                 t.reuse
             )?;
@@ -517,7 +517,19 @@ fn box_sizes(m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
 
 /// The tiles of every tensor the subtree of a mark touches (see the module
 /// documentation). `None` when the mark is at depth 0 (no tile) or never runs.
+/// Tensors of no dimensions (scalars) have no tile here: see [`analyse_mark_with`].
 pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> {
+    analyse_mark_with(scop, m, false)
+}
+
+/// [`analyse_mark`], with the one-element tiles of tensors of no dimensions too when
+/// `scalars` (a 0-d temporary that post-tiling fusion recomputes in every tile gets a
+/// one-element tile-local buffer; nothing else promotes scalars).
+pub fn analyse_mark_with(
+    scop: &Scop,
+    m: &MarkTiles,
+    scalars: bool,
+) -> Result<Option<MarkAnalysis>> {
     let depth = m.depth;
     if depth == 0 || m.dead {
         return Ok(None);
@@ -586,7 +598,7 @@ pub fn analyse_mark(scop: &Scop, m: &MarkTiles) -> Result<Option<MarkAnalysis>> 
         let Some((offset, sizes)) = box_sizes(&all)? else {
             continue;
         };
-        if sizes.is_empty() || sizes.iter().any(|&s| s <= 0) {
+        if (sizes.is_empty() && !scalars) || sizes.iter().any(|&s| s <= 0) {
             continue;
         }
         let mut accesses = 0i64;
@@ -716,7 +728,8 @@ fn scop_tensor(scop: &Scop, name: &str) -> Option<usize> {
 }
 
 /// The tensors the policy promotes at one mark, as indices into `a.tiles`: none of the
-/// tensors in `skip`, and `used` bytes of the level are taken already (by tiles packed at
+/// tensors in `skip` and no scalar (those are analysed only to place tile-local
+/// temporaries), and `used` bytes of the level are taken already (by tiles packed at
 /// enclosing marks of the same buffer).
 pub(crate) fn choose(
     a: &MarkAnalysis,
@@ -729,7 +742,7 @@ pub(crate) fn choose(
     let bytes =
         |t: &TensorTile| t.elems() as u64 * prog.tensors[t.tensor].dtype.size_bytes() as u64;
     let mut order: Vec<usize> = (0..a.tiles.len())
-        .filter(|&i| !skip.contains(&a.tiles[i].tensor))
+        .filter(|&i| !skip.contains(&a.tiles[i].tensor) && !a.tiles[i].sizes.is_empty())
         .collect();
     order.sort_by(|&x, &y| {
         a.tiles[y]
@@ -809,7 +822,7 @@ pub fn promote(
     for m in &marks {
         analyses.push(match m.mark {
             Mark::Mem(_) if !opts.locals.is_empty() || !opts.exclusive_locals.is_empty() => {
-                analyse_mark(scop, m)?
+                analyse_mark_with(scop, m, true)?
             }
             _ => None,
         });
@@ -1306,6 +1319,10 @@ fn place_local(
     let Some(t) = prog.tensors.iter().position(|x| x.name == name) else {
         return Ok(Err("the program has no such tensor".into()));
     };
+    // A scalar gets a one-element buffer only where fusion recomputes it in every tile.
+    if exclusive && prog.tensors[t].shape.is_empty() {
+        return Ok(Err("it has no dimensions".into()));
+    }
     let users: BTreeSet<&str> = (0..scop.stmt_names.len())
         .filter(|&s| {
             scop.stmt_writes[s].tensor == t || scop.stmt_reads[s].iter().any(|a| a.tensor == t)
@@ -1591,7 +1608,7 @@ pub fn promotions_in(
             let node = node_at(&root, &m.path)?;
             let ids = copy_ids_below_mark(&node)?;
             if !ids.is_empty() {
-                let a = analyse_mark(scop, m)?.ok_or_else(|| {
+                let a = analyse_mark_with(scop, m, true)?.ok_or_else(|| {
                     miette!("a memory mark with copies has no tile band above it")
                 })?;
                 let depth = a.depth;

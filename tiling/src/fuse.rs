@@ -340,7 +340,11 @@ impl FuseReport {
                 .as_ref()
                 .map(|b| {
                     let v: Vec<String> = b.iter().map(|x| x.to_string()).collect();
-                    format!(", per tile a {} box", v.join(" x "))
+                    if v.is_empty() {
+                        ", per tile one instance".to_string()
+                    } else {
+                        format!(", per tile a {} box", v.join(" x "))
+                    }
                 })
                 .unwrap_or_default();
             let cost = match (f.executed, f.instances, f.recompute) {

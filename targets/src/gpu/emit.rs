@@ -275,7 +275,7 @@ fn kernel_fn(
         } else {
             "__local"
         };
-        let dims: Vec<String> = b.sizes.iter().map(|s| s.to_string()).collect();
+        let dims = crate::c::dims_text(&b.sizes);
         let _ = writeln!(
             out,
             "  {space} {} {}[{}]; /* tile of {} ({}) in shared memory */",
@@ -283,7 +283,7 @@ fn kernel_fn(
             crate::c::tile_name(b.promo),
             e.tile_elems(b.promo, b.tensor),
             ten.name,
-            dims.join(" x ")
+            dims
         );
     }
     e.node(out, &k.body, 1);
