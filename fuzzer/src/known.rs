@@ -69,4 +69,3 @@ fn fusion_no_tile_local_buffer(case: &Case, outcome: &Outcome, _rerun: &mut Reru
     !case.cfg.no_tile_fusion
         && matches!(outcome, Outcome::CompileError(m) if m.contains("cannot have a tile-local buffer"))
 }
-
