@@ -472,6 +472,28 @@ impl<'a> Sema<'a> {
 
     fn stmt(&mut self, st: &ast::Stmt) -> Res<()> {
         let lhs = self.lhs_tensor(&st.lhs, st.lhs_span)?;
+        self.check_write(st, lhs)?;
+        let (lhs_index, n_lhs) = self.stmt_iters(st)?;
+        let fixed = self.explicit_ranges(st)?;
+        self.tc_check_reduction_op(st, n_lhs)?;
+        let dtype = self.stmt_dtype(st, lhs)?;
+
+        // The right-hand side, with its accesses.
+        let mut reads: Vec<(TensorId, Vec<Lin>)> = Vec::new();
+        let rhs = self.value(&st.rhs, dtype, &mut reads)?;
+        for e in &st.exists {
+            self.value(e, dtype, &mut reads)?;
+        }
+
+        let (iters, inferred) = self.stmt_ranges(st, lhs, &lhs_index, &reads, &fixed, n_lhs)?;
+        let pieces = self.stmt_pieces(st, &iters, dtype, rhs)?;
+        self.push_stmts(st, lhs, &lhs_index, &iters[..n_lhs], dtype, pieces);
+        self.record_write(st, lhs, dtype, &lhs_index, &inferred)
+    }
+
+    /// Whether statement `st` may write tensor `lhs`: not a TC input, with the tensor's
+    /// rank, and a temporary's first write not an update of a value it does not hold.
+    fn check_write(&self, st: &ast::Stmt, lhs: TensorId) -> Res<()> {
         if self.tc && self.tensors[lhs].role == TensorRole::Input {
             return Err(self.err(
                 st.lhs.span,
@@ -506,8 +528,13 @@ impl<'a> Sema<'a> {
                 ),
             ));
         }
+        Ok(())
+    }
 
-        // Iterators: left-hand indices, then the reads' indices in order.
+    /// The statement's iterators (into `self.iters`): left-hand indices, then the reads'
+    /// indices in order, then `where` indices used only as values. Returns the left-hand
+    /// index forms and how many iterators the left side introduces.
+    fn stmt_iters(&mut self, st: &ast::Stmt) -> Res<(Vec<Lin>, usize)> {
         self.iters.clear();
         let mut lhs_index = Vec::with_capacity(st.lhs_index.len());
         for e in &st.lhs_index {
@@ -531,8 +558,11 @@ impl<'a> Sema<'a> {
                 }
             }
         }
+        Ok((lhs_index, n_lhs))
+    }
 
-        // Explicit ranges.
+    /// The explicit (`where`) ranges of the statement's iterators, per iterator.
+    fn explicit_ranges(&mut self, st: &ast::Stmt) -> Res<Vec<Option<Bounds>>> {
         let mut fixed: Vec<Option<Bounds>> = vec![None; self.iters.len()];
         for r in &st.ranges {
             let Some(pos) = self.iters.iter().position(|(x, _)| *x == r.iter.name) else {
@@ -572,6 +602,12 @@ impl<'a> Sema<'a> {
                 }
             }
         }
+        Ok(fixed)
+    }
+
+    /// In a TC file, a statement with reduction indices (iterators past the first
+    /// `n_lhs`) needs a reduction operator.
+    fn tc_check_reduction_op(&self, st: &ast::Stmt, n_lhs: usize) -> Res<()> {
         if self.tc && st.op == AssignOp::Assign && self.iters.len() > n_lhs {
             let (r, span) = self.iters[n_lhs].clone();
             return Err(self.err(
@@ -585,15 +621,19 @@ impl<'a> Sema<'a> {
                 ),
             ));
         }
+        Ok(())
+    }
 
-        // Type.
+    /// The type the statement computes in (and, for a tensor without one, the type it
+    /// gives `lhs`); sets [`Sema::sat_i8_stmt`].
+    fn stmt_dtype(&mut self, st: &ast::Stmt, lhs: TensorId) -> Res<DType> {
         self.sat_i8_stmt =
             !self.tc && self.tensors[lhs].dtype == Some(DType::I8) && is_sat_i8(&st.rhs);
         let root_cast = match &st.rhs.kind {
             ExprKind::Cast { ty, .. } => Some(ty.dtype),
             _ => None,
         };
-        let dtype = match self.tensors[lhs].dtype {
+        Ok(match self.tensors[lhs].dtype {
             Some(d) if self.tc => {
                 self.tc_check_narrowing(st, d)?;
                 d
@@ -609,54 +649,61 @@ impl<'a> Sema<'a> {
             None if root_cast.is_some() && !self.tc => root_cast.unwrap_or(DType::I32),
             None => match self.first_read_type(&st.rhs) {
                 Some(d) => d,
-                None => {
-                    let t = &self.tensors[lhs];
-                    let help = if t.role == TensorRole::Output {
-                        format!(
-                            "declare the type of `{}` in the def's outputs, e.g. `f32 {}` or \
-                             `f32(N) {}`",
-                            t.name, t.name, t.name
-                        )
-                    } else {
-                        format!(
-                            "the type of a temporary is that of the first tensor (or else \
-                             scalar) its first statement reads; read one here, or make `{}` \
-                             an output with a declared type",
-                            t.name
-                        )
-                    };
-                    return Err(self.err(
-                        st.lhs_span,
-                        format!("cannot infer the element type of `{}`", t.name),
-                        "this statement reads no tensor or scalar",
-                        help,
-                    ));
-                }
+                None => return Err(self.untyped_error(st, lhs)),
             },
+        })
+    }
+
+    /// The error for a tensor `lhs` whose element type statement `st` does not tell.
+    fn untyped_error(&self, st: &ast::Stmt, lhs: TensorId) -> Box<SourceError> {
+        let t = &self.tensors[lhs];
+        let help = if t.role == TensorRole::Output {
+            format!(
+                "declare the type of `{}` in the def's outputs, e.g. `f32 {}` or \
+                 `f32(N) {}`",
+                t.name, t.name, t.name
+            )
+        } else {
+            format!(
+                "the type of a temporary is that of the first tensor (or else \
+                 scalar) its first statement reads; read one here, or make `{}` \
+                 an output with a declared type",
+                t.name
+            )
         };
+        self.err(
+            st.lhs_span,
+            format!("cannot infer the element type of `{}`", t.name),
+            "this statement reads no tensor or scalar",
+            help,
+        )
+    }
 
-        // The right-hand side, with its accesses.
-        let mut reads: Vec<(TensorId, Vec<Lin>)> = Vec::new();
-        let rhs = self.value(&st.rhs, dtype, &mut reads)?;
-        for e in &st.exists {
-            self.value(e, dtype, &mut reads)?;
-        }
-
-        // Ranges: polyc infers from every access, the left side's included; TC from the
-        // right-hand side's (and `exists`) only, in rounds.
-        let lhs_access = (!self.tc).then_some((lhs, &lhs_index));
+    /// The ranges of the statement's iterators, explicit (`fixed`) or inferred: polyc
+    /// infers from every access, the left side's included; TC from the right-hand side's
+    /// (and `exists`) only, in rounds. Returns the iterators and their bounds.
+    fn stmt_ranges(
+        &self,
+        st: &ast::Stmt,
+        lhs: TensorId,
+        lhs_index: &[Lin],
+        reads: &[(TensorId, Vec<Lin>)],
+        fixed: &[Option<Bounds>],
+        n_lhs: usize,
+    ) -> Res<(Vec<Iter>, Vec<Bounds>)> {
+        let lhs_access = (!self.tc).then_some((lhs, lhs_index));
         let accesses: Vec<Access> = lhs_access
             .into_iter()
-            .chain(reads.iter().map(|(t, idx)| (*t, idx)))
+            .chain(reads.iter().map(|(t, idx)| (*t, idx.as_slice())))
             .map(|(t, idx)| Access {
-                index: idx.as_slice(),
+                index: idx,
                 extents: self.tensors[t].shape.as_deref(),
             })
             .collect();
         let bounds = if self.tc {
-            super::tc_infer::infer(&fixed, &accesses)
+            super::tc_infer::infer(fixed, &accesses)
         } else {
-            infer::infer(&fixed, &accesses)
+            infer::infer(fixed, &accesses)
         };
         let bounds = bounds.map_err(|_| {
             self.err(
@@ -674,39 +721,7 @@ impl<'a> Sema<'a> {
                 let in_known = accesses
                     .iter()
                     .any(|a| a.extents.is_some() && a.index.iter().any(|e| e.mentions_iter(k)));
-                if self.tc {
-                    return Err(self.err(
-                        span,
-                        format!("cannot infer the range of `{name}`"),
-                        if in_known {
-                            format!(
-                                "TC's rounds do not bound `{name}`: no access bounds it once \
-                                 the others are known"
-                            )
-                        } else if k < n_lhs {
-                            format!(
-                                "`{name}` indexes no tensor on the right; TC infers ranges \
-                                 from the right-hand side only"
-                            )
-                        } else {
-                            format!("`{name}` indexes no tensor of known shape")
-                        },
-                        format!(
-                            "add `where {name} in lo:hi` (half-open: lo <= {name} < hi) after \
-                             the statement"
-                        ),
-                    ));
-                }
-                return Err(self.err(
-                    span,
-                    format!("cannot infer the range of `{name}`"),
-                    if in_known {
-                        format!("the accesses do not bound `{name}` on their own")
-                    } else {
-                        format!("`{name}` indexes no tensor of known shape")
-                    },
-                    format!("add `where {name} in lo:hi` (half-open) at the end of the statement"),
-                ));
+                return Err(self.unbounded_error(&name, span, in_known, k < n_lhs));
             };
             iters.push(Iter {
                 name,
@@ -721,31 +736,99 @@ impl<'a> Sema<'a> {
             });
             inferred.push(b);
         }
+        Ok((iters, inferred))
+    }
 
-        // Statements. In a TC file, a conditional whose condition is affine in the indices
-        // splits the update into one statement per branch, each over its part of the
-        // domain (so that a branch's accesses need only be valid where it is taken).
-        let pieces = if self.tc {
-            let mut pieces = self.tc_split_guards(&st.rhs, &iters, dtype, 0)?;
-            // A branch that reduces the identity (`+= 0`, `*= 1`) changes nothing.
-            let identity = match st.op {
-                AssignOp::Add => Some(0.0),
-                AssignOp::Mul => Some(1.0),
-                _ => None,
-            };
-            if pieces.len() > 1 {
-                pieces.retain(|(_, e)| identity.is_none() || constant(e) != identity);
-            }
-            pieces
-        } else {
-            vec![(iters.clone(), rhs)]
+    /// The error for iterator `name` (first mentioned at `span`) whose range is neither
+    /// explicit nor inferred; `in_known`: it indexes a tensor of known shape; `on_lhs`: it
+    /// is a left-hand index.
+    fn unbounded_error(
+        &self,
+        name: &str,
+        span: Span,
+        in_known: bool,
+        on_lhs: bool,
+    ) -> Box<SourceError> {
+        if self.tc {
+            return self.err(
+                span,
+                format!("cannot infer the range of `{name}`"),
+                if in_known {
+                    format!(
+                        "TC's rounds do not bound `{name}`: no access bounds it once \
+                         the others are known"
+                    )
+                } else if on_lhs {
+                    format!(
+                        "`{name}` indexes no tensor on the right; TC infers ranges \
+                         from the right-hand side only"
+                    )
+                } else {
+                    format!("`{name}` indexes no tensor of known shape")
+                },
+                format!(
+                    "add `where {name} in lo:hi` (half-open: lo <= {name} < hi) after \
+                     the statement"
+                ),
+            );
+        }
+        self.err(
+            span,
+            format!("cannot infer the range of `{name}`"),
+            if in_known {
+                format!("the accesses do not bound `{name}` on their own")
+            } else {
+                format!("`{name}` indexes no tensor of known shape")
+            },
+            format!("add `where {name} in lo:hi` (half-open) at the end of the statement"),
+        )
+    }
+
+    /// The update's pieces: its iterators and right-hand side `rhs`. In a TC file, a
+    /// conditional whose condition is affine in the indices splits the update into one
+    /// statement per branch, each over its part of the domain (so that a branch's
+    /// accesses need only be valid where it is taken).
+    fn stmt_pieces(
+        &mut self,
+        st: &ast::Stmt,
+        iters: &[Iter],
+        dtype: DType,
+        rhs: ir::Expr,
+    ) -> Res<Vec<(Vec<Iter>, ir::Expr)>> {
+        if !self.tc {
+            return Ok(vec![(iters.to_vec(), rhs)]);
+        }
+        let mut pieces = self.tc_split_guards(&st.rhs, iters, dtype, 0)?;
+        // A branch that reduces the identity (`+= 0`, `*= 1`) changes nothing.
+        let identity = match st.op {
+            AssignOp::Add => Some(0.0),
+            AssignOp::Mul => Some(1.0),
+            _ => None,
         };
+        if pieces.len() > 1 {
+            pieces.retain(|(_, e)| identity.is_none() || constant(e) != identity);
+        }
+        Ok(pieces)
+    }
+
+    /// Numbers the statements of `st`: its init (over the left-hand iterators
+    /// `lhs_iters`) if it has one, then one update per piece.
+    fn push_stmts(
+        &mut self,
+        st: &ast::Stmt,
+        lhs: TensorId,
+        lhs_index: &[Lin],
+        lhs_iters: &[Iter],
+        dtype: DType,
+        pieces: Vec<(Vec<Iter>, ir::Expr)>,
+    ) {
+        let n_lhs = lhs_iters.len();
         let lhs_aff: Vec<ir::Aff> = lhs_index.iter().map(Lin::to_aff).collect();
         if st.init {
             let name = format!("S_{}", self.stmts.len());
             self.stmts.push(ir::Stmt {
                 name,
-                iters: iters[..n_lhs].to_vec(),
+                iters: lhs_iters.to_vec(),
                 n_lhs_iters: n_lhs,
                 lhs,
                 lhs_index: lhs_aff.clone(),
@@ -769,15 +852,25 @@ impl<'a> Sema<'a> {
                 lhs_span: st.lhs_span,
             });
         }
+    }
 
-        // What the write tells about the tensor.
+    /// What the write tells about tensor `lhs`: it is written, has the statement's type
+    /// `dtype` if it had none, and the shape the statement's bounds give if it had none.
+    fn record_write(
+        &mut self,
+        st: &ast::Stmt,
+        lhs: TensorId,
+        dtype: DType,
+        lhs_index: &[Lin],
+        inferred: &[Bounds],
+    ) -> Res<()> {
         let t = &mut self.tensors[lhs];
         t.written = true;
         if t.dtype.is_none() {
             t.dtype = Some(dtype);
         }
         if t.shape.is_none() {
-            let shape = self.infer_shape(lhs, st, &lhs_index, &inferred)?;
+            let shape = self.infer_shape(lhs, st, lhs_index, inferred)?;
             self.tensors[lhs].shape = Some(shape);
         }
         Ok(())

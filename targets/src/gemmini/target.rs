@@ -11,7 +11,7 @@ use crate::passes::{PassCx, Tile};
 use crate::target::{BuildInput, RewriteCx, Target};
 use crate::{EmitOptions, Executable};
 
-use super::codegen::{gemm_program, Geometry, Tiles};
+use super::codegen::{gemm_program, Geometry, Placement, Tiles};
 use super::recognise::{recognise, AccScale, Gemm};
 
 /// The most instruction programs the default policy counts per GEMM.
@@ -73,89 +73,56 @@ impl GemminiTarget {
             );
             return Ok((kernel, notes, untouched));
         };
+        let (gemms, folded) = self.plan(cx, &geo, &sizes, elem, acc, &mut notes)?;
+        unfused_relu_notes(prog, &gemms, &folded, &mut notes);
+        unfused_requant_notes(prog, &gemms, &folded, &mut notes);
+        host_notes(prog, &folded, &mut notes);
+        let (parts, loop_iters, tree_parts) = assemble(&kernel, &gemms, &folded, &geo)?;
+        let tree = match fin {
+            Some(fin) => Some(self.tensorised_tree(prog, fin, tree_parts, &gemms, &geo)?),
+            None => None,
+        };
+        Ok((
+            Kernel {
+                body: KNode::Block(parts),
+                loop_iters,
+            },
+            notes,
+            tree,
+        ))
+    }
+
+    /// Per statement, the GEMM it is recognised as and its tiles (`None`: it runs on the
+    /// host), and which statements a GEMM folds (its init, bias preload or epilogue);
+    /// says what and why in `notes`.
+    fn plan(
+        &self,
+        cx: &RewriteCx,
+        geo: &Geometry,
+        sizes: &[i64],
+        elem: DType,
+        acc: DType,
+        notes: &mut Vec<String>,
+    ) -> Result<(Plans, Vec<bool>)> {
+        let prog = cx.program;
         let n = prog.stmts.len();
-        let mut gemms: Vec<Option<(Gemm, Tiles)>> = vec![None; n];
+        let mut gemms: Plans = vec![None; n];
         let mut folded = vec![false; n];
         #[allow(clippy::needless_range_loop)]
         for s in 0..n {
-            match recognise(prog, cx.scop, s, &sizes, elem, acc, geo.dim) {
+            match recognise(prog, cx.scop, s, sizes, elem, acc, geo.dim) {
                 Ok(g) => {
-                    let (t, how) = self.tiles(cx, &g, &geo, &sizes)?;
+                    let (t, how) = self.tiles(cx, &g, geo, sizes)?;
                     let p = geo.place(&t).map_err(|e| miette!("internal error: {e}"))?;
-                    notes.push(format!(
-                        "  {}: tensorised as a GEMM ({}), {}",
-                        prog.stmts[s].name,
-                        describe_gemm(prog, &g),
-                        if g.os() {
-                            "output-stationary (both operands are stored transposed)"
-                        } else {
-                            "weight-stationary"
-                        }
-                    ));
-                    notes.push(format!(
-                        "    tiles {}×{}×{} (i×j×k, from {how}); scratchpad: A {} rows, B {} rows{}; accumulator: C {} rows{}",
-                        t.ti,
-                        t.tj,
-                        t.tk,
-                        p.a_rows,
-                        p.b_rows,
-                        if p.sp_double { ", double-buffered across banks" } else { ", single-buffered" },
-                        p.c_rows,
-                        if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
-                    ));
+                    gemm_notes(prog, s, &g, &t, &p, how, notes);
                     if let Some(e) = &g.epilogue {
                         folded[e.stmt] = true;
-                        notes.push(format!(
-                            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling ({}, rounded half to even and saturated to int8){} into `{}`; `{}` never reaches DRAM",
-                            prog.stmts[e.stmt].name,
-                            prog.tensors[g.c].name,
-                            match e.scale {
-                                AccScale::Lit(1.0) => "identity scale".to_string(),
-                                AccScale::Lit(v) => format!("scale {v:?} fused into config_st"),
-                                AccScale::Scalar(k) => format!(
-                                    "scale `{}` fused into config_st",
-                                    prog.scalars[k].name
-                                ),
-                            },
-                            if e.relu { " and ReLU" } else { "" },
-                            prog.tensors[e.tensor].name,
-                            prog.tensors[g.c].name
-                        ));
                     }
                     if let Some(p) = &g.preload {
                         folded[p.stmt] = true;
-                        notes.push(format!(
-                            "    {} is folded: `{}` is moved into the accumulator (mvin3{}) before the reduction",
-                            prog.stmts[p.stmt].name,
-                            prog.tensors[p.tensor].name,
-                            if p.off.coef[g.i] == 0 { ", row stride 0: one row broadcast to every row" } else { "" }
-                        ));
-                    }
-                    if !g.guards.is_empty() {
-                        let names: Vec<String> = g
-                            .outer
-                            .iter()
-                            .filter(|r| g.guards.iter().any(|x| x.iter == **r))
-                            .map(|&r| format!("`{}`", prog.stmts[s].iters[r].name))
-                            .collect();
-                        notes.push(format!(
-                            "    padding: the ranges of {} depend on the output position, so per filter offset each block's `mvin` and compute cover only the rows it reaches (nothing is padded in DRAM)",
-                            names.join(", ")
-                        ));
                     }
                     if let Some(i) = g.init {
                         folded[i] = true;
-                        notes.push(if g.guards.is_empty() {
-                            format!(
-                                "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
-                                prog.stmts[i].name, prog.tensors[g.c].name
-                            )
-                        } else {
-                            format!(
-                                "    {} (the init of `{}`) is folded: the accumulator starts from zeros (mvin3 from DRAM address 0), since the first filter offset may not reach every row",
-                                prog.stmts[i].name, prog.tensors[g.c].name
-                            )
-                        });
                     }
                     gemms[s] = Some((g, t));
                 }
@@ -169,155 +136,48 @@ impl GemminiTarget {
                 }
             }
         }
-        // A ReLU of a tensorised result cannot ride on its `mvout`: say why.
-        for (s, st) in prog.stmts.iter().enumerate() {
-            let StmtBody::Update(AssignOp::Assign, polyhedral::ir::Expr::Call(Func::Relu, args)) =
-                &st.body
-            else {
-                continue;
-            };
-            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = args.first() else {
-                continue;
-            };
-            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
-                notes.push(format!(
-                    "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; for an int8 result, write `Q(…) = sat_i8(relu({}(…)))` into an int8 tensor with `{}` a temporary, which fuses",
-                    st.name,
-                    prog.tensors[*tensor].name,
-                    prog.tensors[*tensor].name,
-                    prog.tensors[*tensor].name
-                ));
-            }
-        }
-        // A requantisation whose ReLU comes before a run-time scale: say why it stays on
-        // the host.
-        for (s, st) in prog.stmts.iter().enumerate() {
-            let StmtBody::Update(
-                AssignOp::Assign,
-                polyhedral::ir::Expr::Call(Func::RequantI8, args),
-            ) = &st.body
-            else {
-                continue;
-            };
-            let (
-                Some(polyhedral::ir::Expr::Call(Func::Relu, inner)),
-                Some(polyhedral::ir::Expr::Scalar(k)),
-            ) = (args.first(), args.get(1))
-            else {
-                continue;
-            };
-            let Some(polyhedral::ir::Expr::Read { tensor, .. }) = inner.first() else {
-                continue;
-            };
-            if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
-                let (c, sc) = (&prog.tensors[*tensor].name, &prog.scalars[*k].name);
-                notes.push(format!(
-                    "    {}: the requantisation of `{c}` is not fused into its mvout: the ReLU comes before the scale `{sc}`, whose sign is known only at run time, and Gemmini's mvout applies the ReLU after the scale (the same value only for a scale ≥ 0); write `sat_i8(relu({c}(…) * {sc}))`, which fuses",
-                    st.name
-                ));
-            }
-        }
-        // A folded statement was looked at before the GEMM that folds it.
-        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| **f) {
-            let host = format!("  {}: runs on the host", st.name);
-            notes.retain(|n| !n.starts_with(&host));
-        }
-        for (st, _) in prog.stmts.iter().zip(&folded).filter(|(_, f)| !**f) {
-            if matches!(st.body, StmtBody::Init(_)) {
-                notes.push(format!(
-                    "  {}: runs on the host (the initialisation of a statement that is not tensorised)",
-                    st.name
-                ));
-            }
-        }
-        // Program order: each statement runs over its whole domain before the next, so
-        // host groups and instruction programs can follow one another.
-        let mut parts = Vec::new();
-        let mut loop_iters = kernel.loop_iters.clone();
-        let mut host: Vec<usize> = Vec::new();
-        // The same parts for the `tensorised` tree: `Err(host statements)` or `Ok(GEMM)`.
-        let mut tree_parts: Vec<std::result::Result<usize, Vec<usize>>> = Vec::new();
-        let flush =
-            |host: &mut Vec<usize>,
-             parts: &mut Vec<KNode>,
-             tree_parts: &mut Vec<std::result::Result<usize, Vec<usize>>>| {
-                if !host.is_empty() {
-                    tree_parts.push(Err(host.clone()));
-                    let keep = host.clone();
-                    parts.push(retain_stmts(kernel.body.clone(), &move |s| {
-                        keep.contains(&s)
-                    }));
-                    host.clear();
+        Ok((gemms, folded))
+    }
+
+    /// The `tensorised` tree of the plan: `fin` with the parts of the program (host
+    /// statements or GEMMs, in program order) as Gemmini's tiles and buffers.
+    fn tensorised_tree(
+        &self,
+        prog: &Program,
+        fin: &ScheduleTree,
+        tree_parts: Vec<TreePart>,
+        gemms: &Plans,
+        geo: &Geometry,
+    ) -> Result<ScheduleTree> {
+        let mut tparts = Vec::new();
+        for part in tree_parts {
+            tparts.push(match part {
+                Err(host) => super::tree::Part::Host(host),
+                Ok(s) => {
+                    let Some((g, t)) = &gemms[s] else {
+                        return Err(miette!("internal error: statement {s} has no plan"));
+                    };
+                    super::tree::Part::Tensorised {
+                        gemm: g,
+                        tiles: *t,
+                        place: geo.place(t).map_err(|e| miette!("internal error: {e}"))?,
+                    }
                 }
-            };
-        for s in 0..n {
-            if folded[s] {
-                continue;
-            }
-            match &gemms[s] {
-                None => host.push(s),
-                Some((g, t)) => {
-                    flush(&mut host, &mut parts, &mut tree_parts);
-                    tree_parts.push(Ok(s));
-                    let p = geo.place(t).map_err(|e| miette!("internal error: {e}"))?;
-                    let prefix = format!("g{s}_");
-                    let body = gemm_program(g, &geo, t, &p, &prefix);
-                    body.walk(&mut |n| {
-                        if let KNode::For { iter, .. } = n {
-                            if !loop_iters.contains(iter) {
-                                loop_iters.push(iter.clone());
-                            }
-                        }
-                    });
-                    parts.push(body);
-                }
-            }
+            });
         }
-        flush(&mut host, &mut parts, &mut tree_parts);
-        let tree = match fin {
-            Some(fin) => {
-                let mut tparts = Vec::new();
-                for part in tree_parts {
-                    tparts.push(match part {
-                        Err(host) => super::tree::Part::Host(host),
-                        Ok(s) => {
-                            let Some((g, t)) = &gemms[s] else {
-                                return Err(miette!("internal error: statement {s} has no plan"));
-                            };
-                            super::tree::Part::Tensorised {
-                                gemm: g,
-                                tiles: *t,
-                                place: geo.place(t).map_err(|e| miette!("internal error: {e}"))?,
-                            }
-                        }
-                    });
-                }
-                let role = |r: BufferRole| {
-                    self.desc
-                        .buffers
-                        .iter()
-                        .find(|b| b.role() == r)
-                        .map(|b| schedule_tree::Buffer::new(&b.name))
-                        .ok_or_else(|| miette!("internal error: no {} buffer", r.name()))
-                };
-                let bufs = super::tree::Buffers {
-                    operands: role(BufferRole::Scratchpad)?,
-                    results: role(BufferRole::Accumulator)?,
-                };
-                Some(super::tree::tensorised_tree(
-                    prog, fin, &tparts, &bufs, geo.dim,
-                )?)
-            }
-            None => None,
+        let role = |r: BufferRole| {
+            self.desc
+                .buffers
+                .iter()
+                .find(|b| b.role() == r)
+                .map(|b| schedule_tree::Buffer::new(&b.name))
+                .ok_or_else(|| miette!("internal error: no {} buffer", r.name()))
         };
-        Ok((
-            Kernel {
-                body: KNode::Block(parts),
-                loop_iters,
-            },
-            notes,
-            tree,
-        ))
+        let bufs = super::tree::Buffers {
+            operands: role(BufferRole::Scratchpad)?,
+            results: role(BufferRole::Accumulator)?,
+        };
+        super::tree::tensorised_tree(prog, fin, &tparts, &bufs, geo.dim)
     }
 
     /// The description's scratchpad and accumulator, with their element types.
@@ -588,6 +448,222 @@ fn band_iters(tree: &ScheduleTree, name: &str, iters: &[String]) -> Vec<Option<u
         }
     }
     out
+}
+
+/// Per statement, its GEMM and tiles when it is tensorised.
+type Plans = Vec<Option<(Gemm, Tiles)>>;
+
+/// A part of the program for the `tensorised` tree: `Err(host statements)` or `Ok(GEMM)`.
+type TreePart = std::result::Result<usize, Vec<usize>>;
+
+/// The notes of statement `s`, tensorised as `g` with tiles `t` (from `how`) placed as
+/// `p`: the dataflow, the tiles and buffers, and what the GEMM fuses, folds and guards.
+fn gemm_notes(
+    prog: &Program,
+    s: usize,
+    g: &Gemm,
+    t: &Tiles,
+    p: &Placement,
+    how: &str,
+    notes: &mut Vec<String>,
+) {
+    notes.push(format!(
+        "  {}: tensorised as a GEMM ({}), {}",
+        prog.stmts[s].name,
+        describe_gemm(prog, g),
+        if g.os() {
+            "output-stationary (both operands are stored transposed)"
+        } else {
+            "weight-stationary"
+        }
+    ));
+    notes.push(format!(
+        "    tiles {}×{}×{} (i×j×k, from {how}); scratchpad: A {} rows, B {} rows{}; accumulator: C {} rows{}",
+        t.ti,
+        t.tj,
+        t.tk,
+        p.a_rows,
+        p.b_rows,
+        if p.sp_double { ", double-buffered across banks" } else { ", single-buffered" },
+        p.c_rows,
+        if p.acc_double { ", double-buffered across banks" } else { ", single-buffered" },
+    ));
+    if let Some(e) = &g.epilogue {
+        notes.push(format!(
+            "    {} is fused into the mvout: `{}`'s rows leave the accumulator through Gemmini's scaling ({}, rounded half to even and saturated to int8){} into `{}`; `{}` never reaches DRAM",
+            prog.stmts[e.stmt].name,
+            prog.tensors[g.c].name,
+            match e.scale {
+                AccScale::Lit(1.0) => "identity scale".to_string(),
+                AccScale::Lit(v) => format!("scale {v:?} fused into config_st"),
+                AccScale::Scalar(k) => format!(
+                    "scale `{}` fused into config_st",
+                    prog.scalars[k].name
+                ),
+            },
+            if e.relu { " and ReLU" } else { "" },
+            prog.tensors[e.tensor].name,
+            prog.tensors[g.c].name
+        ));
+    }
+    if let Some(p) = &g.preload {
+        notes.push(format!(
+            "    {} is folded: `{}` is moved into the accumulator (mvin3{}) before the reduction",
+            prog.stmts[p.stmt].name,
+            prog.tensors[p.tensor].name,
+            if p.off.coef[g.i] == 0 {
+                ", row stride 0: one row broadcast to every row"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !g.guards.is_empty() {
+        let names: Vec<String> = g
+            .outer
+            .iter()
+            .filter(|r| g.guards.iter().any(|x| x.iter == **r))
+            .map(|&r| format!("`{}`", prog.stmts[s].iters[r].name))
+            .collect();
+        notes.push(format!(
+            "    padding: the ranges of {} depend on the output position, so per filter offset each block's `mvin` and compute cover only the rows it reaches (nothing is padded in DRAM)",
+            names.join(", ")
+        ));
+    }
+    if let Some(i) = g.init {
+        notes.push(if g.guards.is_empty() {
+            format!(
+                "    {} (the init of `{}`) is folded: the first reduction step overwrites the accumulator",
+                prog.stmts[i].name, prog.tensors[g.c].name
+            )
+        } else {
+            format!(
+                "    {} (the init of `{}`) is folded: the accumulator starts from zeros (mvin3 from DRAM address 0), since the first filter offset may not reach every row",
+                prog.stmts[i].name, prog.tensors[g.c].name
+            )
+        });
+    }
+}
+
+/// A ReLU of a tensorised result cannot ride on its `mvout`: say why.
+fn unfused_relu_notes(prog: &Program, gemms: &Plans, folded: &[bool], notes: &mut Vec<String>) {
+    for (s, st) in prog.stmts.iter().enumerate() {
+        let StmtBody::Update(AssignOp::Assign, polyhedral::ir::Expr::Call(Func::Relu, args)) =
+            &st.body
+        else {
+            continue;
+        };
+        let Some(polyhedral::ir::Expr::Read { tensor, .. }) = args.first() else {
+            continue;
+        };
+        if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+            notes.push(format!(
+                "    {}: the ReLU of `{}` is not fused into its mvout: Gemmini applies activations when it scales accumulator rows to int8, and full int32 rows bypass them; for an int8 result, write `Q(…) = sat_i8(relu({}(…)))` into an int8 tensor with `{}` a temporary, which fuses",
+                st.name,
+                prog.tensors[*tensor].name,
+                prog.tensors[*tensor].name,
+                prog.tensors[*tensor].name
+            ));
+        }
+    }
+}
+
+/// A requantisation whose ReLU comes before a run-time scale: say why it stays on the
+/// host.
+fn unfused_requant_notes(prog: &Program, gemms: &Plans, folded: &[bool], notes: &mut Vec<String>) {
+    for (s, st) in prog.stmts.iter().enumerate() {
+        let StmtBody::Update(AssignOp::Assign, polyhedral::ir::Expr::Call(Func::RequantI8, args)) =
+            &st.body
+        else {
+            continue;
+        };
+        let (
+            Some(polyhedral::ir::Expr::Call(Func::Relu, inner)),
+            Some(polyhedral::ir::Expr::Scalar(k)),
+        ) = (args.first(), args.get(1))
+        else {
+            continue;
+        };
+        let Some(polyhedral::ir::Expr::Read { tensor, .. }) = inner.first() else {
+            continue;
+        };
+        if !folded[s] && gemms[..s].iter().flatten().any(|(g, _)| g.c == *tensor) {
+            let (c, sc) = (&prog.tensors[*tensor].name, &prog.scalars[*k].name);
+            notes.push(format!(
+                "    {}: the requantisation of `{c}` is not fused into its mvout: the ReLU comes before the scale `{sc}`, whose sign is known only at run time, and Gemmini's mvout applies the ReLU after the scale (the same value only for a scale ≥ 0); write `sat_i8(relu({c}(…) * {sc}))`, which fuses",
+                st.name
+            ));
+        }
+    }
+}
+
+/// The notes of the host statements: a folded statement was looked at before the GEMM
+/// that folds it (its "runs on the host" note goes), and an init of a statement that is
+/// not tensorised runs on the host.
+fn host_notes(prog: &Program, folded: &[bool], notes: &mut Vec<String>) {
+    for (st, _) in prog.stmts.iter().zip(folded).filter(|(_, f)| **f) {
+        let host = format!("  {}: runs on the host", st.name);
+        notes.retain(|n| !n.starts_with(&host));
+    }
+    for (st, _) in prog.stmts.iter().zip(folded).filter(|(_, f)| !**f) {
+        if matches!(st.body, StmtBody::Init(_)) {
+            notes.push(format!(
+                "  {}: runs on the host (the initialisation of a statement that is not tensorised)",
+                st.name
+            ));
+        }
+    }
+}
+
+/// The kernel's parts in program order: each statement runs over its whole domain before
+/// the next, so host groups (of `kernel`'s body) and instruction programs can follow one
+/// another. Also the loop variables with the programs', and the same parts for the
+/// `tensorised` tree.
+fn assemble(
+    kernel: &Kernel,
+    gemms: &Plans,
+    folded: &[bool],
+    geo: &Geometry,
+) -> Result<(Vec<KNode>, Vec<String>, Vec<TreePart>)> {
+    let mut parts = Vec::new();
+    let mut loop_iters = kernel.loop_iters.clone();
+    let mut host: Vec<usize> = Vec::new();
+    let mut tree_parts: Vec<TreePart> = Vec::new();
+    let flush = |host: &mut Vec<usize>, parts: &mut Vec<KNode>, tree_parts: &mut Vec<TreePart>| {
+        if !host.is_empty() {
+            tree_parts.push(Err(host.clone()));
+            let keep = host.clone();
+            parts.push(retain_stmts(kernel.body.clone(), &move |s| {
+                keep.contains(&s)
+            }));
+            host.clear();
+        }
+    };
+    for s in 0..gemms.len() {
+        if folded[s] {
+            continue;
+        }
+        match &gemms[s] {
+            None => host.push(s),
+            Some((g, t)) => {
+                flush(&mut host, &mut parts, &mut tree_parts);
+                tree_parts.push(Ok(s));
+                let p = geo.place(t).map_err(|e| miette!("internal error: {e}"))?;
+                let prefix = format!("g{s}_");
+                let body = gemm_program(g, geo, t, &p, &prefix);
+                body.walk(&mut |n| {
+                    if let KNode::For { iter, .. } = n {
+                        if !loop_iters.contains(iter) {
+                            loop_iters.push(iter.clone());
+                        }
+                    }
+                });
+                parts.push(body);
+            }
+        }
+    }
+    flush(&mut host, &mut parts, &mut tree_parts);
+    Ok((parts, loop_iters, tree_parts))
 }
 
 /// `node` with only the statement instances `keep` accepts; loops and guards left
