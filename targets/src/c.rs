@@ -310,55 +310,39 @@ const GCC_PEELED_TRIP: i64 = 16;
 /// trip count of at most [`GCC_PEELED_TRIP`] (or is unrolled by polyc's pragma): gcc then
 /// unrolls them completely and may vectorise the sequential loop itself.
 fn unrolls_into_a_sequential_loop(n: &KNode) -> bool {
-    /// Whether every loop in `n` is one gcc unrolls completely.
-    fn all_peeled(n: &KNode) -> bool {
-        match n {
-            KNode::For {
-                iter,
-                init,
-                cond,
-                step,
-                body,
-                kind,
-            } => {
-                let short =
-                    const_trip(iter, init, cond, *step).is_some_and(|t| t <= GCC_PEELED_TRIP);
-                (short || *kind == LoopKind::Unrolled) && all_peeled(body)
-            }
-            KNode::Block(v) => v.iter().all(all_peeled),
-            KNode::If { then, els, .. } => then_and_else(then, els, all_peeled, bool::min),
-            KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
-                all_peeled(body)
-            }
-            KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => true,
+    let mut found = false;
+    n.walk(&mut |m| {
+        if let KNode::For {
+            body,
+            kind: LoopKind::Seq,
+            ..
+        } = m
+        {
+            found |= loop_depth(body) >= 1 && all_loops_peeled(body);
         }
-    }
-    match n {
-        KNode::For { body, kind, .. } => {
-            (matches!(kind, LoopKind::Seq) && loop_depth(body) >= 1 && all_peeled(body))
-                || unrolls_into_a_sequential_loop(body)
-        }
-        KNode::Block(v) => v.iter().any(unrolls_into_a_sequential_loop),
-        KNode::If { then, els, .. } => {
-            then_and_else(then, els, unrolls_into_a_sequential_loop, bool::max)
-        }
-        KNode::Local { body, .. } | KNode::Let { body, .. } | KNode::Device { body, .. } => {
-            unrolls_into_a_sequential_loop(body)
-        }
-        KNode::Stmt { .. } | KNode::Copy { .. } | KNode::Barrier | KNode::Intrinsic(_) => false,
-    }
+    });
+    found
 }
 
-/// `f` of an `if`'s two branches, joined with `join` (a missing `else` counts as `f`'s
-/// value of the `then` branch).
-fn then_and_else(
-    then: &KNode,
-    els: &Option<Box<KNode>>,
-    f: impl Fn(&KNode) -> bool,
-    join: fn(bool, bool) -> bool,
-) -> bool {
-    let t = f(then);
-    join(t, els.as_deref().map_or(t, &f))
+/// Whether every loop in `n` is one gcc unrolls completely: a constant trip count of at
+/// most [`GCC_PEELED_TRIP`], or polyc's unroll pragma.
+fn all_loops_peeled(n: &KNode) -> bool {
+    let mut all = true;
+    n.walk(&mut |m| {
+        if let KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            kind,
+            ..
+        } = m
+        {
+            let short = const_trip(iter, init, cond, *step).is_some_and(|t| t <= GCC_PEELED_TRIP);
+            all &= short || *kind == LoopKind::Unrolled;
+        }
+    });
+    all
 }
 
 fn prelude(prog: &Program) -> String {
