@@ -6,15 +6,19 @@
 //! crate: a `use` tree, or a path in code (`crate::x::f()`, `super::T`, `child::g`). A path
 //! is followed through `use` re-exports (`pub use inner::Name` in `lib.rs` or `mod.rs`) to
 //! the file that defines the item, so a circle through a crate root is seen as the circle
-//! between the two files it really ties. Test code (`#[cfg(test)]` modules, `#[test]`
+//! between the two files it really ties. A re-export itself (`pub use`) ties the
+//! re-exporting file to the item's file only where that file's own code uses the name: a
+//! `mod.rs` may define what its children share and re-export what they define. Test code (`#[cfg(test)]` modules, `#[test]`
 //! functions, files whose name ends in `tests.rs`) is left out of both checks.
 
 mod graph;
+mod layers;
 mod modules;
 
 use std::path::Path;
 
 pub use graph::{circles, Circle, Edge};
+pub use layers::{broken_rules, RULES};
 pub use modules::{load_crate, CrateTree, LongFn};
 
 /// What the check found.
@@ -22,6 +26,8 @@ pub use modules::{load_crate, CrateTree, LongFn};
 pub struct Report {
     /// Import circles between files, one per strongly connected group of files.
     pub circles: Vec<Circle>,
+    /// Imports that break the layer rule ([`RULES`]).
+    pub layer_breaks: Vec<Edge>,
     /// Functions over the limit, longest first.
     pub long_fns: Vec<LongFn>,
     /// Files read.
@@ -64,6 +70,7 @@ pub fn check(root: &Path, max_lines: usize) -> Result<Report, String> {
                 .filter(|m| m.inline_of.is_none())
                 .count();
             report.circles.extend(circles(&tree));
+            report.layer_breaks.extend(broken_rules(&tree));
             for m in &tree.modules {
                 if m.inline_of.is_some() {
                     continue;
@@ -98,6 +105,14 @@ pub fn render(report: &Report, max_lines: usize) -> String {
                 e.names.join(", ")
             );
         }
+    }
+    for e in &report.layer_breaks {
+        s += &format!(
+            "layer rule: {} must not import {} ({})\n",
+            e.from.display(),
+            e.to.display(),
+            e.names.join(", ")
+        );
     }
     for f in &report.long_fns {
         s += &format!(

@@ -24,6 +24,9 @@ pub struct UsePath {
     pub segs: Vec<String>,
     /// The bound name, or `None` for `path::*`.
     pub alias: Option<String>,
+    /// A `pub use`: a re-export, which ties the files only if this module's own code uses
+    /// the name.
+    pub reexport: bool,
 }
 
 /// One module: a file, or an inline `mod x { .. }` inside one.
@@ -123,6 +126,7 @@ fn flatten_use(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<UseP
                     out.push(UsePath {
                         segs: prefix.clone(),
                         alias: Some(last.clone()),
+                        reexport: false,
                     });
                 }
             } else {
@@ -131,6 +135,7 @@ fn flatten_use(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<UseP
                 out.push(UsePath {
                     segs,
                     alias: Some(name),
+                    reexport: false,
                 });
             }
         }
@@ -142,11 +147,13 @@ fn flatten_use(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<UseP
             out.push(UsePath {
                 segs,
                 alias: Some(r.rename.to_string()),
+                reexport: false,
             });
         }
         syn::UseTree::Glob(_) => out.push(UsePath {
             segs: prefix.clone(),
             alias: None,
+            reexport: false,
         }),
         syn::UseTree::Group(g) => {
             for t in &g.items {
@@ -221,7 +228,12 @@ impl CrateTree {
         for i in &items {
             defs.extend(item_name(i));
             if let syn::Item::Use(u) = i {
+                let first = uses.len();
                 flatten_use(&u.tree, &mut Vec::new(), &mut uses);
+                let reexport = !matches!(u.vis, syn::Visibility::Inherited);
+                for leaf in &mut uses[first..] {
+                    leaf.reexport = reexport;
+                }
             }
         }
         let rel = abs_file
@@ -377,14 +389,18 @@ impl CrateTree {
                     .collect();
                 s.join("::")
             };
-            for u in module.uses.iter().filter(|u| u.alias.is_some()) {
-                if let Some(t) = self.target(m, &u.segs) {
-                    out.push((module.file.clone(), t, label(&u.segs)));
-                }
-            }
             let mut paths = PathCollector::default();
             for i in &module.items {
                 paths.visit_item(i);
+            }
+            for u in &module.uses {
+                let Some(alias) = &u.alias else { continue };
+                if u.reexport && !paths.names.contains(alias) {
+                    continue;
+                }
+                if let Some(t) = self.target(m, &u.segs) {
+                    out.push((module.file.clone(), t, label(&u.segs)));
+                }
             }
             for segs in paths.paths {
                 if let Some(t) = self.target(m, &segs) {
@@ -392,7 +408,11 @@ impl CrateTree {
                 }
             }
             // A glob import ties the files only through the names the module uses from it.
-            for u in module.uses.iter().filter(|u| u.alias.is_none()) {
+            for u in module
+                .uses
+                .iter()
+                .filter(|u| u.alias.is_none() && !u.reexport)
+            {
                 let Some(base) = self.absolute(m, &u.segs) else {
                     continue;
                 };
