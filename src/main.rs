@@ -467,9 +467,9 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         no_tile_fusion: c.no_tile_fusion,
         tile_fusion_one_nest: c.tile_fusion_one_nest,
         pack: match c.pack {
-            PackArg::Auto => targets::promote::PackPolicy::Auto,
-            PackArg::All => targets::promote::PackPolicy::All,
-            PackArg::None => targets::promote::PackPolicy::None,
+            PackArg::Auto => targets::passes::promote::PackPolicy::Auto,
+            PackArg::All => targets::passes::promote::PackPolicy::All,
+            PackArg::None => targets::passes::promote::PackPolicy::None,
         },
         no_register_tiles: c.no_register_tiles,
         no_hoist: c.no_hoist,

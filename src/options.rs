@@ -68,7 +68,7 @@ pub struct CompileOptions {
     /// tile that needs it (the AKG paper's single nest; the tile loops lose parallelism).
     pub tile_fusion_one_nest: bool,
     /// `--pack`: which tensors the cache levels' marks pack into local tiles.
-    pub pack: targets::promote::PackPolicy,
+    pub pack: targets::passes::promote::PackPolicy,
     /// `--no-register-tiles`: no scalar replacement at register marks.
     pub no_register_tiles: bool,
     /// `--no-hoist`: packed tiles stay below their own memory mark.
@@ -78,7 +78,7 @@ pub struct CompileOptions {
     pub search: crate::search::SearchSettings,
     /// `--dynamic NAME=LO..HI` or `NAME={V,...}`: sizes that stay symbolic, compiled for
     /// these values only, with partial tiles composed from micro-kernels.
-    pub dynamic: Vec<targets::microkernel::DynamicSize>,
+    pub dynamic: Vec<targets::codegen::microkernel::DynamicSize>,
     /// `--max-statements N`: the most statements (inits counted) a program may have; a
     /// larger one is a located error, not a compile that runs for minutes.
     pub max_statements: usize,
@@ -136,8 +136,8 @@ pub fn parse_sizes(flags: &[String], flag: &str) -> Result<Vec<(String, i64)>> {
 
 /// Parses `--dynamic` flags, one size each: `T=1..128` (every value from 1 to 128) or
 /// `T={1,5,24}` (those values). Errors name the offending text and show the forms.
-pub fn parse_dynamic(flags: &[String]) -> Result<Vec<targets::microkernel::DynamicSize>> {
-    use targets::microkernel::{DynamicSize, SizeValues};
+pub fn parse_dynamic(flags: &[String]) -> Result<Vec<targets::codegen::microkernel::DynamicSize>> {
+    use targets::codegen::microkernel::{DynamicSize, SizeValues};
     const FORMS: &str = "write --dynamic NAME=LO..HI (e.g. --dynamic T=1..128) or --dynamic NAME={V,...} (e.g. --dynamic T={1,5,24}); repeat the flag for several sizes";
     let mut out: Vec<DynamicSize> = Vec::new();
     for text in flags {
@@ -269,7 +269,7 @@ impl CompileOptions {
             verify_passes: false,
             no_tile_fusion: false,
             tile_fusion_one_nest: false,
-            pack: targets::promote::PackPolicy::Auto,
+            pack: targets::passes::promote::PackPolicy::Auto,
             no_register_tiles: false,
             no_hoist: false,
             search: crate::search::SearchSettings::default(),

@@ -68,7 +68,7 @@ pub struct Compiled {
     /// The `polyc explain` report, when the options asked for it.
     pub explain: Option<String>,
     /// The `--dynamic` sizes the kernel was compiled for.
-    pub dynamic: Vec<targets::microkernel::DynamicSize>,
+    pub dynamic: Vec<targets::codegen::microkernel::DynamicSize>,
 }
 
 /// How far the pipeline goes.
@@ -462,7 +462,7 @@ pub fn finish(
             program,
             scop,
             deps,
-            target,
+            policy: &target,
             levels: &levels,
             tile_spec: choice.spec.as_ref(),
             default_tiling: !opts.no_default_tiling,
@@ -553,9 +553,15 @@ pub fn finish(
 
     let schedule = tree.to_isl(ctx)?;
     let kernel = if opts.dynamic.is_empty() || mode != Mode::Optimised {
-        targets::lower::lower_with(ctx, program, Some(scop), &schedule, &target.lower_options())?
+        targets::codegen::lower::lower_with(
+            ctx,
+            program,
+            Some(scop),
+            &schedule,
+            &target.lower_options(),
+        )?
     } else {
-        let (kernel, sets, dynamic_notes) = targets::lower::lower_dynamic(
+        let (kernel, sets, dynamic_notes) = targets::codegen::lower::lower_dynamic(
             ctx,
             program,
             Some(scop),
@@ -681,15 +687,15 @@ fn check_dynamic(
 
 /// The sizes at which `polyc explain` shows the composition: every value of a set; for a
 /// range its ends and FTuner's samples (5, 24, 43, 53, 62, 81, 100, 119) inside it.
-pub fn explain_samples(d: &targets::microkernel::DynamicSize) -> Vec<i64> {
+pub fn explain_samples(d: &targets::codegen::microkernel::DynamicSize) -> Vec<i64> {
     d.explain_samples()
 }
 
 /// `polyc explain`'s micro-kernel section.
 fn micro_kernel_report(
     program: &Program,
-    dynamic: &[targets::microkernel::DynamicSize],
-    sets: &[(targets::microkernel::MicroKernelSet, Vec<usize>)],
+    dynamic: &[targets::codegen::microkernel::DynamicSize],
+    sets: &[(targets::codegen::microkernel::MicroKernelSet, Vec<usize>)],
 ) -> String {
     let names: Vec<String> = dynamic
         .iter()

@@ -487,7 +487,7 @@ fn gpu_explain_lists_the_block_shapes() {
 /// The CUDA of a `--dynamic` kernel compiles with nvcc for sm_80 without spills.
 #[test]
 fn gpu_dynamic_cuda_compiles_with_nvcc() {
-    let Some(nvcc) = targets::cuda_tools::find_nvcc() else {
+    let Some(nvcc) = targets::gpu::cuda_tools::find_nvcc() else {
         assert!(
             std::env::var_os("POLYC_SKIP_NVCC").is_some(),
             "nvcc is not installed: run scripts/install-deps (or set POLYC_SKIP_NVCC=1 to skip)"
@@ -522,7 +522,7 @@ fn gpu_dynamic_cuda_compiles_with_nvcc() {
         .expect("nvcc runs");
     let log = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{log}");
-    let kernels = targets::cuda_tools::parse_ptxas_output(&log);
+    let kernels = targets::gpu::cuda_tools::parse_ptxas_output(&log);
     assert_eq!(
         kernels.len(),
         4,

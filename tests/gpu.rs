@@ -265,7 +265,7 @@ fn gemm_1024_is_compute_bound_on_a100() {
 }
 
 fn nvcc() -> Option<std::path::PathBuf> {
-    let found = targets::cuda_tools::find_nvcc();
+    let found = targets::gpu::cuda_tools::find_nvcc();
     if found.is_none() {
         assert!(
             std::env::var_os("POLYC_SKIP_NVCC").is_some(),
@@ -294,7 +294,7 @@ fn cuda_of_every_example_compiles_without_spills() {
                 .expect("nvcc runs");
             let log = String::from_utf8_lossy(&o.stderr);
             assert!(o.status.success(), "{prog} {arch}:\n{log}");
-            let kernels = targets::cuda_tools::parse_ptxas_output(&log);
+            let kernels = targets::gpu::cuda_tools::parse_ptxas_output(&log);
             assert!(!kernels.is_empty(), "{prog} {arch}: no kernel in\n{log}");
             for k in kernels {
                 assert_eq!(
@@ -424,7 +424,7 @@ fn ascend_description_is_data_only() {
 /// with f32 and with f16 inputs. The kernels were right (they check unoptimised, under
 /// PoCL's `repl` work-group method, and as threads under ThreadSanitizer): PoCL 3.1
 /// miscompiled them after LLVM's optimiser, so polyc builds for PoCL with
-/// `-cl-opt-disable` (`targets::opencl_runner::build_options`).
+/// `-cl-opt-disable` (`targets::gpu::opencl_runner::build_options`).
 #[test]
 fn partial_blocks_with_partial_k_steps_check() {
     run_gpu("examples/matmul.tc", "M=67,N=45,K=53", &[]);

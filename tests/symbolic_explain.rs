@@ -21,7 +21,7 @@ use polyc::options::CompileOptions;
 use polyc::pipeline::{analyse, Front, Mode};
 use polyhedral::barvinok::Barvinok;
 use polyhedral::sched::SchedulerKind;
-use targets::microkernel::{DynamicSize, SizeValues};
+use targets::codegen::microkernel::{DynamicSize, SizeValues};
 use tiling::symbolic::{self, Maximum};
 use tiling::{ExplainReport, TileCx};
 

@@ -187,9 +187,9 @@ impl Config {
             isl_options: self.isl_options.clone(),
             tile_spec: spec.map(str::to_string),
             pack: match self.pack.as_deref() {
-                Some("all") => targets::promote::PackPolicy::All,
-                Some("none") => targets::promote::PackPolicy::None,
-                _ => targets::promote::PackPolicy::Auto,
+                Some("all") => targets::passes::promote::PackPolicy::All,
+                Some("none") => targets::passes::promote::PackPolicy::None,
+                _ => targets::passes::promote::PackPolicy::Auto,
             },
             no_hoist: self.no_hoist,
             no_tile_fusion: self.no_tile_fusion,

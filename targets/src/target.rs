@@ -1,5 +1,6 @@
 //! Targets are data plus a trait: a [`TargetDesc`] (from `specs/targets/*.yaml`) and one
-//! implementation of [`Target`], chosen by the description's `kind` in [`target_for`].
+//! implementation of [`Target`], chosen by the description's `kind` in
+//! [`crate::registry::target_for`].
 //! The implementation supplies the pass list, the default tiling policy, the promotion
 //! policy, the emitters and the runners; passes and drivers hold a `&dyn Target` and
 //! never branch on a target's kind or a buffer's name.
@@ -8,13 +9,14 @@ use miette::{miette, Result};
 use polyhedral::ir::Program;
 use schedule_tree::{BufferRole, Pass, ScheduleTree};
 
-use crate::desc::{Scope, TargetDesc, TargetKind};
-use crate::gpu::{Device, GpuTarget};
-use crate::kir::Kernel;
-use crate::lower::LowerOptions;
-use crate::passes::{Fuse, MarkParallel, PassCx, Promote, Tile};
-use crate::promote::{LevelInfo, PackPolicy, PromoteKind, PromoteOptions};
-use crate::{compile_c, CcOptions, EmitOptions, Executable};
+use polyhedral::data::TensorData;
+
+use crate::codegen::cfamily::EmitOptions;
+use crate::codegen::kir::Kernel;
+use crate::codegen::lower::LowerOptions;
+use crate::desc::{Scope, TargetDesc};
+use crate::passes::promote::{LevelInfo, PackPolicy, PromoteKind, PromoteOptions};
+use crate::passes::PassCx;
 
 /// The user's promotion switches (`--pack`, `--no-register-tiles`, `--no-hoist`), which
 /// a target turns into [`PromoteOptions`].
@@ -54,7 +56,7 @@ pub struct BuildInput<'a> {
     /// is the target's default.
     pub via: Option<&'a str>,
     /// The dynamic sizes the kernel was compiled for (`--dynamic`; empty otherwise).
-    pub dynamic: &'a [crate::microkernel::DynamicSize],
+    pub dynamic: &'a [crate::codegen::microkernel::DynamicSize],
 }
 
 /// What [`Target::rewrite_kernel`] sees besides the kernel.
@@ -193,7 +195,10 @@ pub trait Target {
     }
     /// The analytic model `--dynamic` chooses micro-kernels with, for `program`; `None`
     /// where dynamic-shape kernels are not supported (yet).
-    fn micro_kernel_model(&self, _program: &Program) -> Option<crate::microkernel::CpuModel> {
+    fn micro_kernel_model(
+        &self,
+        _program: &Program,
+    ) -> Option<crate::codegen::microkernel::CpuModel> {
         None
     }
     /// What `polyc explain` adds about the lowered program (per kernel, for targets with
@@ -204,40 +209,6 @@ pub trait Target {
         _sizes: Option<&[i64]>,
     ) -> Result<Option<String>> {
         Ok(None)
-    }
-}
-
-/// The implementation for a description, chosen by its kind (`device` says which device
-/// runs GPU kernels). This is the one place that looks at the kind.
-pub fn target_for(desc: TargetDesc, device: Device) -> Box<dyn Target> {
-    match desc.kind {
-        TargetKind::Cpu => Box::new(CpuTarget {
-            cc: CcOptions::for_target(&desc),
-            desc,
-        }),
-        TargetKind::Gpu => Box::new(GpuTarget { desc, device }),
-        TargetKind::Gemmini => Box::new(crate::gemmini::GemminiTarget::new(desc)),
-        TargetKind::Npu => Box::new(AnalysisTarget { desc }),
-    }
-}
-
-/// The CPU: C with OpenMP, compiled by the system C compiler and loaded in-process.
-#[derive(Clone, Debug)]
-pub struct CpuTarget {
-    /// The description.
-    pub desc: TargetDesc,
-    /// How to call the C compiler.
-    pub cc: CcOptions,
-}
-
-impl CpuTarget {
-    /// The built-in CPU (`specs/targets/cpu.yaml`).
-    pub fn builtin() -> Result<CpuTarget> {
-        let desc = TargetDesc::builtin_cpu()?;
-        Ok(CpuTarget {
-            cc: CcOptions::for_target(&desc),
-            desc,
-        })
     }
 }
 
@@ -270,104 +241,52 @@ fn cache_promote_levels(desc: &TargetDesc) -> Vec<LevelInfo> {
         .collect()
 }
 
-impl Target for CpuTarget {
-    fn desc(&self) -> &TargetDesc {
-        &self.desc
-    }
-    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
-        vec![
-            Box::new(Tile),
-            Box::new(Fuse),
-            Box::new(Promote),
-            Box::new(MarkParallel),
-        ]
-    }
-    /// The description's vector width (64 bytes when unset), its register file's
-    /// registers (16 when unset) and the program's widest element.
-    fn micro_kernel_model(&self, program: &Program) -> Option<crate::microkernel::CpuModel> {
-        let vector_bytes = self.desc.vector_bytes.unwrap_or(64);
-        let registers = self
-            .desc
-            .buffers
-            .iter()
-            .find(|b| b.role() == BufferRole::Registers)
-            .and_then(|b| b.registers)
-            .unwrap_or(16);
-        let elem = program
-            .tensors
-            .iter()
-            .map(|t| t.dtype.size_bytes() as u32)
-            .max()
-            .unwrap_or(4);
-        Some(crate::microkernel::CpuModel::new(
-            vector_bytes,
-            registers,
-            elem,
-        ))
-    }
-    fn emit_formats(&self) -> &'static [&'static str] {
-        &["c"]
-    }
-    fn emit(
+/// A kernel built for a target, ready to run.
+pub trait Executable {
+    /// Runs the kernel on `tensors` (indexed by `TensorId`; temporaries are ignored) and
+    /// `scalars` (indexed by `ScalarId`), with `sizes` holding every size's value.
+    fn run(
         &self,
         prog: &Program,
-        param_texts: &[String],
-        kernel: &Kernel,
-        _format: &str,
-        opts: &EmitOptions,
-    ) -> Result<String> {
-        Ok(crate::emit_c(prog, param_texts, kernel, opts))
-    }
-    fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
-        if input.poison {
-            let mut cc = self.cc.clone();
-            cc.extra_flags.push("-DPOLYC_POISON".into());
-            return Ok(Box::new(compile_c(input.source, &cc)?));
-        }
-        Ok(Box::new(compile_c(input.source, &self.cc)?))
-    }
+        sizes: &[i64],
+        tensors: &mut [TensorData],
+        scalars: &[TensorData],
+    ) -> miette::Result<RunStats>;
 }
 
-/// A target polyc can tile, fuse, promote and explain for, but has no code emitter for
-/// (yet): asking it for code is an error, never CPU code.
-#[derive(Clone, Debug)]
-pub struct AnalysisTarget {
-    /// The description.
-    pub desc: TargetDesc,
+/// What a run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunStats {
+    /// Wall time of the kernel call, in milliseconds.
+    pub run_ms: f64,
+    /// Which device ran it, where a target has several (`OpenCL: cpu-… (Portable
+    /// Computing Language)`); `None` on the CPU.
+    pub device: Option<String>,
 }
 
-impl AnalysisTarget {
-    fn no_emitter(&self) -> miette::Report {
-        miette!(
-            help = "polyc can tile, fuse, promote and explain for it: `polyc explain` and `polyc dump` work; compile for `--target cpu` to get code",
-            "target `{}` (kind {}) has no code emitter in this version of polyc",
-            self.desc.name,
-            self.desc.kind.name()
-        )
-    }
-}
-
-impl Target for AnalysisTarget {
-    fn desc(&self) -> &TargetDesc {
-        &self.desc
-    }
-    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
-        vec![Box::new(Tile), Box::new(Fuse), Box::new(Promote)]
-    }
-    fn emit_formats(&self) -> &'static [&'static str] {
-        &[]
-    }
-    fn emit(
+impl crate::passes::TilingPolicy for &dyn Target {
+    fn default_plan(
         &self,
-        _prog: &Program,
-        _param_texts: &[String],
-        _kernel: &Kernel,
-        _format: &str,
-        _opts: &EmitOptions,
-    ) -> Result<String> {
-        Err(self.no_emitter())
+        tree: &ScheduleTree,
+        cx: &tiling::TileCx,
+        given: Option<&tiling::TileSpec>,
+    ) -> Result<tiling::DefaultPlan> {
+        Target::default_plan(*self, tree, cx, given)
     }
-    fn build(&self, _input: &BuildInput) -> Result<Box<dyn Executable>> {
-        Err(self.no_emitter())
+    fn fuse_options(&self) -> tiling::fuse::FuseOptions {
+        Target::fuse_options(*self)
     }
+}
+
+/// The error of a kernel that divided integers by zero in statement `k` (it computed 0
+/// there and reported the statement): the CPU's entry returns `-1000 - k`, a GPU kernel
+/// stores `1 + k` in its fault status.
+pub fn division_by_zero(prog: &Program, k: usize) -> miette::Report {
+    miette::Report::new(polyhedral::interp::IntegerDivisionByZero {
+        stmt: k,
+        stmt_name: prog.stmts[k].name.clone(),
+        op: "division or remainder",
+        instance: None,
+        by: "the kernel, which computed 0 there",
+    })
 }

@@ -6,11 +6,11 @@
 //! installed by `scripts/install-deps`. Without nvcc the CUDA tests fail with that hint,
 //! unless `POLYC_SKIP_NVCC=1`, which skips them with a message.
 
-use targets::cuda_tools::{
+use targets::gpu::cuda_tools::{
     compile_cuda, compile_ptx, cuda_driver_status, find_nvcc, run_cuda, NO_DRIVER,
 };
-use targets::gpu_launch::{Launch, LaunchArg};
-use targets::opencl_runner::{opencl_device, opencl_devices, run_opencl};
+use targets::gpu::launch::{Launch, LaunchArg};
+use targets::gpu::opencl_runner::{opencl_device, opencl_devices, run_opencl};
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_ne_bytes()).collect()

@@ -1,4 +1,4 @@
-//! Point-band interchange (`targets::interchange`): the innermost loop of a tile becomes a
+//! Point-band interchange (`targets::passes::interchange`): the innermost loop of a tile becomes a
 //! vectorisable one, only under memory marks; in a band that is not permutable only
 //! coincident members move.
 

@@ -2,8 +2,8 @@
 //! panic. A separate test binary, because the ICD loader reads `OCL_ICD_VENDORS` once per
 //! process: pointing it at an empty directory hides every driver.
 
-use targets::gpu_launch::Launch;
-use targets::opencl_runner::{opencl_devices, run_opencl};
+use targets::gpu::launch::Launch;
+use targets::gpu::opencl_runner::{opencl_devices, run_opencl};
 
 #[test]
 fn no_opencl_platform_is_an_error_with_the_install_hint() {

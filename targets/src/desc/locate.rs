@@ -38,7 +38,7 @@ pub fn span_of(text: &str, path: &[Seg]) -> Option<Span> {
         return None;
     }
     let loc = err.location()?;
-    let start = super::offset_of(text, loc.line(), loc.column());
+    let start = offset_of(text, loc.line(), loc.column());
     Some(Span::new(start, start + token_len(&text[start..])))
 }
 
@@ -283,4 +283,21 @@ mod tests {
         assert_eq!(at(t, &[Seg::Key("name")]), "\"a # b\"");
         assert_eq!(at(t, &[Seg::Key("cuda_arch")]), "'sm_0'");
     }
+}
+
+/// Byte offset of a 1-based line and column.
+pub(super) fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            let c: usize = l
+                .chars()
+                .take(col.saturating_sub(1))
+                .map(char::len_utf8)
+                .sum();
+            return (off + c).min(text.len());
+        }
+        off += l.len();
+    }
+    text.len()
 }

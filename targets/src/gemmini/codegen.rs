@@ -30,7 +30,7 @@
 //! steps alternate between two banks (double buffering). The accumulator's `C` tiles
 //! alternate between its banks the same way when one tile fits one bank.
 
-use crate::kir::{Intrinsic, IntrinsicArg, KCmp, KExpr, KNode};
+use crate::codegen::kir::{Intrinsic, IntrinsicArg, KCmp, KExpr, KNode};
 
 use super::model::{ACCUMULATE_BIT, ACC_BIT, FULL_ACC_BIT, GARBAGE_ADDR};
 use super::recognise::{AccScale, Gemm, Lin};
@@ -212,7 +212,7 @@ fn for_lt(v: &str, from: KExpr, to: KExpr, step: i64, body: KNode) -> KNode {
         cond: KExpr::Cmp(KCmp::Lt, Box::new(var(v)), Box::new(to)),
         step,
         body: Box::new(body),
-        kind: crate::kir::LoopKind::Seq,
+        kind: crate::codegen::kir::LoopKind::Seq,
     }
 }
 

@@ -24,36 +24,7 @@ pub mod run;
 pub mod target;
 pub mod tree;
 
-pub use target::GemminiTarget;
-
-use miette::{miette, Result};
-use polyhedral::ir::{DType, Program};
-
-use crate::desc::TargetDesc;
-
-/// Checks that the description can hold the program's data: an integer program needs an
-/// integer Gemmini (`gemmini`), a float program a float one (`gemmini-fp32`).
-pub fn check_types(prog: &Program, desc: &TargetDesc, elem: DType, acc: DType) -> Result<()> {
-    let float_target = elem.is_float() || acc.is_float();
-    for t in &prog.tensors {
-        if t.dtype.is_float() != float_target {
-            let (want, holds) = if t.dtype.is_float() {
-                ("gemmini-fp32", "floats (f32)")
-            } else {
-                ("gemmini", "int8 operands and int32 results")
-            };
-            return Err(miette!(
-                help = format!("compile for --target {want}, whose description holds {holds}"),
-                "tensor `{}` of `{}` is {}, which target `{}` cannot hold (its scratchpad holds {elem}, its accumulator {acc})",
-                t.name,
-                prog.name,
-                t.dtype,
-                desc.name
-            ));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod model_tests;
+
+pub use target::GemminiTarget;

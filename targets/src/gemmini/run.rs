@@ -17,7 +17,7 @@ use miette::{miette, Result};
 use polyhedral::data::TensorData;
 use polyhedral::ir::{AssignOp, BinOp, CmpOp, DType, Expr, Func, InputRef, Program, StmtBody};
 
-use crate::kir::{Intrinsic, IntrinsicArg, KExpr, KNode, Kernel};
+use crate::codegen::kir::{Intrinsic, IntrinsicArg, KExpr, KNode, Kernel};
 use crate::RunStats;
 
 use super::codegen::Geometry;
@@ -826,7 +826,7 @@ impl crate::Executable for HostCRun {
         for &t in &prog.outputs {
             args.push(tensors[t].buf.as_mut_ptr() as *mut _);
         }
-        let entry = crate::c::entry_symbol(prog);
+        let entry = crate::codegen::cfamily::entry_symbol(prog);
         // SAFETY: the arguments follow the emitted entry's contract (sizes, inputs, outputs,
         // each buffer as large as the sizes say), and the instructions address only them.
         let r = unsafe {

@@ -5,8 +5,8 @@ use miette::{miette, Result};
 use polyhedral::ir::{AssignOp, DType, Func, Program, StmtBody};
 use schedule_tree::{BufferRole, Pass, ScheduleTree};
 
+use crate::codegen::kir::{KNode, Kernel};
 use crate::desc::TargetDesc;
-use crate::kir::{KNode, Kernel};
 use crate::passes::{PassCx, Tile};
 use crate::target::{BuildInput, RewriteCx, Target};
 use crate::{EmitOptions, Executable};
@@ -44,7 +44,7 @@ impl GemminiTarget {
     ) -> Result<(Kernel, Vec<String>, Option<ScheduleTree>)> {
         let prog = cx.program;
         let (geo, elem, acc) = self.memories()?;
-        super::check_types(prog, &self.desc, elem, acc)?;
+        check_types(prog, &self.desc, elem, acc)?;
         // With nothing tensorised, the `tensorised` tree is the `final` one.
         let untouched = fin.cloned();
         if !cx.optimised {
@@ -832,4 +832,28 @@ pub fn emit_gemmini_c(
 ) -> String {
     let c = crate::emit_c(prog, param_texts, kernel, opts);
     format!("/* Gemmini C: build with -I <gemmini-rocc-tests> (gemmini.h), or -DPOLYC_GEMMINI_HOST against polyc's host header. */\n{INCLUDE}{c}")
+}
+
+/// Checks that the description can hold the program's data: an integer program needs an
+/// integer Gemmini (`gemmini`), a float program a float one (`gemmini-fp32`).
+fn check_types(prog: &Program, desc: &TargetDesc, elem: DType, acc: DType) -> Result<()> {
+    let float_target = elem.is_float() || acc.is_float();
+    for t in &prog.tensors {
+        if t.dtype.is_float() != float_target {
+            let (want, holds) = if t.dtype.is_float() {
+                ("gemmini-fp32", "floats (f32)")
+            } else {
+                ("gemmini", "int8 operands and int32 results")
+            };
+            return Err(miette!(
+                help = format!("compile for --target {want}, whose description holds {holds}"),
+                "tensor `{}` of `{}` is {}, which target `{}` cannot hold (its scratchpad holds {elem}, its accumulator {acc})",
+                t.name,
+                prog.name,
+                t.dtype,
+                desc.name
+            ));
+        }
+    }
+    Ok(())
 }

@@ -37,100 +37,16 @@ use std::fmt::Write;
 
 use miette::Result;
 
-use crate::gpu::device::{has_private_tile, walk_loops, DeviceKernel, TripExpr};
-use crate::kir::{KCmp, KExpr, KNode, LoopKind};
-use crate::microkernel::DynamicSize;
-
-/// The kernel argument holding the first block index a launch runs along the dynamic
-/// dimension.
-pub const BLOCK_LO: &str = "polyc_blo";
-/// The kernel argument holding the block index past the last one a launch runs.
-pub const BLOCK_HI: &str = "polyc_bhi";
-
-/// Threads one SM holds at most (A100 and H100).
-pub const THREADS_PER_SM: i64 = 2048;
-/// 32-bit registers per SM (A100 and H100).
-pub const REGISTERS_PER_SM: i64 = 65536;
-/// Blocks one SM holds at most (A100 and H100).
-pub const BLOCKS_PER_SM: i64 = 32;
-/// At most this many block shapes per kernel (the full one included): each is a kernel
-/// function of its own.
-pub const MAX_BLOCK_SHAPES: usize = 4;
-
-/// The figures of the target that rank block shapes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BlockModel {
-    /// Streaming multiprocessors.
-    pub sms: i64,
-    /// Threads per warp.
-    pub warp: i64,
-    /// Registers a thread is given (the description's register buffer).
-    pub registers_per_thread: i64,
-    /// Shared memory one SM gives its blocks, in bytes (the description's).
-    pub shared_bytes: i64,
-}
-
-impl BlockModel {
-    /// Blocks of `threads` threads using `shared` bytes of shared memory that one SM
-    /// holds at once (at least 1).
-    pub fn resident(&self, threads: i64, shared: i64) -> i64 {
-        let threads = threads.max(1);
-        let mut r = (THREADS_PER_SM / threads)
-            .min(REGISTERS_PER_SM / (threads * self.registers_per_thread.max(1)))
-            .min(BLOCKS_PER_SM);
-        if shared > 0 {
-            r = r.min(self.shared_bytes / shared);
-        }
-        r.max(1)
-    }
-    /// The model's figures, as `polyc explain` prints them.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} SMs, warps of {}, {} registers per thread, {THREADS_PER_SM} threads, {REGISTERS_PER_SM} registers and {} bytes of shared memory per SM",
-            self.sms, self.warp, self.registers_per_thread, self.shared_bytes
-        )
-    }
-}
+use crate::codegen::kir::{KCmp, KExpr, KNode, LoopKind};
+use crate::codegen::microkernel::DynamicSize;
+use crate::gpu::module::{has_private_tile, walk_loops, DeviceKernel, TripExpr};
+pub use crate::gpu::module::{
+    BlockModel, BlockShapes, ShapeLaunch, BLOCKS_PER_SM, BLOCK_HI, BLOCK_LO, MAX_BLOCK_SHAPES,
+    REGISTERS_PER_SM, THREADS_PER_SM,
+};
 
 fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b.max(1)
-}
-
-/// One launch of a composition: the shape (index into [`BlockShapes::shapes`]) and the
-/// blocks it runs along the dynamic dimension.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ShapeLaunch {
-    /// Index into [`BlockShapes::shapes`] (0: the full shape).
-    pub shape: usize,
-    /// The first block index.
-    pub first: i64,
-    /// How many blocks.
-    pub count: i64,
-}
-
-/// The block shapes chosen for one kernel, and their kernels.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BlockShapes {
-    /// The dynamic size the blocks run along.
-    pub size: DynamicSize,
-    /// The grid dimension whose blocks run along it.
-    pub grid_dim: u8,
-    /// The thread dimension that covers it inside a block.
-    pub thread_dim: u8,
-    /// Rows of the size per block (the block tile).
-    pub rows: i64,
-    /// Rows of the size per thread (its register tile).
-    pub rows_per_thread: i64,
-    /// The full block, threads along x, y, z.
-    pub block: [i64; 3],
-    /// Threads along [`BlockShapes::thread_dim`] per shape, largest (the full one) first.
-    pub shapes: Vec<i64>,
-    /// Blocks per wave of each shape (SMs × resident blocks).
-    pub per_wave: Vec<i64>,
-    /// The kernels of `shapes[1..]`, in order.
-    pub variants: Vec<DeviceKernel>,
-    /// The model.
-    pub model: BlockModel,
 }
 
 impl BlockShapes {
@@ -535,7 +451,7 @@ fn restrict_blocks(n: KNode, d: u8) -> KNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::microkernel::SizeValues;
+    use crate::codegen::microkernel::SizeValues;
 
     fn a100() -> BlockModel {
         BlockModel {

@@ -40,77 +40,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use miette::{miette, Result};
 use polyhedral::ir::Program;
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind, MemSpace};
-
-/// One candidate for a grid dimension: a `Block` loop's bounds, evaluated on the host.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TripExpr {
-    /// The loop's first value.
-    pub init: KExpr,
-    /// Its last value (inclusive).
-    pub upper: KExpr,
-    /// Its step.
-    pub step: i64,
-}
-
-impl TripExpr {
-    /// The trip count for the given host values (0 when the loop runs no iteration).
-    pub fn eval(&self, env: &impl Fn(&str) -> Option<i64>) -> Option<i64> {
-        let a = self.init.eval(env)?;
-        let b = self.upper.eval(env)?;
-        Some(if b < a { 0 } else { (b - a) / self.step + 1 })
-    }
-}
-
-/// How many blocks run along one grid dimension.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct GridDim {
-    /// The trip counts of the dimension's `Block` loops: the grid takes the largest.
-    pub trips: Vec<TripExpr>,
-    /// Some `Block` loop's bounds depend on values only the device knows (another block
-    /// loop's iterator): the grid then has at least [`FALLBACK_BLOCKS`] blocks, and the
-    /// grid-stride loop covers the rest.
-    pub fallback: bool,
-}
-
-/// Blocks per grid dimension when a block loop's trip count is not known on the host.
-pub const FALLBACK_BLOCKS: i64 = 64;
-
-/// Threads per block dimension when a thread loop's trip count has no constant bound.
-pub const DEFAULT_THREADS: [i64; 3] = [32, 4, 1];
-
-/// A device kernel ready to print and launch.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceKernel {
-    /// Launch order.
-    pub id: usize,
-    /// The kernel's function name.
-    pub name: String,
-    /// The body (barriers and guards inserted; shared buffers hoisted out of it).
-    pub body: KNode,
-    /// Threads per block, x, y, z.
-    pub block: [i64; 3],
-    /// The threads per block its thread loops ask for, x, y, z: [`DeviceKernel::block`]
-    /// unless that was more than the target allows, and the block was fitted to the limit
-    /// (its thread loops are block-stride loops, correct for any block). The GPU target
-    /// refuses a kernel that asks for too many threads where the user's tile spec tiles its
-    /// statements ([`TooManyThreads`]); the default policy's kernels are fitted.
-    pub asked: [i64; 3],
-    /// Blocks per grid dimension, x, y, z.
-    pub grid: [GridDim; 3],
-    /// Host loop iterators and constants the body reads, passed as `int64_t` arguments.
-    pub host_args: Vec<String>,
-    /// Shared-memory buffers, declared once at the top of the kernel.
-    pub shared: Vec<LocalBuf>,
-    /// Program statements the kernel runs (indices), in order of first occurrence.
-    pub stmts: Vec<usize>,
-    /// The grid dimension whose blocks the kernel runs only from `polyc_blo` to
-    /// `polyc_bhi − 1` (two more `int64_t` arguments), when it has block shapes.
-    pub range_dim: Option<u8>,
-    /// The block shapes along a dynamic size and their kernels
-    /// ([`crate::gpu::blockshape`]), on the full-shape kernel.
-    pub shapes: Option<Box<crate::gpu::blockshape::BlockShapes>>,
-}
+use crate::codegen::kir::{KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind, MemSpace};
+use crate::gpu::module::{has_private_tile, walk_loops, BlockModel};
+pub use crate::gpu::module::{
+    DeviceKernel, GpuModule, GridDim, TripExpr, DEFAULT_THREADS, FALLBACK_BLOCKS,
+};
 
 impl DeviceKernel {
     /// Threads per block.
@@ -144,31 +78,6 @@ impl DeviceKernel {
             g[d] = n.max(1);
         }
         Ok(g)
-    }
-}
-
-/// A program for a GPU: host control flow with [`KNode::Device`] launches, and the
-/// kernels they launch.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GpuModule {
-    /// Host code: loops, guards and constants around `Device { id }` nodes (whose bodies
-    /// are the kernels' bodies before [`prepare`]; printers launch `kernels[id]`).
-    pub host: KNode,
-    /// The kernels, by id.
-    pub kernels: Vec<DeviceKernel>,
-}
-
-impl GpuModule {
-    /// Every kernel function: each kernel, followed by its block-shape variants.
-    pub fn all_kernels(&self) -> Vec<&DeviceKernel> {
-        let mut v = Vec::new();
-        for k in &self.kernels {
-            v.push(k);
-            if let Some(sh) = &k.shapes {
-                v.extend(sh.variants.iter());
-            }
-        }
-        v
     }
 }
 
@@ -262,10 +171,7 @@ pub fn prepare_dynamic(
     prog: &Program,
     kernel: &Kernel,
     max_threads: i64,
-    dynamic: Option<(
-        &[crate::microkernel::DynamicSize],
-        crate::gpu::blockshape::BlockModel,
-    )>,
+    dynamic: Option<(&[crate::codegen::microkernel::DynamicSize], BlockModel)>,
 ) -> Result<GpuModule> {
     let mut kernels = Vec::new();
     let sizes: HashSet<String> = prog.params.iter().map(|p| p.name.clone()).collect();
@@ -283,10 +189,7 @@ struct SplitCx<'a> {
     prog: &'a Program,
     sizes: &'a HashSet<String>,
     max_threads: i64,
-    dynamic: Option<(
-        &'a [crate::microkernel::DynamicSize],
-        crate::gpu::blockshape::BlockModel,
-    )>,
+    dynamic: Option<(&'a [crate::codegen::microkernel::DynamicSize], BlockModel)>,
 }
 
 fn split(
@@ -489,7 +392,7 @@ fn device_kernel(
     let body = guard_leaves(body, &used_block, &used_thread, &mut Vec::new());
 
     let stmts = body.stmts();
-    let mut name = format!("{}_k{id}", crate::c::c_ident(&prog.name));
+    let mut name = format!("{}_k{id}", crate::codegen::cfamily::c_ident(&prog.name));
     for s in stmts.iter().take(4) {
         name.push('_');
         name.push_str(&prog.stmts[*s].name);
@@ -588,33 +491,6 @@ fn only_vars(e: &KExpr, allowed: &HashSet<String>) -> bool {
     let mut ok = true;
     e.for_each_var(&mut |v| ok &= allowed.contains(v));
     ok
-}
-
-/// Calls `f(kind, init, cond, step, body)` on every loop.
-pub(crate) fn walk_loops(n: &KNode, f: &mut impl FnMut(LoopKind, &KExpr, &KExpr, i64, &KNode)) {
-    n.walk(&mut |x| {
-        if let KNode::For {
-            kind,
-            init,
-            cond,
-            step,
-            body,
-            ..
-        } = x
-        {
-            f(*kind, init, cond, *step, body);
-        }
-    });
-}
-
-pub(crate) fn has_private_tile(n: &KNode) -> bool {
-    let mut found = false;
-    n.walk(&mut |x| {
-        if let KNode::Local { bufs, .. } = x {
-            found |= bufs.iter().any(|b| b.space == MemSpace::Private);
-        }
-    });
-    found
 }
 
 fn has_stmt(n: &KNode) -> bool {

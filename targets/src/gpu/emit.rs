@@ -37,9 +37,9 @@ use std::fmt::Write;
 
 use polyhedral::ir::{DType, InputRef, Program};
 
-use crate::c::{c_ident, function_params, helpers, Dialect, Emitter, FAULT_PARAM};
+use crate::codegen::cfamily::{c_ident, function_params, helpers, Dialect, Emitter, FAULT_PARAM};
+use crate::codegen::kir::{KExpr, KNode};
 use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
-use crate::kir::{KExpr, KNode};
 
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub enum KernelParam {
 pub fn kernel_params(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> Vec<KernelParam> {
     let mut v = Vec::new();
     for (p, t) in param_texts.iter().enumerate().take(prog.params.len()) {
-        if !crate::c::is_bound(t) {
+        if !crate::codegen::cfamily::is_bound(t) {
             v.push(KernelParam::Size(p));
         }
     }
@@ -92,7 +92,9 @@ pub fn kernel_params(prog: &Program, param_texts: &[String], k: &DeviceKernel) -
 
 /// Whether kernel `k` takes the fault status ([`KernelParam::Fault`]).
 fn takes_fault(prog: &Program, k: &DeviceKernel) -> bool {
-    k.stmts.iter().any(|&s| crate::c::stmt_may_fault(prog, s))
+    k.stmts
+        .iter()
+        .any(|&s| crate::codegen::cfamily::stmt_may_fault(prog, s))
 }
 
 /// Whether some kernel of `module` takes the fault status (the CUDA host function then
@@ -275,12 +277,12 @@ fn kernel_fn(
         } else {
             "__local"
         };
-        let dims = crate::c::dims_text(&b.sizes);
+        let dims = crate::passes::promote::dims_text(&b.sizes);
         let _ = writeln!(
             out,
             "  {space} {} {}[{}]; /* tile of {} ({}) in shared memory */",
             ten.dtype.c_type(),
-            crate::c::tile_name(b.promo),
+            crate::codegen::cfamily::tile_name(b.promo),
             e.tile_elems(b.promo, b.tensor),
             ten.name,
             dims

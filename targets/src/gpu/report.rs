@@ -14,8 +14,8 @@ use std::fmt::Write;
 use miette::{miette, Result};
 use polyhedral::ir::{flops_per_instance, Program};
 
+use crate::codegen::kir::{KExpr, KNode, LocalRef, MemSpace};
 use crate::gpu::device::{each_launch, DeviceKernel, GpuModule};
-use crate::kir::{KExpr, KNode, LocalRef, MemSpace};
 
 /// Exact counts of one kernel over one launch sequence.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -208,7 +208,7 @@ pub fn count_kernels(
 
 /// Bytes of shared memory a kernel declares (rows padded as printed).
 pub fn shared_bytes(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> u64 {
-    let mut e = crate::c::Emitter::new(prog, param_texts);
+    let mut e = crate::codegen::cfamily::Emitter::new(prog, param_texts);
     for b in &k.shared {
         e.register_buf(b);
     }
@@ -247,7 +247,7 @@ pub fn explain(
     module: &GpuModule,
     sizes: Option<&[i64]>,
     roofline: Roofline,
-    ptxas: Option<&crate::cuda_tools::PtxasReport>,
+    ptxas: Option<&crate::gpu::cuda_tools::PtxasReport>,
 ) -> Result<String> {
     let mut out = String::new();
     let counts = match sizes {

@@ -10,13 +10,23 @@ use miette::{miette, Result};
 use polyhedral::data::{Buffer as Data, TensorData};
 use polyhedral::ir::{Program, TensorRole};
 
-use crate::cpu_runner::RunStats;
 use crate::gpu::device::{each_launch, GpuModule};
 use crate::gpu::emit::{emit_cuda, emit_opencl, kernel_params, KernelParam};
-use crate::gpu::{Device, GpuTarget};
-use crate::gpu_launch::{Launch, LaunchArg};
+use crate::gpu::launch::{Launch, LaunchArg};
 use crate::target::BuildInput;
-use crate::Executable;
+use crate::target::{Executable, RunStats};
+
+/// Which device runs GPU kernels (`polyc run --device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Device {
+    /// CUDA when a driver is present, else OpenCL.
+    #[default]
+    Auto,
+    /// CUDA through the driver (cudarc).
+    Cuda,
+    /// OpenCL (any platform; PoCL on machines without a GPU).
+    OpenCl,
+}
 
 /// A GPU program ready to run on one device.
 pub struct GpuExecutable {
@@ -32,25 +42,26 @@ enum Chosen {
     Cuda { ptx: String },
 }
 
-/// Builds `module` for the target's device (`auto` prefers CUDA when a driver exists).
+/// Builds `module` for `device` (`auto` prefers CUDA when a driver exists); CUDA is
+/// compiled for `cuda_arch` (`sm_80`).
 pub fn build(
-    target: &GpuTarget,
+    device: Device,
+    cuda_arch: &str,
     input: &BuildInput,
     module: GpuModule,
 ) -> Result<Box<dyn Executable>> {
-    let use_cuda = match target.device {
+    let use_cuda = match device {
         Device::OpenCl => false,
         Device::Cuda => {
-            crate::cuda_tools::cuda_driver_status()?;
+            crate::gpu::cuda_tools::cuda_driver_status()?;
             true
         }
-        Device::Auto => crate::cuda_tools::cuda_driver_status().is_ok(),
+        Device::Auto => crate::gpu::cuda_tools::cuda_driver_status().is_ok(),
     };
     let device = if use_cuda {
         let src = emit_cuda(input.program, input.param_texts, &module);
-        let arch = target.desc.cuda_arch.as_deref().unwrap_or("sm_80");
         Chosen::Cuda {
-            ptx: crate::cuda_tools::compile_ptx(&src, arch)?,
+            ptx: crate::gpu::cuda_tools::compile_ptx(&src, cuda_arch)?,
         }
     } else {
         Chosen::OpenCl {
@@ -200,11 +211,11 @@ impl Executable for GpuExecutable {
         let start = Instant::now();
         let device = match &self.device {
             Chosen::OpenCl { source } => {
-                let r = crate::opencl_runner::run_opencl(source, &launches, &mut bufs)?;
+                let r = crate::gpu::opencl_runner::run_opencl(source, &launches, &mut bufs)?;
                 format!("OpenCL: {} ({})", r.device, r.platform)
             }
             Chosen::Cuda { ptx } => {
-                let r = crate::cuda_tools::run_cuda(ptx, &launches, &mut bufs)?;
+                let r = crate::gpu::cuda_tools::run_cuda(ptx, &launches, &mut bufs)?;
                 format!("CUDA: {}", r.device)
             }
         };
@@ -212,7 +223,7 @@ impl Executable for GpuExecutable {
         match i32::from_ne_bytes(fault) {
             0 => {}
             k if k > 0 && (k as usize) <= prog.stmts.len() => {
-                return Err(crate::cpu_runner::division_by_zero(prog, k as usize - 1));
+                return Err(crate::target::division_by_zero(prog, k as usize - 1));
             }
             other => {
                 return Err(miette!(

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
-use crate::gpu_launch::{validate_plan, Launch, LaunchArg};
+use crate::gpu::launch::{validate_plan, Launch, LaunchArg};
 
 /// The environment variable naming the nvcc to use.
 pub const NVCC_ENV: &str = "POLYC_NVCC";
@@ -402,7 +402,7 @@ enum Scalar {
 
 /// Runs a launch plan on CUDA device 0 from PTX (e.g. from [`compile_ptx`]).
 ///
-/// Same contract as [`crate::opencl_runner::run_opencl`]: one device buffer per host
+/// Same contract as [`crate::gpu::opencl_runner::run_opencl`]: one device buffer per host
 /// buffer (at least 1 byte), filled from the host; launches in order with
 /// `grid`/`block` as CUDA's grid and block dimensions and no dynamic shared memory; every
 /// buffer copied back. Without a driver: an error starting with [`NO_DRIVER`], never a

@@ -279,7 +279,7 @@ pub enum KNode {
         body: Box<KNode>,
     },
     /// `const int64_t name = value;` in scope for `body` only (a loop start computed once,
-    /// see [`crate::normalize`]).
+    /// see [`crate::codegen::normalize`]).
     Let {
         /// The constant's name (unique along any path; never a program name).
         name: String,

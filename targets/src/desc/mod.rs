@@ -23,48 +23,18 @@
 //! Tiling does not depend on this crate: drivers pass [`TargetDesc::capacities`] to
 //! `tiling::TileCx` and [`TargetDesc::buffer_order`] to `tiling::parse_tile_spec`.
 
-use polyhedral::diag::SourceFile;
-use polyhedral::ir::{DType, Span};
+use polyhedral::ir::DType;
 use schedule_tree::{Buffer, BufferRole, Holds, Level};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod check;
+mod host_caches;
+mod load;
 mod locate;
 
-/// The text of the built-in CPU description, `specs/targets/cpu.yaml`.
-pub const BUILTIN_CPU_YAML: &str = include_str!("../../specs/targets/cpu.yaml");
-
-/// The built-in descriptions `--target NAME` accepts: name, file in `specs/targets/`, text.
-/// `gpu` is the A100.
-pub const BUILTIN: &[(&str, &str, &str)] = &[
-    ("cpu", "cpu.yaml", BUILTIN_CPU_YAML),
-    (
-        "gpu",
-        "a100.yaml",
-        include_str!("../../specs/targets/a100.yaml"),
-    ),
-    (
-        "a100",
-        "a100.yaml",
-        include_str!("../../specs/targets/a100.yaml"),
-    ),
-    (
-        "h100",
-        "h100.yaml",
-        include_str!("../../specs/targets/h100.yaml"),
-    ),
-    (
-        "gemmini",
-        "gemmini.yaml",
-        include_str!("../../specs/targets/gemmini.yaml"),
-    ),
-    (
-        "gemmini-fp32",
-        "gemmini-fp32.yaml",
-        include_str!("../../specs/targets/gemmini-fp32.yaml"),
-    ),
-];
+pub use host_caches::{detect_host_caches, HostCache};
+pub use load::{BUILTIN, BUILTIN_CPU_YAML};
 
 /// What kind of machine a description is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -278,7 +248,7 @@ pub struct TargetDesc {
     /// The preferred SIMD vector width in bytes (CPU: 64 for AVX-512, 32 for AVX2, 16
     /// for SSE or NEON): a power of two from 16 to 256. The CPU runner turns it into
     /// `-mprefer-vector-width=<bytes × 8>` on x86 (see
-    /// [`crate::cpu_runner::CcOptions::vector_bytes`]); without it, gcc keeps to 256-bit
+    /// [`crate::cpu::runner::CcOptions::vector_bytes`]); without it, gcc keeps to 256-bit
     /// vectors even where AVX-512 is available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_bytes: Option<u32>,
@@ -290,103 +260,7 @@ pub struct TargetDesc {
     pub buffers: Vec<BufferDesc>,
 }
 
-/// Byte offset of a 1-based line and column.
-fn offset_of(text: &str, line: usize, col: usize) -> usize {
-    let mut off = 0;
-    for (i, l) in text.split_inclusive('\n').enumerate() {
-        if i + 1 == line {
-            let c: usize = l
-                .chars()
-                .take(col.saturating_sub(1))
-                .map(char::len_utf8)
-                .sum();
-            return (off + c).min(text.len());
-        }
-        off += l.len();
-    }
-    text.len()
-}
-
 impl TargetDesc {
-    /// Parses and validates a description. Syntax and schema errors are located at the
-    /// line and column serde_yaml reports; every other error (a value out of its range, a
-    /// field the kind does not use, a buffer whose role, scope or capacity does not fit,
-    /// a kind's missing buffer) at the offending node, with the value and a remedy (see
-    /// [`check`]). The buffers come back in nesting order: by scope (chip, core, block,
-    /// thread), in the listed order within a scope.
-    pub fn load(file: &SourceFile) -> miette::Result<TargetDesc> {
-        let desc: TargetDesc = serde_yaml::from_str(&file.text).map_err(|e| {
-            let off = e
-                .location()
-                .map_or(0, |l| offset_of(&file.text, l.line(), l.column()));
-            let msg = e.to_string();
-            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-            miette::Report::new(file.error(
-                Span::new(off, off),
-                format!("invalid target description: {msg}"),
-                "here",
-                "see specs/targets/cpu.yaml for the schema: name, kind (cpu, gpu, gemmini, npu), buffers (name, role, scope, bytes, …) from outermost to innermost",
-            ))
-        })?;
-        check::Check::new(file, &desc).all()?;
-        // Buffers nest by scope whatever their order in the file (item: a GPU's register
-        // file listed before its shared memory is still inside it).
-        let order = check::nesting_order(&desc);
-        let mut desc = desc;
-        desc.buffers = order.iter().map(|&i| desc.buffers[i].clone()).collect();
-        Ok(desc)
-    }
-
-    /// The built-in CPU description ([`BUILTIN_CPU_YAML`]).
-    pub fn builtin_cpu() -> miette::Result<TargetDesc> {
-        TargetDesc::load(&SourceFile::new(
-            "<built-in specs/targets/cpu.yaml>",
-            BUILTIN_CPU_YAML,
-        ))
-    }
-
-    /// The built-in description `name` (see [`BUILTIN`]).
-    pub fn builtin(name: &str) -> Option<miette::Result<TargetDesc>> {
-        BUILTIN
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .map(|(_, file, text)| {
-                TargetDesc::load(&SourceFile::new(
-                    format!("<built-in specs/targets/{file}>"),
-                    *text,
-                ))
-            })
-    }
-
-    /// What `--target NAME|FILE` names: a built-in description, or a YAML file (any
-    /// argument with a `/` or ending in `.yaml`/`.yml`, or an existing file). Anything else
-    /// is an error that lists the built-in names.
-    pub fn resolve(arg: &str) -> miette::Result<TargetDesc> {
-        if let Some(d) = TargetDesc::builtin(arg) {
-            return d;
-        }
-        let looks_like_file = arg.contains('/')
-            || arg.ends_with(".yaml")
-            || arg.ends_with(".yml")
-            || std::path::Path::new(arg).is_file();
-        if looks_like_file {
-            return TargetDesc::load_path(arg);
-        }
-        let names: Vec<&str> = BUILTIN.iter().map(|(n, _, _)| *n).collect();
-        Err(miette::miette!(
-            help = format!(
-                "built-in targets are {}; or give a description file, e.g. --target specs/targets/ascend.yaml",
-                names.join(", ")
-            ),
-            "--target {arg}: there is no built-in target `{arg}` and no file of that name"
-        ))
-    }
-
-    /// Reads and loads a file.
-    pub fn load_path(path: &str) -> miette::Result<TargetDesc> {
-        TargetDesc::load(&SourceFile::read(path)?)
-    }
-
     /// The buffers, outermost first (the order of tiling levels).
     pub fn buffer_order(&self) -> Vec<Buffer> {
         self.buffers.iter().map(BufferDesc::buffer).collect()
@@ -433,57 +307,11 @@ impl TargetDesc {
     }
 }
 
-/// One cache of this machine, from `/sys/devices/system/cpu/cpu0/cache/index*`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostCache {
-    /// 1, 2, 3, …
-    pub level: u32,
-    /// `Data`, `Instruction` or `Unified`.
-    pub kind: String,
-    /// Size in bytes.
-    pub bytes: u64,
-}
-
-/// The caches of CPU 0 as Linux reports them (empty where `/sys` is not available), in
-/// index order. Instruction caches are included; filter on [`HostCache::kind`].
-pub fn detect_host_caches() -> Vec<HostCache> {
-    let mut out = Vec::new();
-    for i in 0..16 {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
-        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
-        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
-        else {
-            continue;
-        };
-        let Ok(level) = level.trim().parse::<u32>() else {
-            continue;
-        };
-        let Some(bytes) = parse_size(size.trim()) else {
-            continue;
-        };
-        out.push(HostCache {
-            level,
-            kind: kind.trim().to_string(),
-            bytes,
-        });
-    }
-    out
-}
-
-/// `48K` → 49152, `2048K` → 2097152, `260M`, plain bytes.
-fn parse_size(s: &str) -> Option<u64> {
-    let (num, mul) = match s.chars().last()? {
-        'K' | 'k' => (&s[..s.len() - 1], 1024),
-        'M' | 'm' => (&s[..s.len() - 1], 1024 * 1024),
-        'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
-        _ => (s, 1),
-    };
-    num.trim().parse::<u64>().ok().map(|v| v * mul)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::host_caches::parse_size;
     use super::*;
+    use polyhedral::diag::SourceFile;
 
     fn load(text: &str) -> miette::Result<TargetDesc> {
         TargetDesc::load(&SourceFile::new("t.yaml", text))

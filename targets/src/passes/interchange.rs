@@ -269,7 +269,8 @@ fn promoted_tensors(prog: &Program, node: &ScheduleNode) -> Result<Vec<usize>> {
             .to_string();
         // Only written tiles (accumulators, with a copy-out) must stay put across the
         // reduction loops; read-only ones may move.
-        if let Some((crate::promote::CopyKind::Out, _, t)) = crate::promote::parse_copy_stmt(&name)
+        if let Some((crate::passes::promote::CopyKind::Out, _, t)) =
+            crate::passes::promote::parse_copy_stmt(&name)
         {
             if let Some(t) = prog.tensors.iter().position(|x| x.name == t) {
                 if !out.contains(&t) {

@@ -4,7 +4,7 @@
 //!
 //! # Where the micro-kernels come from
 //!
-//! Parametric tiling ([`crate::normalize::version_tiles`]) already emits every promoted
+//! Parametric tiling ([`crate::codegen::normalize::version_tiles`]) already emits every promoted
 //! tile twice: the full tile, whose loops have constant trip counts (a register tile of
 //! `R` rows stays in registers), and the partial tile at the edge, whose row loops run to
 //! `min(e, R − 1)` with `e` depending on the size. Along a dynamic size, the partial tile
@@ -37,7 +37,7 @@
 //! reported against the alternative of running the full `R`-row body on zero-padded
 //! rows.
 
-use crate::kir::{KCmp, KExpr, KNode, LocalBuf, LocalRef};
+use crate::codegen::kir::{KCmp, KExpr, KNode, LocalBuf, LocalRef};
 
 /// The values a dynamic size may take at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -922,7 +922,7 @@ fn micro_kernel(
             } if is_row_loop(&cond, &(edge.clone(), k)) => {
                 let it = iter.clone();
                 let body = body.map_exprs(&|e: &KExpr| {
-                    crate::normalize::simplify(&e.substitute(&|n: &str| {
+                    crate::codegen::affine::simplify(&e.substitute(&|n: &str| {
                         (n == it)
                             .then(|| KExpr::Add(Box::new(KExpr::var(&it)), Box::new(KExpr::var(o))))
                     }))
@@ -954,7 +954,7 @@ fn shift_locals(locals: Vec<LocalRef>, o: &str, shifts: &[(usize, Vec<i64>)]) ->
                 for (d, off) in l.offset.iter_mut().enumerate() {
                     let c = s.get(d).copied().unwrap_or(0);
                     if c != 0 {
-                        *off = crate::normalize::simplify(&KExpr::Add(
+                        *off = crate::codegen::affine::simplify(&KExpr::Add(
                             Box::new(off.clone()),
                             Box::new(KExpr::Mul(Box::new(KExpr::Int(c)), Box::new(KExpr::var(o)))),
                         ));
@@ -993,7 +993,7 @@ pub fn small_size_version(
         KNode::Local { bufs, .. } => {
             for b in bufs {
                 if b.block.is_some()
-                    && b.space == crate::kir::MemSpace::Private
+                    && b.space == crate::codegen::kir::MemSpace::Private
                     && independent.get(b.tensor).copied().unwrap_or(false)
                     && !packed.contains(&(b.promo, b.tensor))
                 {

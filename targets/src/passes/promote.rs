@@ -16,7 +16,7 @@
 //! In the tree this is one extension node under the mark whose child is a sequence:
 //! the copy-ins, the original subtree, the copy-outs; each copy runs over its elements
 //! with a band whose innermost member is the tensor's last dimension. `k` numbers the
-//! promotions of a tree in pre-order; code generation ([`crate::lower`]) recomputes the
+//! promotions of a tree in pre-order; code generation ([`crate::codegen::lower`]) recomputes the
 //! offsets with [`promotions_in`] from the same tree, so the tree alone carries the
 //! promotion.
 //!
@@ -105,7 +105,7 @@ pub struct PromoteOptions {
     /// Whether register levels take register tiles.
     pub registers: bool,
     /// Whether packed tiles move above the tile loops they do not depend on
-    /// ([`crate::hoist`]).
+    /// ([`crate::passes::hoist`]).
     pub hoist: bool,
     /// Temporaries that post-tiling fusion made private to the live-out tiles (by name).
     /// Each becomes a local buffer of the deepest memory mark below which all its
@@ -203,7 +203,7 @@ impl fmt::Display for PromoteReport {
         }
         writeln!(f, "promotion:")?;
         for t in &self.tiles {
-            let dims = crate::c::dims_text(&t.sizes);
+            let dims = dims_text(&t.sizes);
             let copies = match (t.copy_in, t.copy_out) {
                 (true, true) => "copy in and out",
                 (true, false) => "copy in",
@@ -560,7 +560,9 @@ pub fn analyse_mark_with(
         // policy assumes (this only ranks tiles by reuse; their boxes are exact).
         let c = match box_sizes(&r)? {
             Some((_, sizes)) => sizes.iter().product(),
-            None => match crate::parallel::assumed_sizes(r.get_space().isl("reading a space")?)? {
+            None => match crate::passes::assumed_sizes::assumed_sizes(
+                r.get_space().isl("reading a space")?,
+            )? {
                 Some(params) => {
                     let fixed = r.intersect_params(params).isl("fixing the sizes")?;
                     box_sizes(&fixed)?.map_or(0, |(_, sizes)| sizes.iter().product())
@@ -1701,4 +1703,14 @@ fn copy_ids_below_mark(node: &ScheduleNode) -> Result<Vec<(usize, String)>> {
         }
     }
     Ok(out)
+}
+
+/// A tile's extents as `polyc explain` and the comments of the generated code write them,
+/// `4 x 8`; `one element` for a scalar's tile (a fused 0-d temporary).
+pub(crate) fn dims_text(sizes: &[i64]) -> String {
+    if sizes.is_empty() {
+        return "one element".into();
+    }
+    let dims: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    dims.join(" x ")
 }

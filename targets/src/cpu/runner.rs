@@ -5,7 +5,7 @@
 //! -fwrapv`, on x86 `-mprefer-vector-width=<bits>` from the target description's
 //! `vector_bytes` (see [`CcOptions::vector_bytes`]), then [`CcOptions::extra_flags`],
 //! which come last and so can override these. It loads the shared library with
-//! `libloading`. [`run`] calls the kernel's entry wrapper (see [`crate::c`] for the ABI)
+//! `libloading`. [`run`] calls the kernel's entry wrapper (see [`crate::codegen::cfamily`] for the ABI)
 //! on [`TensorData`] buffers.
 //!
 //! `-ffp-contract=off` keeps every float operation rounded as written, so results match
@@ -19,8 +19,9 @@ use miette::{miette, IntoDiagnostic, Result, WrapErr};
 use polyhedral::data::{Buffer, TensorData};
 use polyhedral::ir::{InputRef, Program, TensorId, TensorRole};
 
-use crate::c::entry_symbol;
+use crate::codegen::cfamily::entry_symbol;
 use crate::desc::TargetDesc;
+use crate::target::{division_by_zero, RunStats};
 
 /// The floating-point contraction flag the runner passes (`scripts/bench` reads it from
 /// this line; keep it a single string literal).
@@ -139,16 +140,6 @@ impl std::fmt::Debug for CompiledKernel {
     }
 }
 
-/// What a run measured.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunStats {
-    /// Wall time of the kernel call, in milliseconds.
-    pub run_ms: f64,
-    /// Which device ran it, where a target has several (`OpenCL: cpu-… (Portable
-    /// Computing Language)`); `None` on the CPU.
-    pub device: Option<String>,
-}
-
 /// Compiles C source into a shared library and loads it.
 ///
 /// A compiler failure is an error carrying the compiler's standard error and the path of
@@ -224,7 +215,7 @@ fn pin_openmp_runtime() {
 #[cfg(not(unix))]
 fn pin_openmp_runtime() {}
 
-/// Runs a kernel that [`crate::c::emit_c`] emitted for `prog` and [`compile_c`] built.
+/// Runs a kernel that [`crate::codegen::cfamily::emit_c`] emitted for `prog` and [`compile_c`] built.
 ///
 /// `sizes` has one value per `Program::params` entry (bound sizes too: the kernel checks
 /// that they match the value compiled in). `tensors` is indexed by `TensorId`; inputs
@@ -313,7 +304,7 @@ pub fn run(
     }
     let mut size_copies: Vec<i64> = sizes.to_vec();
 
-    // Pointers: sizes, inputs, outputs (see the ABI in `crate::c`).
+    // Pointers: sizes, inputs, outputs (see the ABI in `crate::codegen::cfamily`).
     let mut args: Vec<*mut libc::c_void> = Vec::new();
     for v in size_copies.iter_mut() {
         args.push(v as *mut i64 as *mut libc::c_void);
@@ -376,19 +367,6 @@ pub fn run(
         }
         other => Err(miette!("kernel `{}` returned status {other}", prog.name)),
     }
-}
-
-/// The error of a kernel that divided integers by zero in statement `k` (it computed 0
-/// there and reported the statement): the CPU's entry returns `-1000 - k`, a GPU kernel
-/// stores `1 + k` in its fault status.
-pub fn division_by_zero(prog: &Program, k: usize) -> miette::Report {
-    miette::Report::new(polyhedral::interp::IntegerDivisionByZero {
-        stmt: k,
-        stmt_name: prog.stmts[k].name.clone(),
-        op: "division or remainder",
-        instance: None,
-        by: "the kernel, which computed 0 there",
-    })
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 //!
 //! Before generating the AST, the point band under every memory mark is permuted so that
 //! its innermost member is one the C compiler can vectorise
-//! ([`crate::interchange::sink_vectorizable_members`]).
+//! ([`crate::passes::interchange::sink_vectorizable_members`]).
 //!
 //! Loop iterators are isl's `c0, c1, …` (`c<depth>`). If any of those names is also a
 //! name in the program (a tensor, scalar, size, statement iterator or the `def`), every
@@ -41,8 +41,10 @@ use schedule_tree::Level;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::kir::{BlockRef, KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind, MemSpace};
-use crate::promote::{parse_copy_stmt, CopyKind, Promotion};
+use crate::codegen::kir::{
+    BlockRef, KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind, MemSpace,
+};
+use crate::passes::promote::{parse_copy_stmt, CopyKind, Promotion};
 
 /// Lowers `schedule` (whose domain names statements `S_0`, `S_1`, … of `prog`) to a
 /// kernel with isl's AST generator. See the module documentation for how each isl AST
@@ -60,7 +62,7 @@ pub struct LowerOptions {
     /// The target's memory levels (register files are told apart by role).
     pub levels: Vec<Level>,
     /// Permute point bands so that the innermost member vectorises
-    /// ([`crate::interchange::sink_vectorizable_members`]): for C compilers' vectorisers.
+    /// ([`crate::passes::interchange::sink_vectorizable_members`]): for C compilers' vectorisers.
     pub sink_vectorizable: bool,
 }
 
@@ -77,7 +79,7 @@ impl LowerOptions {
 }
 
 /// [`lower`] for a schedule that may hold promoted tiles (copy statements grafted by
-/// [`crate::promote::promote`]): `scop` is the program's model, from which the tiles'
+/// [`crate::passes::promote::promote`]): `scop` is the program's model, from which the tiles'
 /// offsets are recomputed. Without `scop`, a schedule with copy statements is an error.
 pub fn lower_with(
     ctx: &Ctx,
@@ -86,7 +88,7 @@ pub fn lower_with(
     schedule: &Schedule,
     opts: &LowerOptions,
 ) -> Result<Kernel> {
-    Ok(crate::normalize::normalize_loops(lower_raw(
+    Ok(crate::codegen::normalize::normalize_loops(lower_raw(
         ctx, prog, scop, schedule, opts, "",
     )?))
 }
@@ -94,18 +96,18 @@ pub fn lower_with(
 /// [`lower_with`] for a dynamic-shape kernel (`--dynamic`): code generation assumes every
 /// dynamic size within its values (the kernel checks them at run time), and the partial
 /// tiles along those sizes are composed from micro-kernels chosen with `model` (see
-/// [`crate::microkernel`]). Returns the kernel, the chosen micro-kernel sets, each with
+/// [`crate::codegen::microkernel`]). Returns the kernel, the chosen micro-kernel sets, each with
 /// the statements of its tiles, and notes for `polyc explain` (the small-size version,
-/// [`crate::microkernel::small_size_version`]).
+/// [`crate::codegen::microkernel::small_size_version`]).
 pub fn lower_dynamic(
     ctx: &Ctx,
     prog: &Program,
     scop: Option<&Scop>,
     schedule: &Schedule,
     opts: &LowerOptions,
-    sizes: &[crate::microkernel::DynamicSize],
-    model: crate::microkernel::CpuModel,
-) -> Result<(Kernel, crate::microkernel::ChosenSets, Vec<String>)> {
+    sizes: &[crate::codegen::microkernel::DynamicSize],
+    model: crate::codegen::microkernel::CpuModel,
+) -> Result<(Kernel, crate::codegen::microkernel::ChosenSets, Vec<String>)> {
     let context = sizes
         .iter()
         .map(|s| format!("{} <= {} <= {}", s.lo(), s.name, s.hi()))
@@ -122,7 +124,7 @@ pub fn lower_dynamic(
             }
         }
     });
-    let shift = crate::microkernel::ShiftInfo {
+    let shift = crate::codegen::microkernel::ShiftInfo {
         stmt_lhs: prog.stmts.iter().map(|s| s.lhs).collect(),
         dim_sizes: prog
             .tensors
@@ -145,14 +147,14 @@ pub fn lower_dynamic(
             .collect(),
         buffers,
     };
-    let mut cx = crate::microkernel::ComposeCx {
+    let mut cx = crate::codegen::microkernel::ComposeCx {
         sizes,
         model,
         next_id: 0,
         chosen: Vec::new(),
         shift: Some(shift),
     };
-    let mut kernel = crate::normalize::normalize_loops_dynamic(kernel, &mut cx);
+    let mut kernel = crate::codegen::normalize::normalize_loops_dynamic(kernel, &mut cx);
     let mut notes = Vec::new();
     if let [size] = sizes {
         if let Some(p) = prog.param_index(&size.name) {
@@ -161,7 +163,7 @@ pub fn lower_dynamic(
                 .iter()
                 .map(|t| !t.shape.iter().any(|a| aff_mentions_param(a, p)))
                 .collect();
-            let (body, note) = crate::microkernel::small_size_version(
+            let (body, note) = crate::codegen::microkernel::small_size_version(
                 std::mem::replace(&mut kernel.body, KNode::Block(Vec::new())),
                 size,
                 &independent,
@@ -205,12 +207,14 @@ fn lower_raw(
         .copy()
         .isl("copying the schedule for code generation")?;
     let schedule = if opts.sink_vectorizable {
-        crate::interchange::sink_vectorizable_members(ctx, prog, &schedule, &opts.levels)?
+        crate::passes::interchange::sink_vectorizable_members(ctx, prog, &schedule, &opts.levels)?
     } else {
         schedule
     };
     let promos = match scop {
-        Some(scop) => crate::promote::promotions_in(ctx, prog, scop, &schedule, &opts.levels)?,
+        Some(scop) => {
+            crate::passes::promote::promotions_in(ctx, prog, scop, &schedule, &opts.levels)?
+        }
         None => Vec::new(),
     };
     let schedule = tag_marks(ctx, schedule, &promos)?;

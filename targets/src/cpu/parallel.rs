@@ -1,15 +1,15 @@
-//! The `mark_outer_parallel` pass: OpenMP-style outer-loop parallelism for the CPU.
+//! The `parallel` pass ([`MarkParallel`]): OpenMP-style outer-loop parallelism for the CPU.
 
 use std::ffi::CString;
 
-use isl_rs::{
-    DimType, Id, Schedule, ScheduleNode, ScheduleNodeType, Set, Space, UnionMap, UnionSet,
-};
+use isl_rs::{Id, Schedule, ScheduleNode, ScheduleNodeType, UnionMap, UnionSet};
 use miette::{miette, Result};
 use polyhedral::isl::ffi::ast_build as ffi;
 use polyhedral::isl::IslResultExt;
 use schedule_tree::mark::Mark;
-use schedule_tree::{level_of, Level};
+use schedule_tree::{level_of, Level, Pass, ScheduleTree};
+
+use crate::passes::PassCx;
 
 /// Inserts a [`Mark::Parallel`] mark above the outermost coincident band member on every
 /// root-to-leaf path of the schedule tree.
@@ -107,7 +107,7 @@ fn only_copies(node: &ScheduleNode) -> Result<bool> {
         let name = m
             .get_tuple_name(isl_rs::DimType::In)
             .isl("reading a statement name")?;
-        if crate::promote::parse_copy_stmt(name).is_none() {
+        if crate::passes::promote::parse_copy_stmt(name).is_none() {
             return Ok(false);
         }
     }
@@ -155,42 +155,14 @@ fn single_iteration(node: &ScheduleNode, k: i32) -> Result<bool> {
 
 /// `instances` with every size parameter fixed at [`tiling::ASSUMED_EXTENT`].
 fn at_assumed_sizes(instances: UnionSet) -> Result<UnionSet> {
-    match assumed_sizes(instances.get_space().isl("reading a set's space")?)? {
+    match crate::passes::assumed_sizes::assumed_sizes(
+        instances.get_space().isl("reading a set's space")?,
+    )? {
         Some(params) => instances
             .intersect_params(params)
             .isl("fixing the sizes of a set"),
         None => Ok(instances),
     }
-}
-
-/// The parameter set of `space` with every size parameter at [`tiling::ASSUMED_EXTENT`]
-/// (the extent the default policy assumes for a symbolic size); `None` without
-/// parameters.
-pub(crate) fn assumed_sizes(space: Space) -> Result<Option<Set>> {
-    let n = space.dim(DimType::Param).isl("counting parameters")?;
-    if n <= 0 {
-        return Ok(None);
-    }
-    let names = (0..n as u32)
-        .map(|i| {
-            space
-                .get_dim_name(DimType::Param, i)
-                .map(str::to_string)
-                .isl("reading a parameter's name")
-        })
-        .collect::<Result<Vec<String>>>()?;
-    let text = format!(
-        "[{}] -> {{ : {} }}",
-        names.join(", "),
-        names
-            .iter()
-            .map(|p| format!("{p} = {}", tiling::ASSUMED_EXTENT))
-            .collect::<Vec<_>>()
-            .join(" and ")
-    );
-    Set::read_from_str(&space.get_ctx(), &text)
-        .isl(&format!("reading `{text}`"))
-        .map(Some)
 }
 
 /// A fresh isl id named like [`Mark::Parallel`].
@@ -207,4 +179,19 @@ fn parallel_id(node: &ScheduleNode) -> Result<Id> {
         ptr,
         should_free_on_drop: true,
     })
+}
+
+/// Marks the outermost coincident loop of every band path as parallel (OpenMP on the
+/// CPU).
+pub struct MarkParallel;
+
+impl<'a> Pass<PassCx<'a>> for MarkParallel {
+    fn name(&self) -> &'static str {
+        "parallel"
+    }
+    fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        let schedule = tree.to_isl(cx.ctx)?;
+        let marked = mark_outer_parallel(schedule, cx.levels)?;
+        ScheduleTree::from_isl(&marked)
+    }
 }

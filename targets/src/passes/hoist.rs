@@ -14,11 +14,11 @@
 //! ```
 //!
 //! The band must be permutable (any order of its members is legal). Among the tiles the
-//! level packs at the mark ([`crate::promote`]'s policy), the largest one whose box
+//! level packs at the mark ([`crate::passes::promote`]'s policy), the largest one whose box
 //! offset does not involve some band members is hoisted; those members must run more
 //! than one tile, and at least one member must stay outside. Promotion then packs each
 //! tensor at the outermost of the nested marks of a buffer where its box is no larger than
-//! at the innermost one (see [`crate::promote::promote`]).
+//! at the innermost one (see [`crate::passes::promote::promote`]).
 
 use isl_rs::{DimType, MultiUnionPwAff};
 use miette::{miette, Result};
@@ -29,8 +29,10 @@ use polyhedral::scop::Scop;
 use schedule_tree::mark::Mark;
 use schedule_tree::{Band, Node, NodeKind, ScheduleTree};
 
-use crate::interchange::permute_band;
-use crate::promote::{analyse_mark, choose, tree_marks, MarkTiles, PromoteKind, PromoteOptions};
+use crate::passes::interchange::permute_band;
+use crate::passes::promote::{
+    analyse_mark, choose, tree_marks, MarkTiles, PromoteKind, PromoteOptions,
+};
 
 /// One hoist: the band above a memory mark is permuted (`order`) and split after
 /// `outer` members, with a new mark of `mark` between the two parts.

@@ -2,7 +2,7 @@
 //!
 //! A plan is a list of [`Launch`]es run in order on one device, over a slice of byte
 //! buffers that the caller owns (`buffers: &mut [&mut [u8]]`). Both runners,
-//! [`crate::opencl_runner::run_opencl`] and [`crate::cuda_tools::run_cuda`], take the
+//! [`crate::gpu::opencl_runner::run_opencl`] and [`crate::gpu::cuda_tools::run_cuda`], take the
 //! same plan:
 //!
 //! - each host buffer becomes one device buffer of the same length (at least one byte, so

@@ -20,7 +20,7 @@
 //! floats and −1 for integers, and so the local buffers of tile-local temporaries, is
 //! emitted under `#ifdef POLYC_POISON`: only `polyc run --check` defines it, so compiled
 //! kernels never spend time filling memory). A temporary that the code only touches
-//! through local buffers (a tile-local temporary, see [`crate::promote`]) is not allocated
+//! through local buffers (a tile-local temporary, see [`crate::passes::promote`]) is not allocated
 //! at all. A name that is a C keyword or clashes with the prelude (for example
 //! `int`, `exp`, `free`, anything starting with `polyc_`) gets a trailing `_` in C.
 //!
@@ -87,7 +87,7 @@ use polyhedral::ir::{
     Aff, AssignOp, BinOp, CmpOp, DType, Expr, Func, InputRef, Program, Stmt, StmtBody, TensorId,
 };
 
-use crate::kir::{
+use crate::codegen::kir::{
     BlockRef, IntrinsicArg, KCmp, KExpr, KNode, Kernel, LocalRef, LoopKind, MemSpace,
 };
 use std::cell::RefCell;
@@ -103,7 +103,7 @@ pub struct EmitOptions {
     /// Dynamic sizes (`--dynamic`): the kernel starts by checking each against its
     /// values and, outside them, sets status `−2 − p` (`p` the size's index in
     /// `Program::params`) and returns without touching memory.
-    pub dynamic: Vec<crate::microkernel::DynamicSize>,
+    pub dynamic: Vec<crate::codegen::microkernel::DynamicSize>,
 }
 
 /// The name of the entry wrapper that runners call: `<def>__polyc_entry`.
@@ -1018,16 +1018,6 @@ pub(crate) fn tile_name(k: usize) -> String {
     format!("polyc_tile{k}")
 }
 
-/// A tile's extents as `polyc explain` and the comments of the generated code write them,
-/// `4 x 8`; `one element` for a scalar's tile (a fused 0-d temporary).
-pub(crate) fn dims_text(sizes: &[i64]) -> String {
-    if sizes.is_empty() {
-        return "one element".into();
-    }
-    let dims: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
-    dims.join(" x ")
-}
-
 fn indent(out: &mut String, level: usize) {
     for _ in 0..level {
         out.push_str("  ");
@@ -1087,7 +1077,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Records one local buffer's extents (and, for shared memory, its padding rule).
-    pub(crate) fn register_buf(&mut self, b: &crate::kir::LocalBuf) {
+    pub(crate) fn register_buf(&mut self, b: &crate::codegen::kir::LocalBuf) {
         self.tiles.insert(b.promo, b.sizes.clone());
         if let Some(blk) = &b.block {
             self.blocks.insert(b.promo, blk.clone());
@@ -1582,7 +1572,7 @@ impl<'a> Emitter<'a> {
                     let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
                     let name = tile_name(b.promo);
                     indent(out, level + 1);
-                    let dims = dims_text(&b.sizes);
+                    let dims = crate::passes::promote::dims_text(&b.sizes);
                     let _ = writeln!(
                         out,
                         "/* tile of {} ({}) */",
@@ -2379,7 +2369,7 @@ int main(void) {
         let (sizes, block, off) = ([5i64, 7], [2i64, 3], [10i64, 20]);
         for order in [None, Some(vec![1, 0])] {
             let mut e = Emitter::new(&p, &["N".to_string()]);
-            e.register_buf(&crate::kir::LocalBuf {
+            e.register_buf(&crate::codegen::kir::LocalBuf {
                 space: MemSpace::Private,
                 promo: 0,
                 tensor: 0,

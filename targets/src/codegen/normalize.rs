@@ -11,138 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::kir::{KCmp, KExpr, KNode, Kernel, LoopKind};
+use crate::codegen::kir::{KCmp, KExpr, KNode, Kernel, LoopKind};
 
-/// An affine expression: variable coefficients and a constant.
-type Linear = (BTreeMap<String, i64>, i64);
-
-fn linear(e: &KExpr) -> Option<Linear> {
-    Some(match e {
-        KExpr::Int(v) => (BTreeMap::new(), *v),
-        KExpr::Var(n) => (BTreeMap::from([(n.clone(), 1)]), 0),
-        KExpr::Add(a, b) => add(linear(a)?, linear(b)?, 1),
-        KExpr::Sub(a, b) => add(linear(a)?, linear(b)?, -1),
-        KExpr::Neg(a) => scale(linear(a)?, -1),
-        KExpr::Mul(a, b) => {
-            let (x, y) = (linear(a)?, linear(b)?);
-            if x.0.is_empty() {
-                scale(y, x.1)
-            } else if y.0.is_empty() {
-                scale(x, y.1)
-            } else {
-                return None;
-            }
-        }
-        _ => return None,
-    })
-}
-
-fn add(a: Linear, b: Linear, sign: i64) -> Linear {
-    let (mut m, c) = a;
-    for (k, v) in b.0 {
-        *m.entry(k).or_insert(0) += sign * v;
-    }
-    m.retain(|_, v| *v != 0);
-    (m, c + sign * b.1)
-}
-
-fn scale(a: Linear, f: i64) -> Linear {
-    let (mut m, c) = a;
-    for v in m.values_mut() {
-        *v *= f;
-    }
-    m.retain(|_, v| *v != 0);
-    (m, c * f)
-}
-
-/// The canonical expression of a linear form: terms in name order, then the constant.
-fn from_linear(l: &Linear) -> KExpr {
-    let mut acc: Option<KExpr> = None;
-    for (name, &c) in &l.0 {
-        let v = KExpr::Var(name.clone());
-        let (term, neg) = match c {
-            1 => (v, false),
-            -1 => (v, true),
-            c if c < 0 => (KExpr::Mul(Box::new(KExpr::Int(-c)), Box::new(v)), true),
-            c => (KExpr::Mul(Box::new(KExpr::Int(c)), Box::new(v)), false),
-        };
-        acc = Some(match (acc, neg) {
-            (None, false) => term,
-            (None, true) => KExpr::Neg(Box::new(term)),
-            (Some(a), false) => KExpr::Add(Box::new(a), Box::new(term)),
-            (Some(a), true) => KExpr::Sub(Box::new(a), Box::new(term)),
-        });
-    }
-    match acc {
-        None => KExpr::Int(l.1),
-        Some(a) if l.1 > 0 => KExpr::Add(Box::new(a), Box::new(KExpr::Int(l.1))),
-        Some(a) if l.1 < 0 => KExpr::Sub(Box::new(a), Box::new(KExpr::Int(-l.1))),
-        Some(a) => a,
-    }
-}
-
-/// Simplifies affine parts of `e` (folds constants, cancels terms).
-pub fn simplify(e: &KExpr) -> KExpr {
-    if let Some(l) = linear(e) {
-        return from_linear(&l);
-    }
-    let b = |x: &KExpr| Box::new(simplify(x));
-    match e {
-        KExpr::Add(x, y) => KExpr::Add(b(x), b(y)),
-        KExpr::Sub(x, y) => KExpr::Sub(b(x), b(y)),
-        KExpr::Mul(x, y) => KExpr::Mul(b(x), b(y)),
-        KExpr::Neg(x) => KExpr::Neg(b(x)),
-        KExpr::FloorDiv(x, y) => KExpr::FloorDiv(b(x), b(y)),
-        KExpr::Div(x, y) => KExpr::Div(b(x), b(y)),
-        KExpr::Rem(x, y) => KExpr::Rem(b(x), b(y)),
-        KExpr::Min(v) | KExpr::Max(v) => {
-            let is_min = matches!(e, KExpr::Min(_));
-            let args: Vec<KExpr> = v.iter().map(simplify).collect();
-            let consts: Vec<i64> = args
-                .iter()
-                .filter_map(|a| {
-                    if let KExpr::Int(c) = a {
-                        Some(*c)
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            let mut rest: Vec<KExpr> = args
-                .into_iter()
-                .filter(|a| !matches!(a, KExpr::Int(_)))
-                .collect();
-            let folded = if is_min {
-                consts.iter().min()
-            } else {
-                consts.iter().max()
-            };
-            if let Some(c) = folded {
-                rest.push(KExpr::Int(*c));
-            }
-            if rest.len() == 1 {
-                rest.pop().unwrap_or(KExpr::Int(0))
-            } else if is_min {
-                KExpr::Min(rest)
-            } else {
-                KExpr::Max(rest)
-            }
-        }
-        KExpr::Cmp(op, x, y) => KExpr::Cmp(*op, b(x), b(y)),
-        KExpr::And(x, y) => KExpr::And(b(x), b(y)),
-        KExpr::Or(x, y) => KExpr::Or(b(x), b(y)),
-        KExpr::Select(c, x, y) => KExpr::Select(b(c), b(x), b(y)),
-        other => other.clone(),
-    }
-}
-
-/// `u - s`, distributing over a minimum (`min(a, b) - s = min(a - s, b - s)`).
-fn minus(u: &KExpr, s: &KExpr) -> KExpr {
-    match u {
-        KExpr::Min(v) => simplify(&KExpr::Min(v.iter().map(|a| minus(a, s)).collect())),
-        _ => simplify(&KExpr::Sub(Box::new(u.clone()), Box::new(s.clone()))),
-    }
-}
+use crate::codegen::affine::{add, from_linear, linear, minus, scale, simplify, Linear};
 
 /// Rewrites every loop of `kernel` with step 1 and a non-constant start to start at 0
 /// (see the module documentation), then versions promoted tiles into full and partial
@@ -155,11 +26,14 @@ pub fn normalize_loops(kernel: Kernel) -> Kernel {
 }
 
 /// [`normalize_loops`] for a dynamic-shape kernel: the partial tiles along the dynamic
-/// sizes are composed from micro-kernels ([`crate::microkernel::compose_partial`]); the
+/// sizes are composed from micro-kernels ([`crate::codegen::microkernel::compose_partial`]); the
 /// chosen sets are left in `cx.chosen`.
-pub fn normalize_loops_dynamic(kernel: Kernel, cx: &mut crate::microkernel::ComposeCx) -> Kernel {
+pub fn normalize_loops_dynamic(
+    kernel: Kernel,
+    cx: &mut crate::codegen::microkernel::ComposeCx,
+) -> Kernel {
     let body = version_tiles_with(node(kernel.body), &mut |bufs, body| {
-        crate::microkernel::compose_partial(bufs, body, cx)
+        crate::codegen::microkernel::compose_partial(bufs, body, cx)
     });
     Kernel {
         body: sink_parallel(split_versions(body)),
@@ -513,10 +387,10 @@ pub fn version_tiles(n: KNode) -> KNode {
 
 /// [`version_tiles`] with `partial(bufs, body)` offered every partial tile: when it returns
 /// a node, that node replaces the partial version (dynamic-shape kernels compose it from
-/// micro-kernels, see [`crate::microkernel`]).
+/// micro-kernels, see [`crate::codegen::microkernel`]).
 pub fn version_tiles_with(
     n: KNode,
-    partial: &mut impl FnMut(&[crate::kir::LocalBuf], &KNode) -> Option<KNode>,
+    partial: &mut impl FnMut(&[crate::codegen::kir::LocalBuf], &KNode) -> Option<KNode>,
 ) -> KNode {
     match n {
         KNode::Local { bufs, body } => {
@@ -844,7 +718,7 @@ fn substitute(n: KNode, name: &str, value: &KExpr) -> KNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kir::LoopKind;
+    use crate::codegen::kir::LoopKind;
 
     fn v(n: &str) -> Box<KExpr> {
         Box::new(KExpr::var(n))

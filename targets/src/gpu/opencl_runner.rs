@@ -1,7 +1,7 @@
 //! Running OpenCL C kernels on any OpenCL device, through the `opencl3` crate.
 //!
 //! [`run_opencl`] builds an OpenCL C program for one device and runs a launch plan
-//! ([`crate::gpu_launch`]) over host byte buffers. On machines without a GPU the device is
+//! ([`crate::gpu::launch`]) over host byte buffers. On machines without a GPU the device is
 //! PoCL's CPU device (Debian packages `pocl-opencl-icd ocl-icd-opencl-dev`, installed by
 //! `scripts/install-deps`).
 //!
@@ -39,7 +39,7 @@ use opencl3::platform::get_platforms;
 use opencl3::program::Program;
 use opencl3::types::{cl_device_id, cl_double, cl_float, cl_int, cl_long, cl_mem, CL_BLOCKING};
 
-use crate::gpu_launch::{validate_plan, Launch, LaunchArg};
+use crate::gpu::launch::{validate_plan, Launch, LaunchArg};
 
 /// The environment variable that selects an OpenCL device by a substring of its device or
 /// platform name.
@@ -283,7 +283,7 @@ fn build_program(context: &Context, found: &Found, source: &str) -> Result<Progr
 ///
 /// `source` is OpenCL C holding every kernel the plan names. Each entry of `buffers`
 /// becomes a device buffer (at least 1 byte) filled from the host bytes; the launches run
-/// in order ([`crate::gpu_launch`] gives the rules), then every buffer is read back into
+/// in order ([`crate::gpu::launch`] gives the rules), then every buffer is read back into
 /// its host slice. Errors: no OpenCL (with what to install), a bad plan, a build failure
 /// (with the build log), a kernel missing from the program or whose parameter count
 /// differs from the launch's, and any OpenCL error while running (named, with its code).

@@ -1,0 +1,113 @@
+//! The CPU target: C with OpenMP, compiled by the system C compiler and loaded in-process.
+//!
+//! [`CpuTarget`] lists the passes (tiling, fusion, promotion to the cache levels, then
+//! [`parallel::MarkParallel`]); [`runner`] builds and runs the C.
+
+pub mod parallel;
+pub mod runner;
+
+use miette::Result;
+use polyhedral::data::TensorData;
+use polyhedral::ir::Program;
+use schedule_tree::{BufferRole, Pass};
+
+use crate::codegen::cfamily::{emit_c, EmitOptions};
+use crate::codegen::kir::Kernel;
+use crate::desc::TargetDesc;
+use crate::passes::{Fuse, PassCx, Promote, Tile};
+use crate::target::{BuildInput, Executable, RunStats, Target};
+use parallel::MarkParallel;
+pub use runner::{compile_c, run, CcOptions, CompiledKernel};
+
+/// The CPU: C with OpenMP, compiled by the system C compiler and loaded in-process.
+#[derive(Clone, Debug)]
+pub struct CpuTarget {
+    /// The description.
+    pub desc: TargetDesc,
+    /// How to call the C compiler.
+    pub cc: CcOptions,
+}
+
+impl CpuTarget {
+    /// The built-in CPU (`specs/targets/cpu.yaml`).
+    pub fn builtin() -> Result<CpuTarget> {
+        let desc = TargetDesc::builtin_cpu()?;
+        Ok(CpuTarget {
+            cc: CcOptions::for_target(&desc),
+            desc,
+        })
+    }
+}
+
+impl Target for CpuTarget {
+    fn desc(&self) -> &TargetDesc {
+        &self.desc
+    }
+    fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
+        vec![
+            Box::new(Tile),
+            Box::new(Fuse),
+            Box::new(Promote),
+            Box::new(MarkParallel),
+        ]
+    }
+    /// The description's vector width (64 bytes when unset), its register file's
+    /// registers (16 when unset) and the program's widest element.
+    fn micro_kernel_model(
+        &self,
+        program: &Program,
+    ) -> Option<crate::codegen::microkernel::CpuModel> {
+        let vector_bytes = self.desc.vector_bytes.unwrap_or(64);
+        let registers = self
+            .desc
+            .buffers
+            .iter()
+            .find(|b| b.role() == BufferRole::Registers)
+            .and_then(|b| b.registers)
+            .unwrap_or(16);
+        let elem = program
+            .tensors
+            .iter()
+            .map(|t| t.dtype.size_bytes() as u32)
+            .max()
+            .unwrap_or(4);
+        Some(crate::codegen::microkernel::CpuModel::new(
+            vector_bytes,
+            registers,
+            elem,
+        ))
+    }
+    fn emit_formats(&self) -> &'static [&'static str] {
+        &["c"]
+    }
+    fn emit(
+        &self,
+        prog: &Program,
+        param_texts: &[String],
+        kernel: &Kernel,
+        _format: &str,
+        opts: &EmitOptions,
+    ) -> Result<String> {
+        Ok(emit_c(prog, param_texts, kernel, opts))
+    }
+    fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
+        if input.poison {
+            let mut cc = self.cc.clone();
+            cc.extra_flags.push("-DPOLYC_POISON".into());
+            return Ok(Box::new(compile_c(input.source, &cc)?));
+        }
+        Ok(Box::new(compile_c(input.source, &self.cc)?))
+    }
+}
+
+impl Executable for CompiledKernel {
+    fn run(
+        &self,
+        prog: &Program,
+        sizes: &[i64],
+        tensors: &mut [TensorData],
+        scalars: &[TensorData],
+    ) -> miette::Result<RunStats> {
+        run(self, prog, sizes, tensors, scalars)
+    }
+}
