@@ -453,9 +453,9 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         emit: c.emit.clone(),
         codegen: true,
         device: match c.device {
-            DeviceArg::Auto => targets::gpu::Device::Auto,
-            DeviceArg::Cuda => targets::gpu::Device::Cuda,
-            DeviceArg::Opencl => targets::gpu::Device::OpenCl,
+            DeviceArg::Auto => targets::Device::Auto,
+            DeviceArg::Cuda => targets::Device::Cuda,
+            DeviceArg::Opencl => targets::Device::OpenCl,
         },
         via: c.via.clone(),
         explain: false,

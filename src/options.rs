@@ -42,7 +42,7 @@ pub struct CompileOptions {
     /// `--emit FORMAT`: the source format to write (default: the target's first).
     pub emit: Option<String>,
     /// `--device`: which device runs GPU kernels.
-    pub device: targets::gpu::Device,
+    pub device: targets::Device,
     /// `--via`: how a target that can run a kernel in several ways runs it (Gemmini:
     /// `model` interprets the kernel on the functional model, `c` builds the emitted C
     /// against polyc's host header).
@@ -258,7 +258,7 @@ impl CompileOptions {
             policy: None,
             target: None,
             emit: None,
-            device: targets::gpu::Device::Auto,
+            device: targets::Device::Auto,
             via: None,
             codegen: true,
             explain: false,

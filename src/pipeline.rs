@@ -24,7 +24,7 @@ use targets::Target;
 /// its implementation.
 pub fn load_target(opts: &CompileOptions) -> Result<Box<dyn Target>> {
     let desc = TargetDesc::resolve(opts.target.as_deref().unwrap_or("cpu"))?;
-    Ok(targets::target_for(desc, opts.device))
+    targets::target_for(desc, opts.device)
 }
 
 /// The schedule tree after one stage.

@@ -726,7 +726,7 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
     if let Some(via) = &opts.via {
         let desc = targets::desc::TargetDesc::resolve(&target)?;
         crate::driver::check_via(
-            targets::target_for(desc, targets::gpu::Device::default()).as_ref(),
+            targets::target_for(desc, targets::Device::default())?.as_ref(),
             via,
         )?;
     }

@@ -27,7 +27,9 @@
 pub mod codegen;
 pub mod cpu;
 pub mod desc;
+#[cfg(feature = "gemmini")]
 pub mod gemmini;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod npu;
 pub mod passes;
@@ -41,4 +43,6 @@ pub use codegen::lower::lower;
 pub use cpu::parallel::mark_outer_parallel;
 pub use cpu::{compile_c, run, CcOptions, CompiledKernel, CpuTarget};
 pub use registry::target_for;
-pub use target::{BuildInput, Executable, PromoteSettings, RewriteCx, RunStats, Target};
+pub use target::{
+    BuildInput, Device, Executable, PromoteSettings, RewriteCx, RunStats, Target,
+};

@@ -18,6 +18,18 @@ use crate::desc::{Scope, TargetDesc};
 use crate::passes::promote::{LevelInfo, PackPolicy, PromoteKind, PromoteOptions};
 use crate::passes::PassCx;
 
+/// Which device runs GPU kernels (`polyc run --device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Device {
+    /// CUDA when a driver is present, else OpenCL.
+    #[default]
+    Auto,
+    /// CUDA through the driver (cudarc).
+    Cuda,
+    /// OpenCL (any platform; PoCL on machines without a GPU).
+    OpenCl,
+}
+
 /// The user's promotion switches (`--pack`, `--no-register-tiles`, `--no-hoist`), which
 /// a target turns into [`PromoteOptions`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

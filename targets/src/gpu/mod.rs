@@ -28,5 +28,4 @@ pub mod run;
 pub mod target;
 
 pub use device::{prepare, DeviceKernel, GpuModule};
-pub use run::Device;
 pub use target::{GpuTarget, MapGpu};

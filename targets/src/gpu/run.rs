@@ -14,19 +14,7 @@ use crate::gpu::device::{each_launch, GpuModule};
 use crate::gpu::emit::{emit_cuda, emit_opencl, kernel_params, KernelParam};
 use crate::gpu::launch::{Launch, LaunchArg};
 use crate::target::BuildInput;
-use crate::target::{Executable, RunStats};
-
-/// Which device runs GPU kernels (`polyc run --device`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Device {
-    /// CUDA when a driver is present, else OpenCL.
-    #[default]
-    Auto,
-    /// CUDA through the driver (cudarc).
-    Cuda,
-    /// OpenCL (any platform; PoCL on machines without a GPU).
-    OpenCl,
-}
+use crate::target::{Device, Executable, RunStats};
 
 /// A GPU program ready to run on one device.
 pub struct GpuExecutable {

@@ -10,12 +10,11 @@ use crate::codegen::kir::Kernel;
 use crate::codegen::lower::LowerOptions;
 use crate::desc::TargetDesc;
 use crate::gpu::device::{self, prepare, GpuModule};
-use crate::gpu::run::Device;
 use crate::gpu::{blockshape, emit, map, policy, report, run};
 use crate::passes::promote::{LevelInfo, PromoteKind, PromoteOptions};
 use crate::passes::{Fuse, PassCx, Promote, Tile};
 use crate::target::Executable;
-use crate::target::{BuildInput, PromoteSettings, Target};
+use crate::target::{BuildInput, Device, PromoteSettings, Target};
 
 /// A GPU: its description, and which device runs kernels.
 #[derive(Clone, Debug)]
