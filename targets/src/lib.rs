@@ -43,6 +43,4 @@ pub use codegen::lower::lower;
 pub use cpu::parallel::mark_outer_parallel;
 pub use cpu::{compile_c, run, CcOptions, CompiledKernel, CpuTarget};
 pub use registry::target_for;
-pub use target::{
-    BuildInput, Device, Executable, PromoteSettings, RewriteCx, RunStats, Target,
-};
+pub use target::{BuildInput, Device, Executable, PromoteSettings, RewriteCx, RunStats, Target};

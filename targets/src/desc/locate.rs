@@ -246,6 +246,23 @@ fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     Ok(())
 }
 
+/// Byte offset of a 1-based line and column.
+pub(super) fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            let c: usize = l
+                .chars()
+                .take(col.saturating_sub(1))
+                .map(char::len_utf8)
+                .sum();
+            return (off + c).min(text.len());
+        }
+        off += l.len();
+    }
+    text.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,21 +300,4 @@ mod tests {
         assert_eq!(at(t, &[Seg::Key("name")]), "\"a # b\"");
         assert_eq!(at(t, &[Seg::Key("cuda_arch")]), "'sm_0'");
     }
-}
-
-/// Byte offset of a 1-based line and column.
-pub(super) fn offset_of(text: &str, line: usize, col: usize) -> usize {
-    let mut off = 0;
-    for (i, l) in text.split_inclusive('\n').enumerate() {
-        if i + 1 == line {
-            let c: usize = l
-                .chars()
-                .take(col.saturating_sub(1))
-                .map(char::len_utf8)
-                .sum();
-            return (off + c).min(text.len());
-        }
-        off += l.len();
-    }
-    text.len()
 }
