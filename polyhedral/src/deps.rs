@@ -2,7 +2,7 @@
 //!
 //! All three relations are computed by `isl_union_access_info_compute_flow` against the
 //! reference order of the language (statements in textual order, each over its domain in
-//! lexicographic order; [`crate::sched::reference_schedule`]):
+//! lexicographic order; [`crate::program_order::reference_schedule`]):
 //!
 //! - **RAW** (flow): sink = reads, must-source = writes. Every write of an element kills
 //!   the earlier ones, so this is the exact value-based flow: each read instance depends
@@ -74,7 +74,7 @@ impl Deps {
     /// Runs isl's dataflow analysis (`isl_union_access_info_compute_flow`) against the
     /// reference order (textual statement order, then lexicographic iteration order).
     pub fn compute(scop: &Scop) -> miette::Result<Deps> {
-        let reference = crate::sched::reference_schedule(scop)?;
+        let reference = crate::program_order::reference_schedule(scop)?;
         let flow = |sink: &UnionMap,
                     must: Option<&UnionMap>,
                     may: Option<&UnionMap>,

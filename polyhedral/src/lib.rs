@@ -28,6 +28,7 @@ pub mod lang;
 pub mod limits;
 pub mod npy;
 pub mod order;
+pub mod program_order;
 pub mod qpoly;
 pub mod sched;
 pub mod scop;

@@ -6,6 +6,7 @@
 //! express survives the round trip.
 
 use crate::mark::Mark;
+use crate::messages::{strip_isl_kind, unknown_mark_help};
 use crate::tree::{Band, Node, NodeKind, ScheduleTree};
 use isl_rs::{Schedule, ScheduleNode, ScheduleNodeType};
 use polyhedral::isl::ffi::{self, model, schedule_tree as st_ffi};
@@ -46,11 +47,6 @@ fn isl_node_type_name(t: &ScheduleNodeType) -> &'static str {
         ScheduleNodeType::Sequence => "sequence",
         ScheduleNodeType::Set => "set",
     }
-}
-
-/// The error for a mark name polyc does not know.
-pub(crate) fn unknown_mark_help() -> String {
-    format!("polyc knows the marks: {}", Mark::known_names().join(", "))
 }
 
 fn band_from_isl(node: &ScheduleNode) -> miette::Result<Band> {
@@ -395,12 +391,4 @@ pub fn leaf_under_marks(yaml: &str) -> String {
         }
     }
     out
-}
-
-/// `[Invalid] syntax error` → `syntax error`.
-pub(crate) fn strip_isl_kind(msg: &str) -> String {
-    match msg.strip_prefix('[').and_then(|r| r.split_once("] ")) {
-        Some((_, rest)) => rest.to_string(),
-        None => msg.to_string(),
-    }
 }

@@ -9,8 +9,10 @@
 #![warn(missing_docs)]
 
 mod convert;
+mod isl_text;
 mod load;
 pub mod mark;
+mod messages;
 pub mod text;
 pub mod tree;
 

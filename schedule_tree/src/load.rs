@@ -8,8 +8,8 @@
 //! parse as the right kind of object, known mark names. Only then is the text handed to
 //! isl.
 
-use crate::convert::{strip_isl_kind, unknown_mark_help};
 use crate::mark::Mark;
+use crate::messages::{strip_isl_kind, unknown_mark_help};
 use crate::tree::{Node, NodeKind, ScheduleTree};
 use polyhedral::diag::{SourceError, SourceFile};
 use polyhedral::ir::Span;

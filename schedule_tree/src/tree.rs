@@ -267,9 +267,9 @@ impl ScheduleTree {
     pub fn statements(&self) -> Vec<String> {
         let mut v = self
             .domain()
-            .map(crate::text::tuple_names)
+            .map(crate::isl_text::tuple_names)
             .unwrap_or_default();
-        v.sort_by_cached_key(|n| crate::text::natural_key(n));
+        v.sort_by_cached_key(|n| crate::isl_text::natural_key(n));
         v
     }
     /// The paths of every node whose kind satisfies `pred`, in pre-order.

@@ -635,3 +635,12 @@ pub fn tile_schedule_text(
 pub fn uset_text(u: &UnionSet) -> String {
     union_set_text(u)
 }
+
+/// The outermost band holding the program's last statement (the live-out band that
+/// post-tiling fusion fuses into), by index into `bands`.
+pub(crate) fn live_out_band(scop: &Scop, bands: &[BandInfo]) -> Option<usize> {
+    let last = scop.stmt_names.len().checked_sub(1)?;
+    bands
+        .iter()
+        .position(|b| b.outer.is_empty() && b.stmts.contains(&last))
+}

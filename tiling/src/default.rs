@@ -1,10 +1,10 @@
 //! The default tiling policy, used for statements without a spec.
 
-use crate::analysis::{collect_bands, permutable_prefix, tile_footprint, BandInfo};
+use crate::analysis::{collect_bands, live_out_band, permutable_prefix, tile_footprint, BandInfo};
+use crate::cx::TileCx;
 use crate::fuse::FuseCost;
 use crate::fusion_tile::plan_fusion_tile;
-use crate::spec::{DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
-use crate::tile::TileCx;
+use crate::spec::{fixed_level, DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
 use polyhedral::deps::DepKind;
 use polyhedral::ir::Span;
 use polyhedral::ir::TensorRole;
@@ -234,9 +234,9 @@ fn policy_spec(
                         .into_iter()
                         .map(|(l2s, regs)| {
                             let mut levels: Vec<LevelSize> =
-                                l2s.into_iter().map(|s| level(s, l2_buf)).collect();
+                                l2s.into_iter().map(|s| fixed_level(s, l2_buf)).collect();
                             if let Some(r) = regs {
-                                levels.push(level(r, reg_buf));
+                                levels.push(fixed_level(r, reg_buf));
                             }
                             DimSpec {
                                 levels,
@@ -315,7 +315,7 @@ fn policy_spec(
             continue;
         }
         let stmt = live_out(cx, band)?;
-        let lv = level;
+        let lv = fixed_level;
         let dims = (0..k)
             .map(|m| {
                 let mut levels = Vec::new();
@@ -371,7 +371,7 @@ fn plan_packing(
     elem: &[u64],
 ) -> miette::Result<()> {
     let scop = cx.scop;
-    let Some(bi) = live_out_band(cx, bands) else {
+    let Some(bi) = live_out_band(cx.scop, bands) else {
         return Ok(());
     };
     let spec_of = |out: &TileSpec, b: &BandInfo| {
@@ -452,7 +452,7 @@ fn plan_packing(
         };
         let Some(sizes) = sizes else { continue };
         for (d, size) in out.stmts[si].dims.iter_mut().zip(sizes) {
-            d.levels.insert(0, level(size, l1_buf));
+            d.levels.insert(0, fixed_level(size, l1_buf));
         }
         packed |= pi != bi;
     }
@@ -511,7 +511,7 @@ fn plan_fusion(
     elem: &[u64],
 ) -> miette::Result<()> {
     let scop = cx.scop;
-    let Some(bi) = live_out_band(cx, bands) else {
+    let Some(bi) = live_out_band(cx.scop, bands) else {
         return Ok(());
     };
     let band = &bands[bi];
@@ -610,9 +610,9 @@ fn plan_fusion(
     }
     for (m, d) in spec.dims.iter_mut().enumerate() {
         if has_outer {
-            d.levels[0] = level(sizes[m], l2_buf);
+            d.levels[0] = fixed_level(sizes[m], l2_buf);
         } else {
-            d.levels.insert(0, level(sizes[m], l2_buf));
+            d.levels.insert(0, fixed_level(sizes[m], l2_buf));
         }
         for l in d.levels.iter_mut().skip(1) {
             if let SizeSpec::Fixed(v) = &mut l.size {
@@ -621,15 +621,6 @@ fn plan_fusion(
         }
     }
     Ok(())
-}
-
-/// The outermost band holding the program's last statement (the live-out band that
-/// post-tiling fusion fuses into), by index into `bands`.
-pub(crate) fn live_out_band(cx: &TileCx, bands: &[BandInfo]) -> Option<usize> {
-    let last = cx.scop.stmt_names.len().checked_sub(1)?;
-    bands
-        .iter()
-        .position(|b| b.outer.is_empty() && b.stmts.contains(&last))
 }
 
 /// Whether the band's first `n` members are the first `n` iterators of statement `s`.
@@ -677,17 +668,6 @@ fn identity_prefix(cx: &TileCx, band: &BandInfo, s: usize, n: usize) -> miette::
         )
         .map_err(|e| miette::miette!("{e}"))?;
     got.is_equal(&want).map_err(|e| miette::miette!("{e}"))
-}
-
-/// A fixed `size@buffer` level (no source span).
-pub fn level(size: i64, buffer: Buffer) -> LevelSize {
-    LevelSize {
-        size: SizeSpec::Fixed(size),
-        buffer,
-        span: Span::default(),
-        size_span: Span::default(),
-        buffer_span: Span::default(),
-    }
 }
 
 /// The bytes of a tile of the given sizes: all of it, or (`true`) only the operands that

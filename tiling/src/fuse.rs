@@ -102,7 +102,7 @@ use polyhedral::isl::IslResultExt;
 use schedule_tree::{Buffer, Mark, Node, NodeKind, ScheduleTree};
 
 use crate::analysis::node_at;
-use crate::tile::TileCx;
+use crate::cx::TileCx;
 
 /// Options of post-tiling fusion.
 #[derive(Clone, Debug, PartialEq)]

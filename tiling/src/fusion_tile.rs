@@ -32,11 +32,10 @@
 //! libm call, 1493 operations with the CPU description's `call_ops`) unfused ran 4.6,
 //! the row block 4.1 and the register tile 2.1. The model picks the faster in all four.
 
-use crate::analysis::{tile_footprint, BandInfo};
-use crate::default::{level, live_out_band};
+use crate::analysis::{live_out_band, tile_footprint, BandInfo};
+use crate::cx::TileCx;
 use crate::fuse::{ops_per_instance, seconds, FuseCost};
-use crate::spec::{SizeSpec, TileSpec};
-use crate::tile::TileCx;
+use crate::spec::{fixed_level, SizeSpec, TileSpec};
 use polyhedral::ir::{AssignOp, StmtBody, TensorRole};
 use polyhedral::isl::ffi::count::set_count;
 use schedule_tree::Buffer;
@@ -75,7 +74,7 @@ pub(crate) fn plan_fusion_tile(
     cost: &FuseCost,
 ) -> miette::Result<Vec<String>> {
     let scop = cx.scop;
-    let Some(bi) = live_out_band(cx, bands) else {
+    let Some(bi) = live_out_band(cx.scop, bands) else {
         return Ok(Vec::new());
     };
     let band = &bands[bi];
@@ -268,7 +267,7 @@ pub(crate) fn plan_fusion_tile(
     }
     let verdict = if at_outer.seconds <= best {
         for (m, d) in out.stmts[si].dims.iter_mut().enumerate() {
-            d.levels.insert(0, level(outer[m], l2_buf));
+            d.levels.insert(0, fixed_level(outer[m], l2_buf));
         }
         format!(
             "chosen: the outer {} tile of {}, with the register tiles inside it",

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+mod cx;
 mod default;
 pub mod fuse;
 mod fusion_tile;
@@ -33,14 +34,16 @@ pub mod symbolic;
 mod tile;
 
 pub use analysis::TensorFootprint;
+pub use cx::TileCx;
 pub use default::{
-    default_plan, default_spec, level, live_out, DefaultPlan, ASSUMED_EXTENT, DEFAULT_POLICY,
+    default_plan, default_spec, live_out, DefaultPlan, ASSUMED_EXTENT, DEFAULT_POLICY,
 };
 pub use fuse::{fuse, Fallback, FuseOptions, FuseReport, FusedProducer, LocalBuffer};
 pub use report::{BandReport, ExplainReport, LevelReport, TileReport};
 pub use search::{search, SearchOptions, SearchResult};
+pub use spec::fixed_level;
 pub use spec::{parse_tile_spec, DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
-pub use tile::{tile, TileCx};
+pub use tile::tile;
 
 use polyhedral::diag::SourceFile;
 use schedule_tree::ScheduleTree;

@@ -66,8 +66,9 @@
 #![allow(clippy::result_large_err)]
 
 use crate::analysis::{tile_footprint, BandInfo};
+use crate::cx::TileCx;
 use crate::spec::{SizeSpec, TileSpec};
-use crate::tile::{plan, BandPlan, TileCx};
+use crate::tile::{plan, BandPlan};
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::Span;
 use schedule_tree::{level_of, Buffer, ScheduleTree};

@@ -621,3 +621,14 @@ pub fn parse_tile_spec(file: &SourceFile, buffers: &[Buffer]) -> miette::Result<
         buffers: buffers.to_vec(),
     })
 }
+
+/// A fixed `size@buffer` level (no source span).
+pub fn fixed_level(size: i64, buffer: Buffer) -> LevelSize {
+    LevelSize {
+        size: SizeSpec::Fixed(size),
+        buffer,
+        span: Span::default(),
+        size_span: Span::default(),
+        buffer_span: Span::default(),
+    }
+}

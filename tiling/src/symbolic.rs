@@ -646,7 +646,7 @@ pub fn format_movement(levels: &[LevelMovement]) -> String {
 /// the instances the tiles would run and the extra ones, as quasi-polynomials (recorded in
 /// `out`, one entry per producer), or how to get them without barvinok.
 pub(crate) fn recompute_note(
-    cx: &crate::tile::TileCx,
+    cx: &crate::cx::TileCx,
     stmt: &str,
     need: &Map,
     domain: &Set,

@@ -31,6 +31,7 @@
 //! - A size used as a value becomes [`ir::Expr::SizeValue`].
 
 pub mod ast;
+pub mod common;
 pub mod infer;
 pub mod lexer;
 pub mod lin;
@@ -41,36 +42,7 @@ pub mod tc_infer;
 
 use crate::diag::{SourceError, SourceFile};
 use crate::ir;
-
-/// Results inside the front end (boxed: a `SourceError` is large).
-pub type Res<T> = Result<T, Box<SourceError>>;
-
-/// Resource limits of the front end.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    /// Deepest expression nesting accepted.
-    pub max_depth: usize,
-    /// Most tokens in one file.
-    pub max_tokens: usize,
-}
-
-/// The limits in force.
-pub const LIMITS: Limits = Limits {
-    max_depth: 256,
-    max_tokens: 4_000_000,
-};
-
-/// A related note (a second location of an error), without a help line.
-pub(crate) fn note(
-    src: &SourceFile,
-    span: ir::Span,
-    message: impl Into<String>,
-    label: impl Into<String>,
-) -> SourceError {
-    let mut e = src.error(span, message, label, "");
-    e.help = None;
-    e
-}
+pub use common::{Limits, Res, LIMITS};
 
 #[allow(clippy::boxed_local)]
 fn report(e: Box<SourceError>) -> miette::Report {

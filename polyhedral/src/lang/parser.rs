@@ -56,7 +56,7 @@ pub fn parse_lang(src: &SourceFile, tc: bool) -> Res<Vec<Def>> {
                                  `--entry` picks a def by its name"
                             ),
                         )
-                        .with_related(super::note(
+                        .with_related(super::common::note(
                             src,
                             prev.name.span,
                             "the first definition",
@@ -340,7 +340,7 @@ impl<'a> Parser<'a> {
                                 "the file ends after this; expected `}`",
                                 "close the def's body with `}`",
                             )
-                            .with_related(super::note(
+                            .with_related(super::common::note(
                                 self.src,
                                 open.span,
                                 "the body opened here",

@@ -166,7 +166,7 @@ impl<'a> Sema<'a> {
                             "second declaration",
                             "give every input and output of a def its own name",
                         )
-                        .with_related(super::note(
+                        .with_related(super::common::note(
                             self.src,
                             *prev,
                             "the first declaration",
@@ -1470,7 +1470,12 @@ impl<'a> Sema<'a> {
                             "shape unknown",
                             help,
                         )
-                        .with_related(super::note(self.src, span, "in its first write", label)),
+                        .with_related(super::common::note(
+                            self.src,
+                            span,
+                            "in its first write",
+                            label,
+                        )),
                 ));
             }
         }

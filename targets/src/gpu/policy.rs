@@ -4,7 +4,7 @@ use miette::Result;
 use polyhedral::ir::Span;
 use schedule_tree::{Buffer, BufferRole, ScheduleTree};
 use tiling::analysis::{collect_bands, permutable_prefix, tile_footprint};
-use tiling::{level, live_out, DimSpec, StmtSpec, TileCx, TileSpec};
+use tiling::{fixed_level, live_out, DimSpec, StmtSpec, TileCx, TileSpec};
 
 /// The rule [`default_spec`] follows, in words.
 pub const GPU_POLICY: &str = "\
@@ -188,10 +188,10 @@ pub fn default_spec(
         let dims = sizes
             .iter()
             .map(|(s, reg)| {
-                let mut levels = vec![level(*s, shared.buffer)];
+                let mut levels = vec![fixed_level(*s, shared.buffer)];
                 if let (Some(rg), Some(rl)) = (reg, register) {
                     if *rg < *s {
-                        levels.push(level(*rg, rl.buffer));
+                        levels.push(fixed_level(*rg, rl.buffer));
                     }
                 }
                 DimSpec {
