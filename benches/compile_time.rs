@@ -3,9 +3,9 @@
 //! per-step medians, for the CPU (C) and the GPU (CUDA). Run: `cargo bench --bench
 //! compile_time` (`-- gpu` or `-- cpu` for one target only).
 
-use polyc::driver::compile;
-use polyc::options::CompileOptions;
-use polyc::pipeline::Mode;
+use polyc::pipeline::driver::compile;
+use polyc::pipeline::options::CompileOptions;
+use polyc::pipeline::stages::Mode;
 use std::path::Path;
 
 const RUNS: usize = 15;
@@ -28,7 +28,7 @@ fn main() {
 
 fn bench(target: &str, goal: f64) {
     let suite_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/suites/smoke.yaml");
-    let suite = polyc::suite::load_suite(&suite_path).expect("smoke suite");
+    let suite = polyc::commands::suite::load_suite(&suite_path).expect("smoke suite");
     let dir = suite_path.parent().expect("suite dir").to_path_buf();
     println!(
         "{:<28} {:>10} {:>10}   per-step medians (ms)",

@@ -1,34 +1,16 @@
-//! polyc: the library pipeline behind the `polyc` binary.
+//! polyc: the library behind the `polyc` binary, in two layers.
 //!
-//! The CLI (`src/main.rs`) parses flags into an immutable [`options::CompileOptions`] and
-//! calls into this library:
+//! [`pipeline`] is the compiler: the CLI (`src/main.rs`) parses flags into an immutable
+//! [`pipeline::options::CompileOptions`] and calls [`pipeline::driver::compile`]
+//! (parse → model → dependences → schedule, the tile-size search, then the target's passes
+//! → lowering → emission) and [`pipeline::driver::build`].
 //!
-//! - [`pipeline`]: parse → model → dependences → schedule, then the target's passes →
-//!   lowering → emission, keeping the schedule tree of every stage for `polyc dump` and
-//!   `--load-tree`.
-//! - [`driver`]: [`driver::compile`] (the pipeline with the tile-size search between its
-//!   halves) and [`driver::build`].
-//! - [`count`]: `polyc count`: exact instance, FLOP and footprint counts in the sizes.
-//! - [`check`]: `polyc run`: inputs, execution, the oracle, comparison, `.npy` I/O.
-//! - [`report`]: `polyc schedule-report`, isl's scheduler against polyc's ILP.
-//! - [`search`]: the tile-size search in the pipeline (`--search model|measure`).
-//! - [`suite`]: `polyc suite`: programs × shapes from YAML, in parallel, with a summary;
-//!   one shard of it with `--shard i/n` ([`shard`]: the cost-balanced partition).
-//! - [`signals`]: SIGINT and SIGTERM: stop children, remove temporary folders, exit 130
-//!   or 143 (a suite first writes its partial result).
-//! - [`merge`]: `polyc suite merge`: shard result files into one table, a baseline diff,
-//!   and the fastest point of a sharded `--search measure`.
+//! [`commands`] holds the CLI's commands beyond compiling: `polyc run` (execute and check
+//! against an oracle), `polyc count`, `polyc schedule-report`, `polyc suite` and `polyc
+//! suite merge`, and the SIGINT/SIGTERM handling of long runs.
+//!
+//! Commands use the pipeline; the pipeline never uses a command (`ARCHITECTURE.md`).
 #![warn(missing_docs)]
 
-pub mod check;
-pub mod count;
-pub mod driver;
-pub mod merge;
-pub mod options;
+pub mod commands;
 pub mod pipeline;
-pub mod progress;
-pub mod report;
-pub mod search;
-pub mod shard;
-pub mod signals;
-pub mod suite;

@@ -2,10 +2,12 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use miette::{miette, Result};
-use polyc::check::{format_checks, OracleChoice, RunOptions};
-use polyc::driver::compile;
-use polyc::options::{parse_dynamic, parse_load_tree, parse_params, parse_sizes, CompileOptions};
-use polyc::pipeline::{Compiled, Mode};
+use polyc::commands::run::{format_checks, OracleChoice, RunOptions};
+use polyc::pipeline::driver::compile;
+use polyc::pipeline::options::{
+    parse_dynamic, parse_load_tree, parse_params, parse_sizes, CompileOptions,
+};
+use polyc::pipeline::stages::{Compiled, Mode};
 use polyhedral::isl::Ctx;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -156,10 +158,10 @@ enum SuiteAction {
         baseline: Option<PathBuf>,
         /// With --baseline: the relative change, in percent, a time must exceed to be
         /// reported.
-        #[arg(long, value_name = "PCT", default_value_t = polyc::merge::DEFAULT_THRESHOLD_PCT)]
+        #[arg(long, value_name = "PCT", default_value_t = polyc::commands::merge::DEFAULT_THRESHOLD_PCT)]
         threshold: f64,
         /// With --baseline: the absolute change, in ms, a time must also exceed.
-        #[arg(long = "min-ms", value_name = "MS", default_value_t = polyc::merge::DEFAULT_MIN_MS)]
+        #[arg(long = "min-ms", value_name = "MS", default_value_t = polyc::commands::merge::DEFAULT_MIN_MS)]
         min_ms: f64,
         /// Search shards: write the fastest point's tile spec here.
         #[arg(long = "search-out", value_name = "FILE")]
@@ -215,7 +217,7 @@ struct CommonArgs {
     search_budget: usize,
     /// Tile-size search with `--search measure`: how many of the model's best points are
     /// compiled and timed.
-    #[arg(long = "search-top", value_name = "K", default_value_t = polyc::search::DEFAULT_TOP)]
+    #[arg(long = "search-top", value_name = "K", default_value_t = polyc::pipeline::options::DEFAULT_TOP)]
     search_top: usize,
     /// Tile-size search: write the resolved tile spec (a valid tile-spec file with a comment
     /// header saying how it was found) to FILE.
@@ -305,7 +307,7 @@ struct CommonArgs {
     timings: bool,
     /// The most statements (inits counted) a program may have; a larger program is an
     /// error instead of a compile that runs for minutes.
-    #[arg(long = "max-statements", value_name = "N", default_value_t = polyc::options::DEFAULT_MAX_STATEMENTS)]
+    #[arg(long = "max-statements", value_name = "N", default_value_t = polyc::pipeline::options::DEFAULT_MAX_STATEMENTS)]
     max_statements: usize,
 }
 
@@ -395,18 +397,18 @@ fn main() -> ExitCode {
         }
     };
     // SIGINT and SIGTERM: stop children, remove temporary folders, exit 130 or 143.
-    polyc::signals::start();
+    polyc::commands::signals::start();
     let code = match dispatch(cli.command) {
         Ok(code) => code,
         Err(report) => {
             // A stopped polyc's errors are those of the work the signal cut short.
-            if !polyc::signals::stopping() {
+            if !polyc::commands::signals::stopping() {
                 print_report(&report);
             }
             EXIT_USER_ERROR
         }
     };
-    ExitCode::from(polyc::signals::finish(code))
+    ExitCode::from(polyc::commands::signals::finish(code))
 }
 
 fn print_report(report: &miette::Report) {
@@ -435,7 +437,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             .map(|s| parse_load_tree(s))
             .collect::<Result<_>>()?,
         tile_spec: c.tile_spec.clone(),
-        search: polyc::search::SearchSettings {
+        search: polyc::pipeline::options::SearchSettings {
             mode: c.search.parse()?,
             budget: c.search_budget,
             top: c.search_top,
@@ -443,7 +445,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
             shard: c
                 .search_shard
                 .as_deref()
-                .map(|s| polyc::shard::Shard::parse("--search-shard", s))
+                .map(|s| polyc::pipeline::shard::Shard::parse("--search-shard", s))
                 .transpose()?,
             json: c.search_json.clone(),
         },
@@ -557,17 +559,20 @@ fn dispatch(command: Command) -> Result<u8> {
                     .iter()
                     .map(|f| parse_sizes(std::slice::from_ref(f), "--run-param"))
                     .collect::<miette::Result<Vec<_>>>()?;
-                let reports = polyc::check::run_many(&compiled, &opts, &ropts, &sets)?;
+                let reports = polyc::commands::run::run_many(&compiled, &opts, &ropts, &sets)?;
                 let mut all_ok = true;
                 for (sizes, report) in &reports {
                     all_ok &= report.all_ok();
                     if run.result_json {
-                        println!("{}", polyc::suite::result_json(report, compile_ms));
+                        println!(
+                            "{}",
+                            polyc::commands::suite::result_json(report, compile_ms)
+                        );
                         continue;
                     }
                     println!(
                         "sizes {}: kernel ran in {:.3} ms",
-                        polyc::check::sizes_text(&compiled.program, sizes),
+                        polyc::commands::run::sizes_text(&compiled.program, sizes),
                         report.run_ms
                     );
                     if let Some(o) = &report.oracle {
@@ -587,9 +592,12 @@ fn dispatch(command: Command) -> Result<u8> {
                 }
                 return Ok(if all_ok { 0 } else { EXIT_MISMATCH });
             }
-            let report = polyc::check::run(&compiled, &opts, &ropts)?;
+            let report = polyc::commands::run::run(&compiled, &opts, &ropts)?;
             if run.result_json {
-                println!("{}", polyc::suite::result_json(&report, compile_ms));
+                println!(
+                    "{}",
+                    polyc::commands::suite::result_json(&report, compile_ms)
+                );
             } else {
                 eprintln!(
                     "polyc: compiled in {compile_ms:.1} ms, cc {:.0} ms, kernel ran in {:.3} ms",
@@ -618,13 +626,19 @@ fn dispatch(command: Command) -> Result<u8> {
             entry,
             params,
         } => {
-            let counts =
-                polyc::count::count_file(&program, entry.as_deref(), &parse_params(&params)?)?;
-            print!("{}", polyc::count::format_counts(&counts)?);
+            let counts = polyc::commands::count::count_file(
+                &program,
+                entry.as_deref(),
+                &parse_params(&params)?,
+            )?;
+            print!("{}", polyc::commands::count::format_counts(&counts)?);
             Ok(0)
         }
         Command::ScheduleReport { suite } => {
-            print!("{}", polyc::report::schedule_report(&suite)?);
+            print!(
+                "{}",
+                polyc::commands::schedule_report::schedule_report(&suite)?
+            );
             Ok(0)
         }
         Command::Suite(args) => suite(args),
@@ -641,7 +655,7 @@ fn suite(args: SuiteArgs) -> Result<u8> {
             min_ms,
             search_out,
         }) => {
-            let ok = polyc::merge::merge(&polyc::merge::MergeOptions {
+            let ok = polyc::commands::merge::merge(&polyc::commands::merge::MergeOptions {
                 files,
                 json,
                 baseline,
@@ -660,12 +674,12 @@ fn suite(args: SuiteArgs) -> Result<u8> {
                 ));
             };
             let shard = match &args.shard {
-                Some(s) => polyc::shard::Shard::parse("--shard", s)?,
-                None => polyc::shard::Shard::WHOLE,
+                Some(s) => polyc::pipeline::shard::Shard::parse("--shard", s)?,
+                None => polyc::pipeline::shard::Shard::WHOLE,
             };
-            let ok = polyc::suite::run_suite(
+            let ok = polyc::commands::suite::run_suite(
                 &file,
-                &polyc::suite::SuiteRunOptions {
+                &polyc::commands::suite::SuiteRunOptions {
                     jobs: args.jobs,
                     json: args.json,
                     shard,

@@ -9,7 +9,7 @@
 mod common;
 use common::*;
 
-use polyc::count::{count, Counts};
+use polyc::commands::count::{count, Counts};
 use polyhedral::barvinok::Barvinok;
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::Program;

@@ -1,4 +1,4 @@
-//! Progress notes on long compiles (`src/progress.rs`): on standard error, only when it is
+//! Progress notes on long compiles (`src/pipeline/progress.rs`): on standard error, only when it is
 //! a terminal or `POLYC_PROGRESS_AFTER_MS` asks for them.
 
 mod common;

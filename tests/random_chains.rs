@@ -13,10 +13,10 @@
 
 mod common;
 use common::*;
-use polyc::check::{format_checks, run, OracleChoice, RunOptions};
-use polyc::driver::compile;
-use polyc::options::CompileOptions;
-use polyc::pipeline::Mode;
+use polyc::commands::run::{format_checks, run, OracleChoice, RunOptions};
+use polyc::pipeline::driver::compile;
+use polyc::pipeline::options::CompileOptions;
+use polyc::pipeline::stages::Mode;
 use polyhedral::ilp::Fuse;
 use polyhedral::sched::SchedulerKind;
 use proptest::prelude::*;

@@ -17,8 +17,8 @@
 mod common;
 use common::*;
 
-use polyc::options::CompileOptions;
-use polyc::pipeline::{analyse, Front, Mode};
+use polyc::pipeline::options::CompileOptions;
+use polyc::pipeline::stages::{analyse, Front, Mode};
 use polyhedral::barvinok::Barvinok;
 use polyhedral::sched::SchedulerKind;
 use targets::codegen::microkernel::{DynamicSize, SizeValues};
@@ -322,7 +322,7 @@ fn recomputation_of_fusion_equals_bound_counts() {
     let spec = write(dir.path(), "spec.txt", case.spec);
     let opts = options(case, &spec, &[]);
     let front = analyse(&opts, Mode::Optimised).expect("symbolic model");
-    let compiled = polyc::driver::compile(&opts, Mode::Optimised).expect("compiles");
+    let compiled = polyc::pipeline::driver::compile(&opts, Mode::Optimised).expect("compiles");
     let tiled = compiled.stage("tiled").expect("tiled stage").tree.clone();
     let levels = front.target.desc().levels();
     let cx = TileCx {
@@ -344,7 +344,7 @@ fn recomputation_of_fusion_equals_bound_counts() {
             explain: true,
             ..options(case, &spec, shape)
         };
-        let text = polyc::driver::compile(&bound, Mode::Optimised)
+        let text = polyc::pipeline::driver::compile(&bound, Mode::Optimised)
             .expect("compiles")
             .explain
             .expect("explain");

@@ -2,9 +2,9 @@
 //! in-process through polyc's library (as `polyc run --check` runs it) and classified.
 
 use crate::gen::Prog;
-use polyc::check::{format_checks, run, OracleChoice, RunOptions};
-use polyc::options::CompileOptions;
-use polyc::pipeline::{analyse, finish, Mode, SpecChoice};
+use polyc::commands::run::{format_checks, run, OracleChoice, RunOptions};
+use polyc::pipeline::options::CompileOptions;
+use polyc::pipeline::stages::{analyse, finish, Mode, SpecChoice};
 use polyhedral::diag::SourceFile;
 use polyhedral::sched::SchedulerKind;
 use rand::SeedableRng;

@@ -11,7 +11,7 @@
 //! clamped with a note). Capacity is not planned: the target rejects a spec that
 //! overflows a buffer, and the case then runs with the default policy (counted apart).
 
-use polyc::pipeline::Front;
+use polyc::pipeline::stages::Front;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -116,7 +116,7 @@ pub mod model {
     }
 }
 
-// ---- targets: AST generation (targets/src/lower.rs) -------------------------------------
+// ---- targets: AST generation (targets/src/codegen/lower.rs) -------------------------------------
 
 /// isl's AST generator and the few id helpers that code generation needs.
 pub mod ast_build {
@@ -335,7 +335,7 @@ pub mod count {
     }
 }
 
-// ---- targets: memory promotion in AST generation (targets/src/lower.rs, promote.rs) -----
+// ---- targets: memory promotion in AST generation (targets/src/codegen/lower.rs, promote.rs) -----
 
 /// AST-build callbacks for memory promotion: the generator reports each statement instance
 /// and each mark it enters or leaves, so that accesses to promoted tensors can be

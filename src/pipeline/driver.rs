@@ -1,11 +1,12 @@
 //! The top of the library: the tile-size search between the two halves of the pipeline,
 //! and building compiled programs for the target.
 //!
-//! Modules depend downwards only: `driver` → `search` → `pipeline`, and `check` →
-//! `driver`. The pipeline takes a resolved tile spec and never calls the search.
+//! Modules depend downwards only: `driver` → `tile_search` → `stages` → `options`, and
+//! the commands (`crate::commands`) → `driver`. The stages take a resolved tile spec and
+//! never call the search.
 
-use crate::options::CompileOptions;
-use crate::pipeline::{analyse, finish, load_target, Compiled, Mode, SpecChoice};
+use crate::pipeline::options::CompileOptions;
+use crate::pipeline::stages::{analyse, finish, load_target, Compiled, Mode, SpecChoice};
 use miette::{miette, Result};
 use targets::{BuildInput, Executable, Target};
 
@@ -14,7 +15,7 @@ use targets::{BuildInput, Executable, Target};
 pub fn compile(opts: &CompileOptions, mode: Mode) -> Result<Compiled> {
     let front = analyse(opts, mode)?;
     let choice = match mode {
-        Mode::Optimised => crate::search::resolve_tile_spec(opts, &front)?,
+        Mode::Optimised => crate::pipeline::tile_search::resolve_tile_spec(opts, &front)?,
         Mode::Untransformed | Mode::ScheduleOnly => SpecChoice::default(),
     };
     finish(&front, opts, mode, &choice)

@@ -20,77 +20,20 @@
 //! with the model's five best points. `--search-out FILE` writes the resolved spec as a
 //! tile-spec file with a comment header saying how it was found.
 
-use crate::options::CompileOptions;
-use crate::pipeline::{finish, Front, Mode, SpecChoice};
-use crate::shard::Shard;
+use crate::pipeline::options::{CompileOptions, SearchMode};
+use crate::pipeline::shard::Shard;
+use crate::pipeline::stages::{finish, Front, Mode, SpecChoice};
 use miette::{miette, Result};
 use polyhedral::data::inout_outputs;
 use polyhedral::data::{generate_inputs, TensorData};
 use polyhedral::diag::SourceFile;
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
-use std::str::FromStr;
 use tiling::search::{resolve, searched_text};
 use tiling::{SearchOptions, TileSpec};
 
-/// The default `--search-top`: points of the model measured by `--search measure`.
-pub const DEFAULT_TOP: usize = 6;
-
 /// Runs per measured point; the fastest counts.
 pub const RUNS_PER_POINT: usize = 3;
-
-/// How the search picks among the legal points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SearchMode {
-    /// The cost model's best point.
-    Model,
-    /// Compile, run and time the model's best points; the fastest wins.
-    Measure,
-}
-
-impl FromStr for SearchMode {
-    type Err = miette::Report;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "model" => Ok(SearchMode::Model),
-            "measure" => Ok(SearchMode::Measure),
-            _ => Err(miette!(
-                help = "use `--search model` (the data-movement model, default) or `--search measure` (compile and time the model's best points)",
-                "--search: unknown mode `{s}`"
-            )),
-        }
-    }
-}
-
-/// The search settings of a compilation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SearchSettings {
-    /// `--search`.
-    pub mode: SearchMode,
-    /// `--search-budget`: the most points enumerated exhaustively.
-    pub budget: usize,
-    /// `--search-top`: points measured by [`SearchMode::Measure`].
-    pub top: usize,
-    /// `--search-out FILE`: where to write the resolved spec.
-    pub out: Option<String>,
-    /// `--search-shard i/n`: measure only this part of the model's best points.
-    pub shard: Option<Shard>,
-    /// `--search-json FILE`: write the measured points as a search result file.
-    pub json: Option<String>,
-}
-
-impl Default for SearchSettings {
-    fn default() -> Self {
-        SearchSettings {
-            mode: SearchMode::Model,
-            budget: tiling::search::DEFAULT_BUDGET,
-            top: DEFAULT_TOP,
-            out: None,
-            shard: None,
-            json: None,
-        }
-    }
-}
 
 /// The format tag of a search shard's result file (`--search-json`).
 pub const SEARCH_RESULT_FORMAT: &str = "polyc-search-result/1";
@@ -142,7 +85,7 @@ pub struct SearchShardResult {
     /// The target description's name.
     pub target: String,
     /// Where it ran.
-    pub host: crate::suite::Host,
+    pub host: crate::pipeline::host::Host,
     /// Wall time of the measurements in ms.
     pub wall_ms: f64,
     /// The points this shard measured, in the model's order.
@@ -317,7 +260,7 @@ fn measure_at(
         result.ranked.iter().take(opts.search.top.max(1)).collect();
     let shard = opts.search.shard.unwrap_or(Shard::WHOLE);
     let items: Vec<(String, u64)> = (0..all.len()).map(|i| (format!("{i:09}"), 1)).collect();
-    let mine = crate::shard::select(&items, shard);
+    let mine = crate::pipeline::shard::select(&items, shard);
     if mine.is_empty() {
         return Err(miette!(
             help = format!(
@@ -531,7 +474,7 @@ fn write_search_json(
         shard,
         polyc: env!("CARGO_PKG_VERSION").into(),
         target: front.target.name().to_string(),
-        host: crate::suite::Host::this(),
+        host: crate::pipeline::host::Host::this(),
         wall_ms,
         points,
     };

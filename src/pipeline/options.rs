@@ -1,7 +1,9 @@
 //! Typed, immutable configuration parsed once from the command line (or a suite entry).
 
+use crate::pipeline::shard::Shard;
 use miette::{miette, Result};
 use polyhedral::sched::{IslSchedOptions, SchedulerKind};
+use std::str::FromStr;
 
 /// A `--load-tree STAGE=FILE` request.
 #[derive(Clone, Debug)]
@@ -75,7 +77,7 @@ pub struct CompileOptions {
     pub no_hoist: bool,
     /// `--search`, `--search-budget`, `--search-top`, `--search-out`: how search entries
     /// of the tile spec are resolved.
-    pub search: crate::search::SearchSettings,
+    pub search: SearchSettings,
     /// `--dynamic NAME=LO..HI` or `NAME={V,...}`: sizes that stay symbolic, compiled for
     /// these values only, with partial tiles composed from micro-kernels.
     pub dynamic: Vec<targets::codegen::microkernel::DynamicSize>,
@@ -272,7 +274,7 @@ impl CompileOptions {
             pack: targets::passes::promote::PackPolicy::Auto,
             no_register_tiles: false,
             no_hoist: false,
-            search: crate::search::SearchSettings::default(),
+            search: SearchSettings::default(),
             dynamic: Vec::new(),
             max_statements: DEFAULT_MAX_STATEMENTS,
         }
@@ -288,5 +290,61 @@ impl CompileOptions {
     /// Validated isl scheduler options.
     pub fn isl_sched_options(&self) -> Result<IslSchedOptions> {
         IslSchedOptions::parse(&self.isl_options)
+    }
+}
+
+/// The default `--search-top`: points of the model measured by `--search measure`.
+pub const DEFAULT_TOP: usize = 6;
+
+/// How the search picks among the legal points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchMode {
+    /// The cost model's best point.
+    Model,
+    /// Compile, run and time the model's best points; the fastest wins.
+    Measure,
+}
+
+impl FromStr for SearchMode {
+    type Err = miette::Report;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "model" => Ok(SearchMode::Model),
+            "measure" => Ok(SearchMode::Measure),
+            _ => Err(miette!(
+                help = "use `--search model` (the data-movement model, default) or `--search measure` (compile and time the model's best points)",
+                "--search: unknown mode `{s}`"
+            )),
+        }
+    }
+}
+
+/// The search settings of a compilation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchSettings {
+    /// `--search`.
+    pub mode: SearchMode,
+    /// `--search-budget`: the most points enumerated exhaustively.
+    pub budget: usize,
+    /// `--search-top`: points measured by [`SearchMode::Measure`].
+    pub top: usize,
+    /// `--search-out FILE`: where to write the resolved spec.
+    pub out: Option<String>,
+    /// `--search-shard i/n`: measure only this part of the model's best points.
+    pub shard: Option<Shard>,
+    /// `--search-json FILE`: write the measured points as a search result file.
+    pub json: Option<String>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            mode: SearchMode::Model,
+            budget: tiling::search::DEFAULT_BUDGET,
+            top: DEFAULT_TOP,
+            out: None,
+            shard: None,
+            json: None,
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! them and `--load-tree STAGE=FILE` can replace one. A loaded tree is checked before use:
 //! it must cover the same statement instances and respect every dependence.
 
-use crate::options::CompileOptions;
+use crate::pipeline::options::CompileOptions;
 use miette::{miette, Result};
 use polyhedral::deps::{check_schedule, Deps};
 use polyhedral::diag::SourceFile;
@@ -120,7 +120,7 @@ struct Timer {
     timings: Vec<Timing>,
     start: Instant,
     /// Notes on standard error when the steps take long.
-    watch: crate::progress::Watch,
+    watch: crate::pipeline::progress::Watch,
 }
 
 impl Timer {
@@ -128,7 +128,7 @@ impl Timer {
         Timer {
             timings: Vec::new(),
             start: Instant::now(),
-            watch: crate::progress::Watch::start(),
+            watch: crate::pipeline::progress::Watch::start(),
         }
     }
     fn lap(&mut self, step: &str) {
@@ -144,7 +144,7 @@ impl Timer {
 
 /// The first half of the pipeline: parse, model, dependences and scheduling. The second
 /// half ([`finish`]) runs the target's passes with a resolved tile spec; the tile-size
-/// search (`crate::search`) sits between the two and calls [`finish`] as an evaluator.
+/// search (`crate::pipeline::tile_search`) sits between the two and calls [`finish`] as an evaluator.
 pub struct Front {
     /// The source file.
     pub source: SourceFile,
@@ -159,7 +159,7 @@ pub struct Front {
     /// Per-step wall times so far.
     pub timings: Vec<Timing>,
     /// The validated `--load-tree` requests.
-    pub loads: Vec<crate::options::LoadTree>,
+    pub loads: Vec<crate::pipeline::options::LoadTree>,
     /// The target.
     pub target: Box<dyn Target>,
     /// The parsed `--tile-spec` and its file (search entries unresolved).
@@ -773,7 +773,7 @@ pub fn ilp_options(opts: &CompileOptions, scop: &Scop) -> Result<IlpOptions> {
 fn validate_load_requests(
     opts: &CompileOptions,
     target: &dyn Target,
-) -> Result<Vec<crate::options::LoadTree>> {
+) -> Result<Vec<crate::pipeline::options::LoadTree>> {
     let names = stage_names(target);
     for l in &opts.load_trees {
         if !names.contains(&l.stage) {
@@ -793,7 +793,7 @@ fn apply_load(
     cx: (&Ctx, &Scop, &Deps, &dyn Target),
     stage: &str,
     tree: ScheduleTree,
-    loads: &[crate::options::LoadTree],
+    loads: &[crate::pipeline::options::LoadTree],
 ) -> Result<ScheduleTree> {
     let (ctx, scop, deps, target) = cx;
     let Some(load) = loads.iter().find(|l| l.stage == stage) else {

@@ -20,9 +20,10 @@
 //! A search merge prints every measured point in the model's order and picks the fastest
 //! (the model's order breaks ties); `--search-out FILE` writes its tile spec.
 
-use crate::search::{SearchShardResult, SEARCH_RESULT_FORMAT};
-use crate::shard::Shard;
-use crate::suite::{format_table, write_json, Host, ShardResult, SuiteInfo, SuiteRow};
+use crate::commands::suite::{format_table, write_json, ShardResult, SuiteInfo, SuiteRow};
+use crate::pipeline::host::Host;
+use crate::pipeline::shard::Shard;
+use crate::pipeline::tile_search::{SearchShardResult, SEARCH_RESULT_FORMAT};
 use miette::{miette, Result};
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::Span;
@@ -308,7 +309,7 @@ pub fn merge(opts: &MergeOptions) -> Result<bool> {
     };
     for (f, v) in &values {
         let fmt = format_of(v);
-        let known = [crate::suite::RESULT_FORMAT, SEARCH_RESULT_FORMAT];
+        let known = [crate::commands::suite::RESULT_FORMAT, SEARCH_RESULT_FORMAT];
         if !fmt.as_deref().is_some_and(|x| known.contains(&x)) {
             return Err(miette!(
                 help = "give the files `polyc suite --json` or `--search-json` wrote (a merged result cannot be merged again)",
@@ -486,7 +487,7 @@ pub fn read_baseline(path: &Path) -> Result<Vec<SuiteRow>> {
     if format == MERGED_FORMAT {
         return Ok(parse_as::<MergedSuite>(path, v)?.cases);
     }
-    if format == crate::suite::RESULT_FORMAT {
+    if format == crate::commands::suite::RESULT_FORMAT {
         let r = parse_as::<ShardResult>(path, v)?;
         refuse_partial(path, &r, "--baseline ")?;
         if r.shard != Shard::WHOLE {
@@ -629,7 +630,7 @@ pub struct MergedSearch {
     /// [`SEARCH_MERGED_FORMAT`].
     pub format: String,
     /// The search (from the first shard).
-    pub search: crate::search::SearchInfo,
+    pub search: crate::pipeline::tile_search::SearchInfo,
     /// polyc's version.
     pub polyc: String,
     /// The target's name.
@@ -637,7 +638,7 @@ pub struct MergedSearch {
     /// The shards.
     pub shards: Vec<MergedShard>,
     /// Every measured point, in the model's order.
-    pub points: Vec<crate::search::MeasuredPoint>,
+    pub points: Vec<crate::pipeline::tile_search::MeasuredPoint>,
     /// The fastest point's rank.
     pub picked: usize,
 }
@@ -661,7 +662,7 @@ fn merge_search(opts: &MergeOptions, shards: &[(PathBuf, SearchShardResult)]) ->
             "--baseline: these are search results"
         ));
     }
-    let mut points: Vec<(crate::search::MeasuredPoint, Shard)> = shards
+    let mut points: Vec<(crate::pipeline::tile_search::MeasuredPoint, Shard)> = shards
         .iter()
         .flat_map(|(_, r)| r.points.iter().map(move |p| (p.clone(), r.shard)))
         .collect();

@@ -20,19 +20,20 @@
 //! suite), `--jobs` at a time, with a progress bar. The summary table lists program,
 //! shape, scheduler, status, compile ms, run ms and max error.
 //!
-//! `--shard i/n` runs one part of the runs, cut by [`crate::shard`] from each run's
+//! `--shard i/n` runs one part of the runs, cut by [`crate::pipeline::shard`] from each run's
 //! estimated cost ([`estimated_cost_us`]: statements and statement instances of the
 //! polyhedral model at the run's shape). `--json OUT` writes a [`ShardResult`]: the
 //! suite's hash ([`suite_hash`]), the shard, polyc's version, the target, the host and
-//! every run; `polyc suite merge` ([`crate::merge`]) combines the shards' files.
+//! every run; `polyc suite merge` ([`crate::commands::merge`]) combines the shards' files.
 //!
-//! A SIGINT or SIGTERM ([`crate::signals`]) stops the runs in progress and starts no more;
+//! A SIGINT or SIGTERM ([`crate::commands::signals`]) stops the runs in progress and starts no more;
 //! the table, the summary and the result file then hold the runs that finished, marked
 //! partial ([`ShardResult::partial`], [`summary_line`]). A run whose process dies from a
 //! signal (SIGKILL, a crash) is a failed run naming the signal.
 
-use crate::check::RunReport;
-use crate::shard::Shard;
+use crate::commands::run::RunReport;
+use crate::pipeline::host::Host;
+use crate::pipeline::shard::Shard;
 use miette::{miette, Result};
 use polyhedral::diag::SourceFile;
 use polyhedral::ir::Span;
@@ -256,7 +257,7 @@ pub fn count_model_instances(
 ) -> Result<(u64, usize)> {
     let program = polyhedral::lang::compile(source, entry)?;
     let given: Vec<(String, i64)> = shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
-    let values = crate::pipeline::bind_params(&program, &given)?;
+    let values = crate::pipeline::stages::bind_params(&program, &given)?;
     let sizes: Option<Vec<i64>> = values.into_iter().collect();
     let sizes = sizes.ok_or_else(|| miette!("some sizes are not bound"))?;
     let n = polyhedral::interp::try_count_instances(&program, &sizes)?;
@@ -385,7 +386,7 @@ fn dynamic_flags(path: &Path, ci: usize, case: &SuiteCase) -> Result<(Vec<String
             _ => String::new(),
         };
         let flag = format!("{name}={text}");
-        crate::options::parse_dynamic(std::slice::from_ref(&flag))
+        crate::pipeline::options::parse_dynamic(std::slice::from_ref(&flag))
             .map_err(|e| miette!(help = "write the values as LO..HI or a list, e.g. dynamic: {{T: 1..128}} or dynamic: {{T: [1, 5, 24]}}", "{where_}: {e}"))?;
         dynamic.push(flag);
         run_params.extend(case.samples.iter().map(|v| format!("{name}={v}")));
@@ -419,43 +420,6 @@ pub fn suite_hash(path: &Path, suite: &SuiteFile) -> Result<String> {
         h.update(&bytes);
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// The machine a shard ran on.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Host {
-    /// The host name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`, else `unknown`).
-    pub hostname: String,
-    /// The CPU model (`model name` in `/proc/cpuinfo`, else `unknown`).
-    pub cpu: String,
-    /// Cores polyc may use.
-    pub cores: usize,
-}
-
-impl Host {
-    /// This machine.
-    pub fn this() -> Host {
-        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .unwrap_or_else(|| "unknown".into());
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_else(|| "unknown".into());
-        Host {
-            hostname,
-            cpu,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        }
-    }
 }
 
 /// What a result file says about its suite.
@@ -595,7 +559,7 @@ fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> Option<Sui
     };
     let out = match targets::scratch::output_in_group(&mut cmd) {
         Ok(o) => o,
-        Err(_) if crate::signals::received().is_some() => return None,
+        Err(_) if crate::commands::signals::received().is_some() => return None,
         Err(e) => {
             row.detail = format!("cannot start polyc: {e}");
             return Some(row);
@@ -603,7 +567,7 @@ fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> Option<Sui
     };
     let stopped = stopped_by(&out.status);
     if let Some(signal) = stopped {
-        if crate::signals::received().is_some() {
+        if crate::commands::signals::received().is_some() {
             return None;
         }
         // A child killed outright (SIGKILL, a crash) could not remove its folders.
@@ -613,7 +577,7 @@ fn run_job(exe: &Path, job: &Job, target: &str, via: Option<&str>) -> Option<Sui
         let stderr = String::from_utf8_lossy(&out.stderr);
         row.detail = format!(
             "stopped by {}{}: {}",
-            crate::signals::name(signal),
+            crate::commands::signals::name(signal),
             out.status
                 .code()
                 .map_or(String::new(), |c| format!(" (exit {c})")),
@@ -725,7 +689,7 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
     target_name(&target)?;
     if let Some(via) = &opts.via {
         let desc = targets::desc::TargetDesc::resolve(&target)?;
-        crate::driver::check_via(
+        crate::pipeline::driver::check_via(
             targets::target_for(desc, targets::Device::default())?.as_ref(),
             via,
         )?;
@@ -734,7 +698,7 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
     let all = suite_jobs(path, &suite)?;
     let hash = suite_hash(path, &suite)?;
     let items: Vec<(String, u64)> = all.iter().map(|j| (j.key.clone(), j.cost_us)).collect();
-    let picked = crate::shard::select(&items, opts.shard);
+    let picked = crate::pipeline::shard::select(&items, opts.shard);
     let jobs: Vec<Job> = picked.iter().map(|&i| all[i].clone()).collect();
     let n_jobs = opts
         .jobs
@@ -763,14 +727,14 @@ pub fn run_suite(path: &Path, opts: &SuiteRunOptions) -> Result<bool> {
     let start = std::time::Instant::now();
     let shard_runs = jobs.len();
     let rows = {
-        let _graceful = crate::signals::Graceful::new();
+        let _graceful = crate::commands::signals::Graceful::new();
         run_jobs(&exe, jobs, n_jobs, &target, opts.via.as_deref())?
     };
     // The folders of children that were killed (they could not remove them).
     targets::scratch::sweep_stale();
-    let interrupted_by = crate::signals::received()
+    let interrupted_by = crate::commands::signals::received()
         .filter(|_| rows.len() < shard_runs)
-        .map(crate::signals::name);
+        .map(crate::commands::signals::name);
     let result = ShardResult {
         format: RESULT_FORMAT.into(),
         suite: SuiteInfo {
@@ -831,7 +795,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 /// Runs `jobs`, `n` at a time, each in its own process, with a progress bar; rows come
-/// back in the jobs' order. After a SIGINT or SIGTERM ([`crate::signals`]) no run starts,
+/// back in the jobs' order. After a SIGINT or SIGTERM ([`crate::commands::signals`]) no run starts,
 /// and only the runs that finished come back.
 fn run_jobs(
     exe: &Path,
@@ -855,7 +819,7 @@ fn run_jobs(
             let jobs = jobs.clone();
             let bar = bar.clone();
             scope.spawn(move || loop {
-                if crate::signals::received().is_some() {
+                if crate::commands::signals::received().is_some() {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::SeqCst);

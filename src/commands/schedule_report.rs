@@ -5,9 +5,9 @@
 //! (outermost loop nests), the coincident members of each band (depth-first), and the
 //! scheduling time.
 
-use crate::driver::compile;
-use crate::options::CompileOptions;
-use crate::pipeline::Mode;
+use crate::pipeline::driver::compile;
+use crate::pipeline::options::CompileOptions;
+use crate::pipeline::stages::Mode;
 use miette::Result;
 use polyhedral::ilp::schedule_stats;
 use polyhedral::isl::Ctx;
@@ -47,7 +47,7 @@ fn figures(opts: &CompileOptions) -> Result<Figures> {
 
 /// The report for every case of the suite at `path`, as an aligned table.
 pub fn schedule_report(path: &Path) -> Result<String> {
-    let suite = crate::suite::load_suite(path)?;
+    let suite = crate::commands::suite::load_suite(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut rows: Vec<[String; 9]> = Vec::new();
     let mut not_deeper = Vec::new();

@@ -6,9 +6,9 @@
 //! passes) built through the same emitter. Outputs, and inputs the program updates in
 //! place, are compared with per-dtype tolerances (exact for integers).
 
-use crate::driver::{build, compile};
-use crate::options::CompileOptions;
-use crate::pipeline::{Compiled, Mode};
+use crate::pipeline::driver::{build, compile};
+use crate::pipeline::options::CompileOptions;
+use crate::pipeline::stages::{Compiled, Mode};
 use miette::{miette, Result};
 use polyhedral::data::TensorData;
 use polyhedral::data::{compare, generate_inputs, Comparison};
@@ -280,7 +280,7 @@ fn build_watched(
     copts: &CompileOptions,
     poison: bool,
 ) -> Result<Box<dyn targets::Executable>> {
-    let watch = crate::progress::Watch::start();
+    let watch = crate::pipeline::progress::Watch::start();
     watch.running(&format!(
         "the target's compiler (cc) on {} kB of emitted code",
         compiled.code.len().div_ceil(1024)
@@ -396,7 +396,7 @@ fn run_built(
         OracleChoice::Auto => instances <= ropts.max_interp_instances,
     };
     let mut reference = inputs_snapshot;
-    let watch = crate::progress::Watch::start();
+    let watch = crate::pipeline::progress::Watch::start();
     watch.running(&format!(
         "the oracle ({} over {instances} statement instances)",
         if use_interp {

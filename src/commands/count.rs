@@ -75,7 +75,7 @@ pub use polyhedral::ir::flops_per_instance;
 pub fn count_file(program: &str, entry: Option<&str>, params: &[(String, i64)]) -> Result<Counts> {
     let source = SourceFile::read(program)?;
     let prog = polyhedral::lang::compile(&source, entry)?;
-    let values = crate::pipeline::bind_params(&prog, params)?;
+    let values = crate::pipeline::stages::bind_params(&prog, params)?;
     let ctx = Ctx::new();
     let scop = Scop::build(&ctx, &prog, &values, &source)?;
     count(&prog, &scop)
