@@ -12,9 +12,7 @@
 //! files and command line, and printed.
 
 use crate::campaign::case_seed;
-use crate::gen::generate;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -22,76 +20,11 @@ use std::time::{Duration, Instant};
 
 mod inputs;
 pub mod known;
+mod outcome;
+
+pub use outcome::{Exit, Ran};
 
 pub use inputs::{invocation, Invocation, Kind};
-
-/// The hostile numbers: zero, negatives, the edges of 32 and 64 bits, primes, and text
-/// that is not a number.
-pub const HOSTILE_NUMBERS: &[&str] = &[
-    "0",
-    "-1",
-    "1",
-    "3",
-    "7",
-    "13",
-    "7919",
-    "65537",
-    "2147483647",
-    "2147483648",
-    "4294967296",
-    "4611686018427387904",
-    "9223372036854775807",
-    "9223372036854775808",
-    "-9223372036854775808",
-    "1e9",
-    "2.5",
-    "0x10",
-    "",
-    "abc",
-];
-
-/// A random hostile number (as text).
-pub fn hostile_number(rng: &mut ChaCha8Rng) -> &'static str {
-    HOSTILE_NUMBERS[rng.gen_range(0..HOSTILE_NUMBERS.len())]
-}
-
-/// How one invocation ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// It exited with this code.
-    Code(i32),
-    /// A signal killed it.
-    Signal(i32),
-    /// It ran past the limit (and was killed).
-    Timeout,
-}
-
-/// What one invocation gave.
-#[derive(Clone, Debug)]
-pub struct Ran {
-    /// How it ended.
-    pub exit: Exit,
-    /// Its standard error (the first 4 KiB).
-    pub stderr: String,
-}
-
-impl Ran {
-    /// Why this ending breaks the rules, or `None` when it keeps them.
-    pub fn violation(&self, inv: &Invocation) -> Option<String> {
-        match self.exit {
-            Exit::Code(0) => None,
-            Exit::Code(1) if self.stderr.trim().is_empty() => {
-                Some("exit 1 with nothing on standard error".into())
-            }
-            Exit::Code(1) => None,
-            Exit::Code(3) if inv.checks => None,
-            Exit::Code(101) => Some("a panic (exit 101)".into()),
-            Exit::Code(c) => Some(format!("exit {c}")),
-            Exit::Signal(s) => Some(format!("killed by signal {s}")),
-            Exit::Timeout => Some("no exit within the time limit".into()),
-        }
-    }
-}
 
 /// The most bytes of address space a child may map (4 GiB).
 const ADDRESS_SPACE: u64 = 4 << 30;
@@ -428,14 +361,4 @@ pub fn main() -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
-}
-
-/// Shuffles and picks helpers for the mutators.
-pub(crate) fn choose<'a, T>(rng: &mut ChaCha8Rng, v: &'a [T]) -> &'a T {
-    v.choose(rng).expect("non-empty choice")
-}
-
-/// A generated program as a further seed (names its sizes `N, M, K, R, S`).
-pub(crate) fn generated_seed(rng: &mut ChaCha8Rng) -> String {
-    generate(rng, "h").render()
 }

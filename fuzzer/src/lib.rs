@@ -17,6 +17,7 @@ pub mod gen;
 pub mod hostile;
 pub mod known;
 pub mod report;
+pub mod settings;
 pub mod shrink;
 pub mod spec;
 pub mod worker;

@@ -2,8 +2,8 @@
 //! `polyc` command line that reproduces it, both outcomes, and the case as JSON for
 //! `polyc-fuzz replay`.
 
-use crate::campaign::{Settings, Summary};
 use crate::case::{Case, CaseResult, Tiles};
+use crate::settings::{Settings, Summary};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -33,14 +33,14 @@ pub fn rerun_env(s: &Settings) -> String {
         (
             "POLYC_FUZZ_GPU_SHARE",
             s.gpu_share,
-            crate::campaign::GPU_SHARE,
+            crate::settings::GPU_SHARE,
         ),
         (
             "POLYC_FUZZ_GEMMINI_SHARE",
             s.gemmini_share,
-            crate::campaign::GEMMINI_SHARE,
+            crate::settings::GEMMINI_SHARE,
         ),
-        ("POLYC_FUZZ_O3_SHARE", s.o3_share, crate::campaign::O3_SHARE),
+        ("POLYC_FUZZ_O3_SHARE", s.o3_share, crate::settings::O3_SHARE),
     ] {
         if value != default {
             t.push_str(&format!("{name}={value} "));

@@ -1,7 +1,8 @@
 //! The hostile invocations: mutated programs, tile specs, target descriptions and flags.
 
-use super::{choose, generated_seed, hostile_number};
+use crate::gen::generate;
 use polyhedral::diag::SourceFile;
+use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_yaml::Value;
@@ -596,4 +597,44 @@ fn flags_invocation(rng: &mut ChaCha8Rng, root: &Path) -> Invocation {
         note: note.trim().to_string(),
         checks: run,
     }
+}
+
+/// The hostile numbers: zero, negatives, the edges of 32 and 64 bits, primes, and text
+/// that is not a number.
+pub const HOSTILE_NUMBERS: &[&str] = &[
+    "0",
+    "-1",
+    "1",
+    "3",
+    "7",
+    "13",
+    "7919",
+    "65537",
+    "2147483647",
+    "2147483648",
+    "4294967296",
+    "4611686018427387904",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "1e9",
+    "2.5",
+    "0x10",
+    "",
+    "abc",
+];
+
+/// A random hostile number (as text).
+pub fn hostile_number(rng: &mut ChaCha8Rng) -> &'static str {
+    HOSTILE_NUMBERS[rng.gen_range(0..HOSTILE_NUMBERS.len())]
+}
+
+/// Shuffles and picks helpers for the mutators.
+pub(crate) fn choose<'a, T>(rng: &mut ChaCha8Rng, v: &'a [T]) -> &'a T {
+    v.choose(rng).expect("non-empty choice")
+}
+
+/// A generated program as a further seed (names its sizes `N, M, K, R, S`).
+pub(crate) fn generated_seed(rng: &mut ChaCha8Rng) -> String {
+    generate(rng, "h").render()
 }

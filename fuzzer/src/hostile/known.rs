@@ -1,7 +1,8 @@
 //! Known bugs (issue 22) that explain hostile-input violations. **Temporary**: delete each
 //! entry when its fix is merged, so that the campaign reports the bug if it comes back.
 
-use super::{Exit, Invocation, Ran};
+use super::inputs::Invocation;
+use super::outcome::{Exit, Ran};
 
 /// A known bug: its name and a test of whether it explains a violation.
 #[derive(Debug)]
