@@ -926,6 +926,44 @@ fn tile_local(cx: &TileCx, t: usize, fused: &BTreeSet<usize>, live: &[usize]) ->
     })
 }
 
+/// Why producer `p` cannot move into the live-out tiles because a later statement that
+/// is not fused depends on it (or it on that statement), if one does.
+fn later_unfused_dependence(
+    cx: &TileCx,
+    shape: &Shape,
+    fused: &BTreeSet<usize>,
+    p: usize,
+) -> miette::Result<Option<String>> {
+    let names = &cx.scop.stmt_names;
+    let name = &names[p];
+    let fp = shape
+        .filters
+        .iter()
+        .position(|f| f.contains(&p))
+        .unwrap_or(0);
+    for (q, qf) in shape
+        .filters
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| f.iter().map(move |&q| (q, i)))
+    {
+        if qf <= fp || qf == shape.filters.len() - 1 || fused.contains(&q) {
+            continue;
+        }
+        for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+            let m = cx.deps.between(kind, p, q)?;
+            if !m.is_empty().isl("testing a map for emptiness")? {
+                return Ok(Some(format!(
+                    "{} (not fused) must run after it (a {kind} dependence {name} -> {}); moving {name} into the tiles of the live-out group would reorder them",
+                    names[q], names[q]
+                )));
+            }
+        }
+    }
+
+    Ok(None)
+}
+
 /// The checks of one producer: `Ok((info, recomputed))` or the reason it falls back.
 #[allow(clippy::too_many_arguments)]
 fn check_producer(
@@ -955,30 +993,8 @@ fn check_producer(
         })
         .unwrap_or_default();
 
-    // Dependences with later statements that are not fused.
-    let fp = shape
-        .filters
-        .iter()
-        .position(|f| f.contains(&p))
-        .unwrap_or(0);
-    for (q, qf) in shape
-        .filters
-        .iter()
-        .enumerate()
-        .flat_map(|(i, f)| f.iter().map(move |&q| (q, i)))
-    {
-        if qf <= fp || qf == shape.filters.len() - 1 || fused.contains(&q) {
-            continue;
-        }
-        for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
-            let m = cx.deps.between(kind, p, q)?;
-            if !m.is_empty().isl("testing a map for emptiness")? {
-                return Ok(Err((format!(
-                    "{} (not fused) must run after it (a {kind} dependence {name} -> {}); moving {name} into the tiles of the live-out group would reorder them",
-                    names[q], names[q]
-                ), false)));
-            }
-        }
+    if let Some(why) = later_unfused_dependence(cx, shape, fused, p)? {
+        return Ok(Err((why, false)));
     }
 
     let covered = dom

@@ -107,82 +107,7 @@ pub fn parse_constraints(file: &SourceFile, scop: &Scop) -> miette::Result<Vec<P
                 ))
                 .into());
         }
-        let iters = &scop.iter_names[stmt];
-        let mut order = Vec::new();
-        let mut item_start = body_span.start + eq + 1;
-        let rest = &body[eq + 1..];
-        let items: Vec<&str> = rest.split(',').collect();
-        for (k, raw) in items.iter().enumerate() {
-            let item = raw.trim();
-            let s = item_start + (raw.len() - raw.trim_start().len());
-            let span = Span::new(s, s + item.len());
-            if item.is_empty() {
-                if iters.is_empty() && items.len() == 1 {
-                    break;
-                }
-                let at = Span::new(item_start, item_start + raw.len().max(1));
-                return Err(file
-                    .error(
-                        at,
-                        "expected an iterator name",
-                        if k + 1 == items.len() {
-                            "missing iterator"
-                        } else {
-                            "empty entry between commas"
-                        },
-                        format!(
-                            "list {name}'s iterators separated by commas: {}",
-                            iters.join(",")
-                        ),
-                    )
-                    .into());
-            }
-            let Some(pos) = iters.iter().position(|i| i == item) else {
-                return Err(file
-                    .error(
-                        span,
-                        format!("{name} has no iterator `{item}`"),
-                        "unknown iterator",
-                        format!("{name}'s iterators: {}", iters.join(", ")),
-                    )
-                    .into());
-            };
-            if order.contains(&pos) {
-                return Err(file
-                    .error(
-                        span,
-                        format!("the loop order of {name} is not a permutation: `{item}` is listed twice"),
-                        "listed again here",
-                        format!("list each of {name}'s iterators once: {}", iters.join(", ")),
-                    )
-                    .into());
-            }
-            order.push(pos);
-            item_start += raw.len() + 1;
-        }
-        if order.len() != iters.len() {
-            let missing: Vec<&str> = (0..iters.len())
-                .filter(|p| !order.contains(p))
-                .map(|p| iters[p].as_str())
-                .collect();
-            let rest_start = body_span.start + eq + 1;
-            return Err(file
-                .error(
-                    Span::new(rest_start, body_span.end.max(rest_start)),
-                    format!(
-                        "the loop order of {name} is not a permutation: {} missing",
-                        missing
-                            .iter()
-                            .map(|m| format!("`{m}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                            + if missing.len() == 1 { " is" } else { " are" }
-                    ),
-                    "incomplete loop order",
-                    format!("list each of {name}'s iterators once: {}", iters.join(", ")),
-                )
-                .into());
-        }
+        let order = parse_order(file, &scop.iter_names[stmt], name, body, body_span, eq)?;
         pins.push(Pin {
             stmt,
             order,
@@ -192,4 +117,94 @@ pub fn parse_constraints(file: &SourceFile, scop: &Scop) -> miette::Result<Vec<P
         name_spans.push(name_span);
     }
     Ok(pins)
+}
+
+/// The loop order after the `=` of a pin (`body`, at `body_span`, with its `=` at byte
+/// `eq`): a permutation of `iters`, the iterators of statement `name`, as positions.
+fn parse_order(
+    file: &SourceFile,
+    iters: &[String],
+    name: &str,
+    body: &str,
+    body_span: Span,
+    eq: usize,
+) -> miette::Result<Vec<usize>> {
+    let mut order = Vec::new();
+    let mut item_start = body_span.start + eq + 1;
+    let rest = &body[eq + 1..];
+    let items: Vec<&str> = rest.split(',').collect();
+    for (k, raw) in items.iter().enumerate() {
+        let item = raw.trim();
+        let s = item_start + (raw.len() - raw.trim_start().len());
+        let span = Span::new(s, s + item.len());
+        if item.is_empty() {
+            if iters.is_empty() && items.len() == 1 {
+                break;
+            }
+            let at = Span::new(item_start, item_start + raw.len().max(1));
+            return Err(file
+                .error(
+                    at,
+                    "expected an iterator name",
+                    if k + 1 == items.len() {
+                        "missing iterator"
+                    } else {
+                        "empty entry between commas"
+                    },
+                    format!(
+                        "list {name}'s iterators separated by commas: {}",
+                        iters.join(",")
+                    ),
+                )
+                .into());
+        }
+        let Some(pos) = iters.iter().position(|i| i == item) else {
+            return Err(file
+                .error(
+                    span,
+                    format!("{name} has no iterator `{item}`"),
+                    "unknown iterator",
+                    format!("{name}'s iterators: {}", iters.join(", ")),
+                )
+                .into());
+        };
+        if order.contains(&pos) {
+            return Err(file
+                .error(
+                    span,
+                    format!(
+                        "the loop order of {name} is not a permutation: `{item}` is listed twice"
+                    ),
+                    "listed again here",
+                    format!("list each of {name}'s iterators once: {}", iters.join(", ")),
+                )
+                .into());
+        }
+        order.push(pos);
+        item_start += raw.len() + 1;
+    }
+    if order.len() != iters.len() {
+        let missing: Vec<&str> = (0..iters.len())
+            .filter(|p| !order.contains(p))
+            .map(|p| iters[p].as_str())
+            .collect();
+        let rest_start = body_span.start + eq + 1;
+        return Err(file
+            .error(
+                Span::new(rest_start, body_span.end.max(rest_start)),
+                format!(
+                    "the loop order of {name} is not a permutation: {} missing",
+                    missing
+                        .iter()
+                        .map(|m| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                        + if missing.len() == 1 { " is" } else { " are" }
+                ),
+                "incomplete loop order",
+                format!("list each of {name}'s iterators once: {}", iters.join(", ")),
+            )
+            .into());
+    }
+    Ok(order)
 }

@@ -884,112 +884,116 @@ impl Lowerer<'_> {
                 }
                 Ok(KNode::Block(out))
             }
-            AstNodeKind::Mark => {
-                let id = n.mark_get_id().isl("reading a mark")?;
-                let name = id.get_name().isl("reading a mark's name")?.to_string();
-                let mark = parse_mark(&name)?;
-                if mark == Mark::Skipped {
-                    return Ok(KNode::Block(Vec::new()));
-                }
-                let mut child = self.node(&n.mark_get_node().isl("reading a mark's child")?)?;
-                // SAFETY: `id` is a live isl id; the user pointer is only read.
-                let tag = unsafe { ffi::isl_id_get_user(id.ptr) } as usize;
-                if mark == Mark::Parallel && tag > 0 {
-                    mark_first_loop(&mut child, &format!("c{}", tag - 1));
-                }
-                if matches!(mark, Mark::Kernel | Mark::Thread) && tag > 0 {
-                    let depth = (tag & 0xffff) - 1;
-                    let mapped = tag >> 16;
-                    for m in 0..mapped {
-                        let dim = (mapped - 1 - m) as u8;
-                        let kind = if mark == Mark::Kernel {
-                            LoopKind::Block(dim)
-                        } else {
-                            LoopKind::Thread(dim)
-                        };
-                        set_loop_kind(&mut child, &format!("c{}", depth + m), kind);
-                    }
-                    if mark == Mark::Kernel {
-                        return Ok(KNode::Device {
-                            id: 0,
-                            body: Box::new(child),
-                        });
-                    }
-                    return Ok(child);
-                }
-                if let (Mark::Mem(_), true) = (mark, tag > 0) {
-                    // A tile above thread loops is read and written by several threads:
-                    // a private copy per thread would hold only what its own thread
-                    // copied (the copies are spread over the block, or run by thread 0).
-                    // Such a tile lives in shared memory, where the copies are
-                    // block-cooperative and barriers order them.
-                    let spans_threads = has_thread_loop(&child);
-                    let bufs = self
-                        .state
-                        .promos
-                        .get(tag - 1)
-                        .map(|v| {
-                            v.iter()
-                                .filter(|p| !p.view)
-                                .map(|p| LocalBuf {
-                                    space: match mark {
-                                        Mark::Mem(b) if self.shared.contains(&b) => {
-                                            MemSpace::Shared
-                                        }
-                                        _ if spans_threads => MemSpace::Shared,
-                                        _ => MemSpace::Private,
-                                    },
-                                    promo: p.id,
-                                    tensor: p.tensor,
-                                    sizes: p.sizes.clone(),
-                                    block: p.block.clone(),
-                                    order: p.order.clone(),
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    return Ok(KNode::Local {
-                        bufs,
-                        body: Box::new(child),
-                    });
-                }
-                Ok(child)
-            }
-            AstNodeKind::User => {
-                let call = n.user_get_expr().isl("reading a statement call")?;
-                let ann = n.get_annotation().isl("reading a statement's annotation")?;
-                let info = if ann.ptr == 0 {
-                    0
-                } else {
-                    // SAFETY: reads the user pointer of a live id.
-                    unsafe { ffi::isl_id_get_user(ann.ptr) as usize }
-                };
-                let mut locals = Vec::new();
-                if info > 0 {
-                    for t in self.state.infos.get(info - 1).into_iter().flatten() {
-                        let exprs = |v: &[ASTExpr], me: &mut Self| -> Result<Vec<KExpr>> {
-                            v.iter().map(|e| me.expr(e)).collect()
-                        };
-                        let offset = exprs(&t.offset, self)?;
-                        let block = match &t.block {
-                            Some((index, origin)) => Some(BlockRef {
-                                index: exprs(index, self)?,
-                                origin: exprs(origin, self)?,
-                            }),
-                            None => None,
-                        };
-                        locals.push(LocalRef {
-                            promo: t.promo,
-                            tensor: t.tensor,
-                            offset,
-                            block,
-                        });
-                    }
-                }
-                self.user(&call, locals)
-            }
+            AstNodeKind::Mark => self.mark_node(n),
+            AstNodeKind::User => self.user_node(n),
             AstNodeKind::Error => Err(miette!("isl returned an invalid AST node")),
         }
+    }
+
+    /// A mark node: skipped subtrees vanish, parallel, kernel and thread marks set their loops' kinds, memory marks open local buffers.
+    fn mark_node(&mut self, n: &ASTNode) -> Result<KNode> {
+        let id = n.mark_get_id().isl("reading a mark")?;
+        let name = id.get_name().isl("reading a mark's name")?.to_string();
+        let mark = parse_mark(&name)?;
+        if mark == Mark::Skipped {
+            return Ok(KNode::Block(Vec::new()));
+        }
+        let mut child = self.node(&n.mark_get_node().isl("reading a mark's child")?)?;
+        // SAFETY: `id` is a live isl id; the user pointer is only read.
+        let tag = unsafe { ffi::isl_id_get_user(id.ptr) } as usize;
+        if mark == Mark::Parallel && tag > 0 {
+            mark_first_loop(&mut child, &format!("c{}", tag - 1));
+        }
+        if matches!(mark, Mark::Kernel | Mark::Thread) && tag > 0 {
+            let depth = (tag & 0xffff) - 1;
+            let mapped = tag >> 16;
+            for m in 0..mapped {
+                let dim = (mapped - 1 - m) as u8;
+                let kind = if mark == Mark::Kernel {
+                    LoopKind::Block(dim)
+                } else {
+                    LoopKind::Thread(dim)
+                };
+                set_loop_kind(&mut child, &format!("c{}", depth + m), kind);
+            }
+            if mark == Mark::Kernel {
+                return Ok(KNode::Device {
+                    id: 0,
+                    body: Box::new(child),
+                });
+            }
+            return Ok(child);
+        }
+        if let (Mark::Mem(_), true) = (mark, tag > 0) {
+            // A tile above thread loops is read and written by several threads:
+            // a private copy per thread would hold only what its own thread
+            // copied (the copies are spread over the block, or run by thread 0).
+            // Such a tile lives in shared memory, where the copies are
+            // block-cooperative and barriers order them.
+            let spans_threads = has_thread_loop(&child);
+            let bufs = self
+                .state
+                .promos
+                .get(tag - 1)
+                .map(|v| {
+                    v.iter()
+                        .filter(|p| !p.view)
+                        .map(|p| LocalBuf {
+                            space: match mark {
+                                Mark::Mem(b) if self.shared.contains(&b) => MemSpace::Shared,
+                                _ if spans_threads => MemSpace::Shared,
+                                _ => MemSpace::Private,
+                            },
+                            promo: p.id,
+                            tensor: p.tensor,
+                            sizes: p.sizes.clone(),
+                            block: p.block.clone(),
+                            order: p.order.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Ok(KNode::Local {
+                bufs,
+                body: Box::new(child),
+            });
+        }
+        Ok(child)
+    }
+
+    /// A statement instance (or a copy), with the local tiles its annotation names.
+    fn user_node(&mut self, n: &ASTNode) -> Result<KNode> {
+        let call = n.user_get_expr().isl("reading a statement call")?;
+        let ann = n.get_annotation().isl("reading a statement's annotation")?;
+        let info = if ann.ptr == 0 {
+            0
+        } else {
+            // SAFETY: reads the user pointer of a live id.
+            unsafe { ffi::isl_id_get_user(ann.ptr) as usize }
+        };
+        let mut locals = Vec::new();
+        if info > 0 {
+            for t in self.state.infos.get(info - 1).into_iter().flatten() {
+                let exprs = |v: &[ASTExpr], me: &mut Self| -> Result<Vec<KExpr>> {
+                    v.iter().map(|e| me.expr(e)).collect()
+                };
+                let offset = exprs(&t.offset, self)?;
+                let block = match &t.block {
+                    Some((index, origin)) => Some(BlockRef {
+                        index: exprs(index, self)?,
+                        origin: exprs(origin, self)?,
+                    }),
+                    None => None,
+                };
+                locals.push(LocalRef {
+                    promo: t.promo,
+                    tensor: t.tensor,
+                    offset,
+                    block,
+                });
+            }
+        }
+        self.user(&call, locals)
     }
 
     /// Whether `l` refers to a tile stored in blocks without saying which block: reading

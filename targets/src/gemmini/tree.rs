@@ -133,48 +133,24 @@ fn filter(prog: &Program, stmts: &[usize], child: Node) -> Node {
     )
 }
 
-/// The subtree of one tensorised statement (see the module documentation).
-fn tensorised(
-    ctx: &Ctx,
-    prog: &Program,
-    g: &Gemm,
-    t: &Tiles,
-    p: &Placement,
-    bufs: &Buffers,
-    dim: i64,
-) -> Result<Node> {
+/// The name of the GEMM's iterator at `pos` in a statement of its group whose iterators
+/// are `names` (`0` for the unit column, position `unit`): the folded statements share
+/// the left-hand iterators' positions.
+fn gemm_iter(names: &[String], pos: usize, unit: usize) -> String {
+    if pos == unit || pos >= names.len() {
+        "0".to_string()
+    } else {
+        names[pos].clone()
+    }
+}
+
+/// The tensorised DIM×DIM×DIM blocks of the GEMM statement: the block band (j, k, i
+/// weight-stationary; i, j, k output-stationary), the `tensorised` mark and the point band.
+fn dim_blocks(ctx: &Ctx, prog: &Program, g: &Gemm, unit: usize, dim: i64) -> Result<Node> {
     let s = g.stmt;
-    let unit = prog.stmts[s].iters.len();
-    let before: Vec<usize> = g
-        .init
-        .into_iter()
-        .chain(g.preload.as_ref().map(|x| x.stmt))
-        .collect();
-    let after: Vec<usize> = g.epilogue.as_ref().map(|e| e.stmt).into_iter().collect();
-    let group: Vec<usize> = before
-        .iter()
-        .copied()
-        .chain([s])
-        .chain(after.iter().copied())
-        .collect();
-    // An iterator of the GEMM (or the unit column, `0`) as a statement of the group names
-    // it: the folded statements share the left-hand iterators' positions.
-    let it = |names: &[String], pos: usize| -> String {
-        if pos == unit || pos >= names.len() {
-            "0".to_string()
-        } else {
-            names[pos].clone()
-        }
-    };
+    let it = |names: &[String], pos: usize| gemm_iter(names, pos, unit);
     let lo = |pos: usize| g.bounds[pos].0;
     let (gi, gj, gk) = (g.i, g.j, g.k);
-    let holds = |buffer: Buffer, tensor: usize, double: bool| {
-        NodeKind::Mark(Mark::Holds {
-            buffer,
-            tensor: TensorName::new(&prog.tensors[tensor].name),
-            double,
-        })
-    };
     // Innermost first: the DIM×DIM×DIM block.
     let point = band(
         ctx,
@@ -224,13 +200,74 @@ fn tensorised(
         order.iter().map(|&x| x != gk).collect(),
         true,
     )?;
-    let mut node = wrap(
+    Ok(wrap(
         NodeKind::Band(blocks),
         wrap(
             NodeKind::Mark(mark),
             wrap(NodeKind::Band(point), Node::leaf()),
         ),
-    );
+    ))
+}
+
+/// The GEMM's subtree `node` in a sequence with the statements folded into it: the
+/// initialisation and preload before it, the epilogue (`after`) after it, each under its
+/// `folded` mark.
+fn with_folded(prog: &Program, g: &Gemm, after: &[usize], node: Node) -> Node {
+    let folded = |x: usize, f: Fold| {
+        filter(
+            prog,
+            &[x],
+            wrap(NodeKind::Mark(Mark::Folded(f)), Node::leaf()),
+        )
+    };
+    let mut children: Vec<Node> = g
+        .init
+        .iter()
+        .map(|&x| folded(x, Fold::Init))
+        .chain(g.preload.as_ref().map(|x| folded(x.stmt, Fold::Preload)))
+        .collect();
+    children.push(filter(prog, &[g.stmt], node));
+    children.extend(after.iter().map(|&x| folded(x, Fold::Mvout)));
+    Node::new(NodeKind::Sequence, children)
+}
+
+/// The subtree of one tensorised statement (see the module documentation).
+fn tensorised(
+    ctx: &Ctx,
+    prog: &Program,
+    g: &Gemm,
+    t: &Tiles,
+    p: &Placement,
+    bufs: &Buffers,
+    dim: i64,
+) -> Result<Node> {
+    let s = g.stmt;
+    let unit = prog.stmts[s].iters.len();
+    let before: Vec<usize> = g
+        .init
+        .into_iter()
+        .chain(g.preload.as_ref().map(|x| x.stmt))
+        .collect();
+    let after: Vec<usize> = g.epilogue.as_ref().map(|e| e.stmt).into_iter().collect();
+    let group: Vec<usize> = before
+        .iter()
+        .copied()
+        .chain([s])
+        .chain(after.iter().copied())
+        .collect();
+    // An iterator of the GEMM (or the unit column, `0`) as a statement of the group names
+    // it: the folded statements share the left-hand iterators' positions.
+    let it = |names: &[String], pos: usize| gemm_iter(names, pos, unit);
+    let lo = |pos: usize| g.bounds[pos].0;
+    let (gi, gj, gk) = (g.i, g.j, g.k);
+    let holds = |buffer: Buffer, tensor: usize, double: bool| {
+        NodeKind::Mark(Mark::Holds {
+            buffer,
+            tensor: TensorName::new(&prog.tensors[tensor].name),
+            double,
+        })
+    };
+    let mut node = dim_blocks(ctx, prog, g, unit, dim)?;
     node = wrap(
         holds(bufs.operands, g.a, p.sp_double),
         wrap(holds(bufs.operands, g.b, p.sp_double), node),
@@ -258,22 +295,7 @@ fn tensorised(
         node = wrap(NodeKind::Band(outer), node);
     }
     if group.len() > 1 {
-        let folded = |x: usize, f: Fold| {
-            filter(
-                prog,
-                &[x],
-                wrap(NodeKind::Mark(Mark::Folded(f)), Node::leaf()),
-            )
-        };
-        let mut children: Vec<Node> = g
-            .init
-            .iter()
-            .map(|&x| folded(x, Fold::Init))
-            .chain(g.preload.as_ref().map(|x| folded(x.stmt, Fold::Preload)))
-            .collect();
-        children.push(filter(prog, &[s], node));
-        children.extend(after.iter().map(|&x| folded(x, Fold::Mvout)));
-        node = Node::new(NodeKind::Sequence, children);
+        node = with_folded(prog, g, &after, node);
     }
     node = wrap(holds(bufs.results, g.c, p.acc_double), node);
     let ij = [(gi, t.ti), (gj, t.tj)];

@@ -279,6 +279,69 @@ fn build_program(context: &Context, found: &Found, source: &str) -> Result<Progr
     Ok(program)
 }
 
+/// One kernel object per distinct name the launches use, checked against the launches'
+/// argument counts.
+fn create_kernels<'l>(
+    program: &Program,
+    launches: &'l [Launch],
+) -> Result<HashMap<&'l str, Kernel>> {
+    let mut kernels: HashMap<&str, Kernel> = HashMap::new();
+    for l in launches {
+        if !kernels.contains_key(l.kernel.as_str()) {
+            let k = Kernel::create(&program, &l.kernel).map_err(|e| {
+                miette!(
+                    "kernel `{}` is not in the OpenCL program ({}); it defines: {}",
+                    l.kernel,
+                    cl_text(e),
+                    program.kernel_names()
+                )
+            })?;
+            kernels.insert(&l.kernel, k);
+        }
+        let n = kernels[l.kernel.as_str()]
+            .num_args()
+            .map_err(|e| miette!("reading kernel `{}`'s arguments: {}", l.kernel, cl_text(e)))?;
+        if n as usize != l.args.len() {
+            return Err(miette!(
+                "kernel `{}` takes {n} arguments but the launch passes {} (a bug in polyc's \
+                 GPU emitter if it made the plan)",
+                l.kernel,
+                l.args.len()
+            ));
+        }
+    }
+
+    Ok(kernels)
+}
+
+/// Sets the arguments of launch `li` (`l`) on its kernel; buffers are `mems[b]`.
+fn set_args(kernel: &Kernel, l: &Launch, li: usize, mems: &[cl_mem]) -> Result<()> {
+    for (ai, arg) in l.args.iter().enumerate() {
+        let idx = ai as u32;
+        let r = unsafe {
+            match *arg {
+                LaunchArg::Buffer(b) => kernel.set_arg(idx, &mems[b]),
+                LaunchArg::I64(v) => kernel.set_arg(idx, &(v as cl_long)),
+                LaunchArg::I32(v) => kernel.set_arg(idx, &(v as cl_int)),
+                LaunchArg::F32(v) => kernel.set_arg(idx, &(v as cl_float)),
+                LaunchArg::F64(v) => kernel.set_arg(idx, &(v as cl_double)),
+                LaunchArg::I8(v) => kernel.set_arg(idx, &v),
+                LaunchArg::F16(v) => kernel.set_arg(idx, &v.to_bits()),
+            }
+        };
+        r.map_err(|e| {
+            miette!(
+                "launch {li}: setting argument {ai} ({}) of kernel `{}` failed: {} (the \
+                 kernel's parameter type differs from the launch's)",
+                arg.type_name(),
+                l.kernel,
+                cl_text(e)
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Runs a launch plan on the first OpenCL device (or the one `POLYC_OPENCL_DEVICE` picks).
 ///
 /// `source` is OpenCL C holding every kernel the plan names. Each entry of `buffers`
@@ -313,32 +376,7 @@ pub fn run_opencl(
     let program = build_program(&context, &found, source)?;
     let build_time = t_build.elapsed();
 
-    // One kernel object per distinct name, checked against the launches' argument counts.
-    let mut kernels: HashMap<&str, Kernel> = HashMap::new();
-    for l in launches {
-        if !kernels.contains_key(l.kernel.as_str()) {
-            let k = Kernel::create(&program, &l.kernel).map_err(|e| {
-                miette!(
-                    "kernel `{}` is not in the OpenCL program ({}); it defines: {}",
-                    l.kernel,
-                    cl_text(e),
-                    program.kernel_names()
-                )
-            })?;
-            kernels.insert(&l.kernel, k);
-        }
-        let n = kernels[l.kernel.as_str()]
-            .num_args()
-            .map_err(|e| miette!("reading kernel `{}`'s arguments: {}", l.kernel, cl_text(e)))?;
-        if n as usize != l.args.len() {
-            return Err(miette!(
-                "kernel `{}` takes {n} arguments but the launch passes {} (a bug in polyc's \
-                 GPU emitter if it made the plan)",
-                l.kernel,
-                l.args.len()
-            ));
-        }
-    }
+    let kernels = create_kernels(&program, launches)?;
 
     // Device buffers, filled from the host.
     let mut device_bufs = Vec::with_capacity(buffers.len());
@@ -373,29 +411,7 @@ pub fn run_opencl(
             continue;
         }
         let kernel = &kernels[l.kernel.as_str()];
-        for (ai, arg) in l.args.iter().enumerate() {
-            let idx = ai as u32;
-            let r = unsafe {
-                match *arg {
-                    LaunchArg::Buffer(b) => kernel.set_arg(idx, &mems[b]),
-                    LaunchArg::I64(v) => kernel.set_arg(idx, &(v as cl_long)),
-                    LaunchArg::I32(v) => kernel.set_arg(idx, &(v as cl_int)),
-                    LaunchArg::F32(v) => kernel.set_arg(idx, &(v as cl_float)),
-                    LaunchArg::F64(v) => kernel.set_arg(idx, &(v as cl_double)),
-                    LaunchArg::I8(v) => kernel.set_arg(idx, &v),
-                    LaunchArg::F16(v) => kernel.set_arg(idx, &v.to_bits()),
-                }
-            };
-            r.map_err(|e| {
-                miette!(
-                    "launch {li}: setting argument {ai} ({}) of kernel `{}` failed: {} (the \
-                     kernel's parameter type differs from the launch's)",
-                    arg.type_name(),
-                    l.kernel,
-                    cl_text(e)
-                )
-            })?;
-        }
+        set_args(kernel, l, li, &mems)?;
         let global = l.global_size().expect("validated");
         unsafe {
             queue.enqueue_nd_range_kernel(

@@ -800,6 +800,91 @@ struct GraftTile {
 /// The promotions to graft under one mark: its path and the tiles.
 type Graft = (Vec<usize>, Vec<GraftTile>);
 
+/// Where the tile-local temporaries go: every memory mark's analysis when some must be
+/// placed (else none yet), the (mark index, tile index) of each placed one, and each
+/// placed one's (mark index, tensor). The ones that cannot be placed are reported as
+/// kept global.
+#[allow(clippy::type_complexity)]
+fn place_locals(
+    prog: &Program,
+    scop: &Scop,
+    marks: &[MarkTiles],
+    opts: &PromoteOptions,
+    report: &mut PromoteReport,
+) -> Result<(
+    Vec<Option<MarkAnalysis>>,
+    Vec<(usize, usize)>,
+    Vec<(usize, usize)>,
+)> {
+    // Every memory mark's analysis, when tile-local temporaries must be placed; otherwise
+    // each mark is analysed only when its level promotes something.
+    let mut analyses: Vec<Option<MarkAnalysis>> = Vec::with_capacity(marks.len());
+    for m in marks {
+        analyses.push(match m.mark {
+            Mark::Mem(_) if !opts.locals.is_empty() || !opts.exclusive_locals.is_empty() => {
+                analyse_mark_with(scop, m, true)?
+            }
+            _ => None,
+        });
+    }
+    // Tile-local temporaries: (mark index, tile index) for each that can be placed.
+    let mut locals: Vec<(usize, usize)> = Vec::new();
+    for name in &opts.locals {
+        match place_local(prog, scop, marks, &analyses, name, false)? {
+            Ok(at) => locals.push(at),
+            Err(why) => report.kept_global.push((name.clone(), why)),
+        }
+    }
+    for name in &opts.exclusive_locals {
+        if let Ok(at) = place_local(prog, scop, marks, &analyses, name, true)? {
+            locals.push(at);
+        }
+    }
+    // Each tile-local temporary: the mark that holds it, and the tensor.
+    let local_tensors: Vec<(usize, usize)> = locals
+        .iter()
+        .filter_map(|&(m, i)| Some((m, analyses[m].as_ref()?.tiles[i].tensor)))
+        .collect();
+    Ok((analyses, locals, local_tensors))
+}
+
+/// The tensors mark `marks[mi]` (analysed as `a`) does not pack at `level`, and the
+/// bytes of the level already taken above it: tensors packed at an enclosing mark of the
+/// same buffer, tensors whose box grows below it, blocks read in place (`views`), and
+/// tile-local temporaries (except into register tiles strictly below their mark).
+#[allow(clippy::too_many_arguments)]
+fn skipped_tensors(
+    scop: &Scop,
+    marks: &[MarkTiles],
+    mi: usize,
+    a: &MarkAnalysis,
+    level: &LevelInfo,
+    local_tensors: &[(usize, usize)],
+    packed: &[(Vec<usize>, Buffer, usize, u64)],
+    views: &[(usize, usize)],
+) -> Result<(BTreeSet<usize>, u64)> {
+    let m = &marks[mi];
+    let mut skip: BTreeSet<usize> = local_tensors
+        .iter()
+        .filter(|&&(at, _)| {
+            let strictly_below =
+                m.path.len() > marks[at].path.len() && m.path.starts_with(&marks[at].path);
+            level.kind != PromoteKind::Registers || !strictly_below
+        })
+        .map(|&(_, t)| t)
+        .collect();
+    let mut used = 0;
+    for (path, b, tensor, bytes) in packed {
+        if *b == level.buffer && m.path.starts_with(path) {
+            skip.insert(*tensor);
+            used += bytes;
+        }
+    }
+    skip.extend(growing_below(scop, marks, mi, a)?);
+    skip.extend(views.iter().filter(|v| v.0 == mi).map(|v| v.1));
+    Ok((skip, used))
+}
+
 /// Runs promotion on `tree` (see the module documentation).
 pub fn promote(
     ctx: &Ctx,
@@ -818,36 +903,9 @@ pub fn promote(
         .filter(|l| l.kind == PromoteKind::Registers)
         .map(|l| l.buffer)
         .collect();
-    // Every memory mark's analysis, when tile-local temporaries must be placed; otherwise
-    // each mark is analysed only when its level promotes something.
-    let mut analyses: Vec<Option<MarkAnalysis>> = Vec::with_capacity(marks.len());
-    for m in &marks {
-        analyses.push(match m.mark {
-            Mark::Mem(_) if !opts.locals.is_empty() || !opts.exclusive_locals.is_empty() => {
-                analyse_mark_with(scop, m, true)?
-            }
-            _ => None,
-        });
-    }
     let mut report = PromoteReport::default();
-    // Tile-local temporaries: (mark index, tile index) for each that can be placed.
-    let mut locals: Vec<(usize, usize)> = Vec::new();
-    for name in &opts.locals {
-        match place_local(prog, scop, &marks, &analyses, name, false)? {
-            Ok(at) => locals.push(at),
-            Err(why) => report.kept_global.push((name.clone(), why)),
-        }
-    }
-    for name in &opts.exclusive_locals {
-        if let Ok(at) = place_local(prog, scop, &marks, &analyses, name, true)? {
-            locals.push(at);
-        }
-    }
-    // Each tile-local temporary: the mark that holds it, and the tensor.
-    let local_tensors: Vec<(usize, usize)> = locals
-        .iter()
-        .filter_map(|&(m, i)| Some((m, analyses[m].as_ref()?.tiles[i].tensor)))
-        .collect();
+    let (mut analyses, locals, local_tensors) =
+        place_locals(prog, scop, &marks, opts, &mut report)?;
     let mut plans: Vec<Graft> = Vec::new();
     // Register tiles made so far: nothing below them is promoted again (a fused
     // producer's own tiles inside a register tile would only copy data around).
@@ -888,24 +946,8 @@ pub fn promote(
             // A tile-local temporary is not packed again, except into register tiles
             // below the mark that holds it (a fused contraction's accumulator:
             // attention's `S` row block).
-            let mut skip: BTreeSet<usize> = local_tensors
-                .iter()
-                .filter(|&&(at, _)| {
-                    let strictly_below =
-                        m.path.len() > marks[at].path.len() && m.path.starts_with(&marks[at].path);
-                    level.kind != PromoteKind::Registers || !strictly_below
-                })
-                .map(|&(_, t)| t)
-                .collect();
-            let mut used = 0;
-            for (path, b, tensor, bytes) in &packed {
-                if *b == buf && m.path.starts_with(path) {
-                    skip.insert(*tensor);
-                    used += bytes;
-                }
-            }
-            skip.extend(growing_below(scop, &marks, mi, &a)?);
-            skip.extend(views.iter().filter(|v| v.0 == mi).map(|v| v.1));
+            let (skip, used) =
+                skipped_tensors(scop, &marks, mi, &a, level, &local_tensors, &packed, &views)?;
             let chosen = choose(&a, prog, level, opts, &skip, used);
             if level.kind == PromoteKind::Registers && !chosen.is_empty() {
                 reg_tiles.push(m.path.clone());
