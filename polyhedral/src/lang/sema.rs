@@ -1201,112 +1201,123 @@ impl<'a> Sema<'a> {
             ExprKind::Cast { ty, arg } => {
                 ir::Expr::Cast(ty.dtype, Box::new(self.value(arg, dt, reads)?))
             }
-            ExprKind::Call { name, args } => {
-                if let Some(t) = self.readable(name, e.span)? {
-                    let mut index = Vec::with_capacity(args.len());
-                    for a in args {
-                        index.push(self.lin(a, Mode::Index)?);
-                    }
-                    let aff = index.iter().map(Lin::to_aff).collect();
-                    reads.push((t, index));
-                    return Ok(ir::Expr::Read {
-                        tensor: t,
-                        index: aff,
-                        span: e.span,
-                    });
+            ExprKind::Call { name, args } => return self.call_value(e, name, args, dt, reads),
+        })
+    }
+
+    /// A call in a value: a tensor read, a TC built-in, `select`, or a built-in function
+    /// (with its arity and type checked).
+    fn call_value(
+        &mut self,
+        e: &ast::Expr,
+        name: &ast::Ident,
+        args: &[ast::Expr],
+        dt: DType,
+        reads: &mut Vec<(TensorId, Vec<Lin>)>,
+    ) -> Res<ir::Expr> {
+        if let Some(t) = self.readable(name, e.span)? {
+            let mut index = Vec::with_capacity(args.len());
+            for a in args {
+                index.push(self.lin(a, Mode::Index)?);
+            }
+            let aff = index.iter().map(Lin::to_aff).collect();
+            reads.push((t, index));
+            return Ok(ir::Expr::Read {
+                tensor: t,
+                index: aff,
+                span: e.span,
+            });
+        }
+        if self.tc {
+            if let Some(b) = super::tc::builtin(&name.name) {
+                return self.tc_builtin(b, name, args, e.span, dt, reads);
+            }
+        }
+        let arity_err = |s: &Self, want: usize, usage: &str| {
+            s.err(
+                e.span,
+                format!(
+                    "`{}` takes {want} argument{}, {} given",
+                    name.name,
+                    if want == 1 { "" } else { "s" },
+                    args.len()
+                ),
+                "wrong number of arguments",
+                format!("write {usage}"),
+            )
+        };
+        Ok(match name.name.as_str() {
+            "select" => {
+                if args.len() != 3 {
+                    return Err(arity_err(self, 3, "`select(cond, a, b)`"));
                 }
-                if self.tc {
-                    if let Some(b) = super::tc::builtin(&name.name) {
-                        return self.tc_builtin(b, name, args, e.span, dt, reads);
-                    }
-                }
-                let arity_err = |s: &Self, want: usize, usage: &str| {
-                    s.err(
-                        e.span,
-                        format!(
-                            "`{}` takes {want} argument{}, {} given",
-                            name.name,
-                            if want == 1 { "" } else { "s" },
-                            args.len()
-                        ),
-                        "wrong number of arguments",
-                        format!("write {usage}"),
-                    )
-                };
-                match name.name.as_str() {
-                    "select" => {
-                        if args.len() != 3 {
-                            return Err(arity_err(self, 3, "`select(cond, a, b)`"));
-                        }
-                        ir::Expr::Select(
-                            Box::new(self.value(&args[0], dt, reads)?),
-                            Box::new(self.value(&args[1], dt, reads)?),
-                            Box::new(self.value(&args[2], dt, reads)?),
+                ir::Expr::Select(
+                    Box::new(self.value(&args[0], dt, reads)?),
+                    Box::new(self.value(&args[1], dt, reads)?),
+                    Box::new(self.value(&args[2], dt, reads)?),
+                )
+            }
+            "floordiv" => {
+                return Err(self.err(
+                    name.span,
+                    "`floordiv` is only allowed in indices",
+                    "used as a value",
+                    "divide values with `/` (truncating for integers)",
+                ))
+            }
+            "cast" => {
+                return Err(self.err(
+                    name.span,
+                    "`cast` needs a type",
+                    "no target type",
+                    "write `cast<i32>(e)` (any of f16, f32, f64, i8, i32, i64)",
+                ))
+            }
+            other => {
+                let Some(f) = func_by_name(other) else {
+                    // `readable` reports unknown names.
+                    return Err(self.readable(name, e.span).err().unwrap_or_else(|| {
+                        self.err(
+                            name.span,
+                            format!("unknown function `{other}`"),
+                            "not a built-in function",
+                            format!("the functions are {KNOWN_FUNCTIONS}"),
                         )
-                    }
-                    "floordiv" => {
-                        return Err(self.err(
-                            name.span,
-                            "`floordiv` is only allowed in indices",
-                            "used as a value",
-                            "divide values with `/` (truncating for integers)",
-                        ))
-                    }
-                    "cast" => {
-                        return Err(self.err(
-                            name.span,
-                            "`cast` needs a type",
-                            "no target type",
-                            "write `cast<i32>(e)` (any of f16, f32, f64, i8, i32, i64)",
-                        ))
-                    }
-                    other => {
-                        let Some(f) = func_by_name(other) else {
-                            // `readable` reports unknown names.
-                            return Err(self.readable(name, e.span).err().unwrap_or_else(|| {
-                                self.err(
-                                    name.span,
-                                    format!("unknown function `{other}`"),
-                                    "not a built-in function",
-                                    format!("the functions are {KNOWN_FUNCTIONS}"),
-                                )
-                            }));
-                        };
-                        if args.len() != f.arity() {
-                            let usage = if f.arity() == 2 {
-                                format!("`{other}(a, b)`")
-                            } else {
-                                format!("`{other}(x)`")
-                            };
-                            return Err(arity_err(self, f.arity(), &usage));
-                        }
-                        if f == Func::SatI8 && !self.sat_i8_stmt {
-                            return Err(self.err(
-                                name.span,
-                                "`sat_i8` saturates the value stored into an i8 tensor".to_string(),
-                                "not the whole right side of an i8 statement",
-                                "write it as the whole right side of a statement whose left side is i8: `Q(i, j) = sat_i8(C(i, j))` (the right side is then computed in i32)".to_string(),
-                            ));
-                        }
-                        if f == Func::SatI8 {
-                            if let Some(r) = self.requant(&args[0], dt, reads)? {
-                                return Ok(r);
-                            }
-                        }
-                        if f.float_only() && !dt.is_float() {
-                            return Err(self.type_mismatch(
-                                name.span,
-                                dt,
-                                format!("`{other}` is defined for floating-point types only"),
-                            ));
-                        }
-                        let mut out = Vec::with_capacity(args.len());
-                        for a in args {
-                            out.push(self.value(a, dt, reads)?);
-                        }
-                        ir::Expr::Call(f, out)
+                    }));
+                };
+                if args.len() != f.arity() {
+                    let usage = if f.arity() == 2 {
+                        format!("`{other}(a, b)`")
+                    } else {
+                        format!("`{other}(x)`")
+                    };
+                    return Err(arity_err(self, f.arity(), &usage));
+                }
+                if f == Func::SatI8 && !self.sat_i8_stmt {
+                    return Err(self.err(
+                        name.span,
+                        "`sat_i8` saturates the value stored into an i8 tensor".to_string(),
+                        "not the whole right side of an i8 statement",
+                        "write it as the whole right side of a statement whose left side is i8: `Q(i, j) = sat_i8(C(i, j))` (the right side is then computed in i32)".to_string(),
+                    ));
+                }
+                if f == Func::SatI8 {
+                    if let Some(r) = self.requant(&args[0], dt, reads)? {
+                        return Ok(r);
                     }
                 }
+                if f.float_only() && !dt.is_float() {
+                    return Err(self.type_mismatch(
+                        name.span,
+                        dt,
+                        format!("`{other}` is defined for floating-point types only"),
+                    ));
+                }
+                let mut out = Vec::with_capacity(args.len());
+                for a in args {
+                    out.push(self.value(a, dt, reads)?);
+                }
+                ir::Expr::Call(f, out)
             }
         })
     }

@@ -504,26 +504,15 @@ fn coefficient(e: &KExpr, var: &str) -> Option<i64> {
     (c - b == b - a).then_some(b - a)
 }
 
-/// Replaces the partial tile `partial` (the body of a [`KNode::Local`] with buffers
-/// `bufs`, at a tile edge) by its composition from micro-kernels, when its rows run along
-/// one dynamic size; `None` when the tile does not qualify (see the module
-/// documentation).
-pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -> Option<KNode> {
-    // Only the innermost tiles.
-    let mut nested = false;
-    partial.walk(&mut |x| nested |= matches!(x, KNode::Local { .. }));
-    if nested || bufs.iter().any(|b| b.block.is_some() || b.order.is_some()) {
-        return None;
-    }
-    let rows = row_loops(partial, cx.sizes);
-    let (_, edge, k) = rows.first()?.clone();
-    if rows.iter().any(|(_, e, kk)| *e != edge || *kk != k) {
-        return None;
-    }
-    let size = cx.sizes.iter().find(|s| edge.mentions(&s.name))?.clone();
-    let full_rows = k + 1;
-    let row_iters: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
-    // How each promoted tile's origin moves with the rows: from its copies' coordinates.
+/// How each promoted tile's origin moves with the rows, from its copies' coordinates:
+/// (promotion id, coefficients per copy argument); `None` when a copy does not move
+/// linearly with the rows (or sits outside them).
+fn row_shifts(
+    bufs: &[LocalBuf],
+    partial: &KNode,
+    edge: &KExpr,
+    k: i64,
+) -> Option<Vec<(usize, Vec<i64>)>> {
     let mut shifts: Vec<(usize, Vec<i64>)> = Vec::new();
     for b in bufs {
         let mut shift: Option<Vec<i64>> = None;
@@ -549,6 +538,98 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
             _ => return None,
         }
     }
+    Some(shifts)
+}
+
+/// The chain of micro-kernel loops over the rows `rows_var` of a partial tile: for each
+/// size `m` of `sizes`, largest first, `for (o = start; o <= rows - m; o += m) body(m, o)`,
+/// each loop starting where the one before stopped.
+#[allow(clippy::too_many_arguments)]
+fn piece_chain(
+    partial: &KNode,
+    edge: &KExpr,
+    k: i64,
+    sizes: &[i64],
+    id: usize,
+    rows_var: &str,
+    shifts: &[(usize, Vec<i64>)],
+) -> Option<KNode> {
+    let mut chain: Option<KNode> = None;
+    for (i, &m) in sizes.iter().enumerate().rev() {
+        let start = if i == 0 {
+            KExpr::Int(0)
+        } else {
+            KExpr::var(&format!("polyc_mk{id}_s{i}"))
+        };
+        let o = format!("polyc_mk{id}_o{i}");
+        let body = micro_kernel(partial, edge, k, m, &o, shifts);
+        let lp = KNode::For {
+            iter: o.clone(),
+            init: start.clone(),
+            cond: KExpr::Cmp(
+                KCmp::Le,
+                Box::new(KExpr::var(&o)),
+                Box::new(KExpr::Sub(
+                    Box::new(KExpr::var(rows_var)),
+                    Box::new(KExpr::Int(m)),
+                )),
+            ),
+            step: m,
+            body: Box::new(body),
+            kind: Default::default(),
+        };
+        let node = match chain.take() {
+            None => lp,
+            Some(rest) => {
+                // The next start: past the pieces of size `m`.
+                let next = KExpr::Add(
+                    Box::new(start.clone()),
+                    Box::new(KExpr::Mul(
+                        Box::new(KExpr::Div(
+                            Box::new(KExpr::Sub(
+                                Box::new(KExpr::var(rows_var)),
+                                Box::new(start.clone()),
+                            )),
+                            Box::new(KExpr::Int(m)),
+                        )),
+                        Box::new(KExpr::Int(m)),
+                    )),
+                );
+                KNode::Block(vec![
+                    lp,
+                    KNode::Let {
+                        name: format!("polyc_mk{id}_s{}", i + 1),
+                        value: next,
+                        body: Box::new(rest),
+                    },
+                ])
+            }
+        };
+        chain = Some(node);
+    }
+    chain
+}
+
+/// Replaces the partial tile `partial` (the body of a [`KNode::Local`] with buffers
+/// `bufs`, at a tile edge) by its composition from micro-kernels, when its rows run along
+/// one dynamic size; `None` when the tile does not qualify (see the module
+/// documentation).
+pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -> Option<KNode> {
+    // Only the innermost tiles.
+    let mut nested = false;
+    partial.walk(&mut |x| nested |= matches!(x, KNode::Local { .. }));
+    if nested || bufs.iter().any(|b| b.block.is_some() || b.order.is_some()) {
+        return None;
+    }
+    let rows = row_loops(partial, cx.sizes);
+    let (_, edge, k) = rows.first()?.clone();
+    if rows.iter().any(|(_, e, kk)| *e != edge || *kk != k) {
+        return None;
+    }
+    let size = cx.sizes.iter().find(|s| edge.mentions(&s.name))?.clone();
+    let full_rows = k + 1;
+    let row_iters: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    let shifts = row_shifts(bufs, partial, &edge, k)?;
     // Columns: the longest constant loop directly inside a row loop (the outermost loops
     // of its body; a reduction nested in the column loop, as in a GPU thread's tile, is
     // not a column).
@@ -586,60 +667,7 @@ pub fn compose_partial(bufs: &[LocalBuf], partial: &KNode, cx: &mut ComposeCx) -
             }
         }
     }
-    // The chain: for each size, `for (o = start; o <= rows - m; o += m) body(m, o)`.
-    let mut chain: Option<KNode> = None;
-    for (i, &m) in sizes.iter().enumerate().rev() {
-        let start = if i == 0 {
-            KExpr::Int(0)
-        } else {
-            KExpr::var(&format!("polyc_mk{id}_s{i}"))
-        };
-        let o = format!("polyc_mk{id}_o{i}");
-        let body = micro_kernel(partial, &edge, k, m, &o, &shifts);
-        let lp = KNode::For {
-            iter: o.clone(),
-            init: start.clone(),
-            cond: KExpr::Cmp(
-                KCmp::Le,
-                Box::new(KExpr::var(&o)),
-                Box::new(KExpr::Sub(
-                    Box::new(KExpr::var(&rows_var)),
-                    Box::new(KExpr::Int(m)),
-                )),
-            ),
-            step: m,
-            body: Box::new(body),
-            kind: Default::default(),
-        };
-        let node = match chain.take() {
-            None => lp,
-            Some(rest) => {
-                // The next start: past the pieces of size `m`.
-                let next = KExpr::Add(
-                    Box::new(start.clone()),
-                    Box::new(KExpr::Mul(
-                        Box::new(KExpr::Div(
-                            Box::new(KExpr::Sub(
-                                Box::new(KExpr::var(&rows_var)),
-                                Box::new(start.clone()),
-                            )),
-                            Box::new(KExpr::Int(m)),
-                        )),
-                        Box::new(KExpr::Int(m)),
-                    )),
-                );
-                KNode::Block(vec![
-                    lp,
-                    KNode::Let {
-                        name: format!("polyc_mk{id}_s{}", i + 1),
-                        value: next,
-                        body: Box::new(rest),
-                    },
-                ])
-            }
-        };
-        chain = Some(node);
-    }
+    let mut chain = piece_chain(partial, &edge, k, &sizes, id, &rows_var, &shifts);
     let mut stmts = Vec::new();
     partial.walk(&mut |x| {
         if let KNode::Stmt { stmt, .. } = x {
