@@ -60,6 +60,119 @@ struct Way {
     seconds: f64,
 }
 
+/// The live-out's register tile: one register level per member with a fixed size, or
+/// `None` when its spec is anything else.
+fn register_sizes(cx: &TileCx, out: &TileSpec, si: usize) -> Option<Vec<i64>> {
+    let mut reg = Vec::new();
+    for d in &out.stmts[si].dims {
+        match d.levels.as_slice() {
+            [l] if cx.is_register_file(l.buffer) => match l.size {
+                SizeSpec::Fixed(v) => reg.push(v),
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    Some(reg)
+}
+
+/// Runs of each producer with tiles of `sizes` over extents `ext`: the tiles times the
+/// temporary's box per tile (`fps`), or its instances where the box is unknown.
+fn recomputed_runs(
+    ext: &[i64],
+    sizes: &[i64],
+    producers: &[Producer],
+    fps: &[crate::analysis::TensorFootprint],
+) -> Vec<u64> {
+    let tiles: u64 = ext
+        .iter()
+        .zip(sizes)
+        .map(|(e, s)| (e + s - 1) / s)
+        .product::<i64>() as u64;
+    producers
+        .iter()
+        .map(|p| {
+            fps.iter()
+                .find(|f| f.tensor_id == p.temp)
+                .and_then(|f| f.elements)
+                .map_or(p.instances, |e| tiles * e)
+        })
+        .collect()
+}
+
+/// What running the producers `runs` times costs beyond one run each: the text per
+/// producer and the seconds at `gops` operations per second.
+fn recompute_cost(cx: &TileCx, producers: &[Producer], runs: &[u64], gops: f64) -> (String, f64) {
+    let mut parts = Vec::new();
+    let mut s = 0.0;
+    for (p, &r) in producers.iter().zip(runs) {
+        let extra = r.saturating_sub(p.instances);
+        s += extra as f64 * p.ops as f64 / gops;
+        parts.push(format!(
+            "{} recomputed +{:.1}% ({extra} instances x {} ops)",
+            cx.scop.stmt_names[p.stmt],
+            100.0 * extra as f64 / p.instances.max(1) as f64,
+            p.ops
+        ));
+    }
+    (parts.join(", "), s)
+}
+
+/// The producers run apart, before the live-out: their inputs from DRAM (`dram` bytes per
+/// second) and their temporaries written and read back through the cheapest home.
+fn unfused_way(
+    cx: &TileCx,
+    producers: &[Producer],
+    elem: &[u64],
+    cost: &FuseCost,
+    dram: f64,
+) -> Way {
+    let names = |p: &Producer| cx.scop.stmt_names[p.stmt].clone();
+    let bytes: u64 = producers.iter().map(|p| p.instances * p.input_bytes).sum();
+    let phase = bytes as f64 / dram;
+    let temps: Vec<(String, u64)> = producers
+        .iter()
+        .map(|p| {
+            (
+                cx.program.tensors[p.temp].name.clone(),
+                p.instances * elem[p.temp],
+            )
+        })
+        .collect();
+    let traffic = cost.weigh(Vec::new(), &temps);
+    let saved: Vec<String> = traffic
+        .saved
+        .iter()
+        .map(|(t, b, home)| format!("{t} written and read back through {home}, {b} bytes"))
+        .collect();
+    Way {
+        text: format!(
+            "unfused: {} apart: {} inputs, {bytes} bytes from DRAM, {}; {}, {}: {}",
+            match producers {
+                [p] => format!("{} runs", names(p)),
+                ps => format!(
+                    "{} run",
+                    ps.iter().map(names).collect::<Vec<_>>().join(", ")
+                ),
+            },
+            if producers.len() == 1 { "its" } else { "their" },
+            seconds(phase),
+            saved.join(", "),
+            seconds(traffic.saved_s),
+            seconds(phase + traffic.saved_s)
+        ),
+        seconds: phase + traffic.saved_s,
+    }
+}
+
+/// Tile sizes as `polyc explain` writes them: `4 x 64`.
+fn join_dims(s: &[i64]) -> String {
+    s.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(" x ")
+}
+
 /// Chooses where the live-out band of `out` fuses a producer it reads through a window
 /// (see the module documentation), adding an `L2` row block when that is cheapest.
 /// Returns the lines `polyc explain` prints; none when the chain does not qualify (no
@@ -85,17 +198,9 @@ pub(crate) fn plan_fusion_tile(
     else {
         return Ok(Vec::new());
     };
-    // The live-out's spec: one register level per member, fixed sizes, known extents.
-    let mut reg = Vec::new();
-    for d in &out.stmts[si].dims {
-        match d.levels.as_slice() {
-            [l] if cx.is_register_file(l.buffer) => match l.size {
-                SizeSpec::Fixed(v) => reg.push(v),
-                _ => return Ok(Vec::new()),
-            },
-            _ => return Ok(Vec::new()),
-        }
-    }
+    let Some(reg) = register_sizes(cx, out, si) else {
+        return Ok(Vec::new());
+    };
     let n = reg.len();
     let Some(ext) = band.extents[..n]
         .iter()
@@ -140,44 +245,11 @@ pub(crate) fn plan_fusion_tile(
         .homes
         .last()
         .map_or(f64::INFINITY, |h| h.gbytes_per_s * 1e9);
-    // Recomputed instances of each producer with tiles of `sizes`: the tiles times the
-    // temporary's box per tile, less one run of each instance.
-    let runs = |sizes: &[i64], fps: &[crate::analysis::TensorFootprint]| -> Vec<u64> {
-        let tiles: u64 = (0..n)
-            .map(|m| (ext[m] + sizes[m] - 1) / sizes[m])
-            .product::<i64>() as u64;
-        producers
-            .iter()
-            .map(|p| {
-                fps.iter()
-                    .find(|f| f.tensor_id == p.temp)
-                    .and_then(|f| f.elements)
-                    .map_or(p.instances, |e| tiles * e)
-            })
-            .collect()
+    let runs = |sizes: &[i64], fps: &[crate::analysis::TensorFootprint]| {
+        recomputed_runs(&ext[..n], sizes, &producers, fps)
     };
     let names = |p: &Producer| scop.stmt_names[p.stmt].clone();
-    let recompute = |runs: &[u64]| -> (String, f64) {
-        let mut parts = Vec::new();
-        let mut s = 0.0;
-        for (p, &r) in producers.iter().zip(runs) {
-            let extra = r.saturating_sub(p.instances);
-            s += extra as f64 * p.ops as f64 / gops;
-            parts.push(format!(
-                "{} recomputed +{:.1}% ({extra} instances x {} ops)",
-                names(p),
-                100.0 * extra as f64 / p.instances.max(1) as f64,
-                p.ops
-            ));
-        }
-        (parts.join(", "), s)
-    };
-    let dims = |s: &[i64]| {
-        s.iter()
-            .map(|v| v.to_string())
-            .collect::<Vec<_>>()
-            .join(" x ")
-    };
+    let recompute = |runs: &[u64]| recompute_cost(cx, &producers, runs, gops);
     // At the register tile.
     let (text, s) = recompute(&runs(
         &reg,
@@ -186,7 +258,7 @@ pub(crate) fn plan_fusion_tile(
     let at_reg = Way {
         text: format!(
             "at the {} register tile: {text}, {}; its inputs stream alongside the arithmetic",
-            dims(&reg),
+            join_dims(&reg),
             seconds(s)
         ),
         seconds: s,
@@ -205,49 +277,14 @@ pub(crate) fn plan_fusion_tile(
             "at an outer {} tile of {}: {text}, {}, and run apart from the arithmetic in every \
              tile: its inputs, {bytes} bytes from DRAM, {}: {}",
             l2_buf.name(),
-            dims(&outer),
+            join_dims(&outer),
             seconds(s),
             seconds(phase),
             seconds(s + phase)
         ),
         seconds: s + phase,
     };
-    // Unfused.
-    let bytes: u64 = producers.iter().map(|p| p.instances * p.input_bytes).sum();
-    let phase = bytes as f64 / dram;
-    let temps: Vec<(String, u64)> = producers
-        .iter()
-        .map(|p| {
-            (
-                cx.program.tensors[p.temp].name.clone(),
-                p.instances * elem[p.temp],
-            )
-        })
-        .collect();
-    let traffic = cost.weigh(Vec::new(), &temps);
-    let saved: Vec<String> = traffic
-        .saved
-        .iter()
-        .map(|(t, b, home)| format!("{t} written and read back through {home}, {b} bytes"))
-        .collect();
-    let unfused = Way {
-        text: format!(
-            "unfused: {} apart: {} inputs, {bytes} bytes from DRAM, {}; {}, {}: {}",
-            match producers.as_slice() {
-                [p] => format!("{} runs", names(p)),
-                ps => format!(
-                    "{} run",
-                    ps.iter().map(names).collect::<Vec<_>>().join(", ")
-                ),
-            },
-            if producers.len() == 1 { "its" } else { "their" },
-            seconds(phase),
-            saved.join(", "),
-            seconds(traffic.saved_s),
-            seconds(phase + traffic.saved_s)
-        ),
-        seconds: phase + traffic.saved_s,
-    };
+    let unfused = unfused_way(cx, &producers, elem, cost, dram);
     let best = [&at_reg, &at_outer, &unfused]
         .into_iter()
         .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
@@ -272,7 +309,7 @@ pub(crate) fn plan_fusion_tile(
         format!(
             "chosen: the outer {} tile of {}, with the register tiles inside it",
             l2_buf.name(),
-            dims(&outer)
+            join_dims(&outer)
         )
     } else if at_reg.seconds <= best {
         "chosen: the register tile (no outer tile: the cheapest place for the producer is \
