@@ -106,6 +106,191 @@ pub fn default_plan(
     Ok(DefaultPlan { spec, fusion })
 }
 
+/// The `L1` tile (the largest power-of-two box up to 256 per member whose footprint fits
+/// half of `l1`, halving its largest member) and, with an `L2` of `l2` bytes, the `L2`
+/// tile (the `L1` tile doubled while it fits half of `l2`; `None` when that adds nothing).
+/// `None` when no `L1` tile fits.
+#[allow(clippy::type_complexity)]
+fn cache_sizes(
+    ext: &[i64],
+    l1: u64,
+    l2: Option<u64>,
+    bytes: &dyn Fn(&[i64]) -> miette::Result<Option<u64>>,
+    covers: &dyn Fn(usize, i64) -> bool,
+) -> miette::Result<Option<(Vec<i64>, Option<Vec<i64>>)>> {
+    let mut s1: Vec<i64> = ext.iter().map(|&e| pow2_floor(e.min(256))).collect();
+    let fits_l1 = loop {
+        match bytes(&s1)? {
+            None => break false,
+            Some(b) if b <= l1 / 2 => break true,
+            Some(_) => {}
+        }
+        let Some(m) = largest(&s1) else { break false };
+        if s1[m] <= 1 {
+            break false;
+        }
+        s1[m] /= 2;
+    };
+    if !fits_l1 {
+        return Ok(None);
+    }
+    for (s, e) in s1.iter_mut().zip(ext) {
+        *s = (*s).min(*e);
+    }
+    let mut s2: Option<Vec<i64>> = None;
+    if let Some(l2) = l2 {
+        let mut f = 2;
+        loop {
+            let cand: Vec<i64> = s1.iter().zip(ext).map(|(s, e)| (s * f).min(*e)).collect();
+            if s2.as_ref() == Some(&cand) {
+                break;
+            }
+            match bytes(&cand)? {
+                Some(b) if b <= l2 / 2 => s2 = Some(cand),
+                _ => break,
+            }
+            if f > 1 << 20 {
+                break;
+            }
+            f *= 2;
+        }
+        if let Some(v) = &s2 {
+            if *v == s1 || (0..ext.len()).all(|m| covers(m, v[m])) {
+                s2 = None;
+            }
+        }
+    }
+    Ok(Some((s1, s2)))
+}
+
+/// What sizing a band's tiles reads: its extents (symbolic ones at their bound or
+/// [`ASSUMED_EXTENT`]), which are symbolic, the window of a tile, and the footprint of a
+/// tile in bytes without one tensor.
+#[allow(clippy::type_complexity)]
+struct Fit<'f> {
+    ext_all: &'f [i64],
+    sym: &'f [bool],
+    windows: &'f dyn Fn(&[i64]) -> Vec<Option<i64>>,
+    bytes_but: &'f dyn Fn(&[i64], Option<usize>) -> miette::Result<Option<u64>>,
+}
+
+/// The spec of a band's register tiles with their `L2` tiles ([`register_tiles`]), for
+/// the live-out statement; `None` when the band has none.
+#[allow(clippy::too_many_arguments)]
+fn register_spec(
+    cx: &TileCx,
+    bands: &[BandInfo],
+    bi: usize,
+    band: &BandInfo,
+    tilable: usize,
+    fit: &Fit,
+    (reg_buf, reg_bytes): (Buffer, u64),
+    (l1, l2): (u64, u64),
+    l2_buf: Buffer,
+) -> miette::Result<Option<StmtSpec>> {
+    let elem = cx.elem_bytes();
+    let names = &cx.scop.stmt_names;
+    let stmt = live_out(cx, band)?;
+    let acc = cx.program.stmts[stmt].lhs;
+    let ebytes = elem[acc] as i64;
+    // Bytes of a tile: all of it, or (true) without the accumulator.
+    let footprint =
+        |s: &[i64], resident: bool| (fit.bytes_but)(s, if resident { Some(acc) } else { None });
+    // Whether some operand other than the accumulator spans member `v` but not
+    // member `u` (GEMM's B row): its vectors are shared by the register tile's rows.
+    let shared_rows = |u: usize, v: usize| -> miette::Result<bool> {
+        let boxes = |su: i64, sv: i64| -> miette::Result<Vec<(usize, Option<u64>)>> {
+            let s: Vec<i64> = (0..fit.ext_all.len())
+                .map(|m| match m {
+                    _ if m == u => su,
+                    _ if m == v => sv,
+                    _ => 1,
+                })
+                .collect();
+            let fps = tile_footprint(
+                cx.ctx,
+                cx.scop,
+                bands,
+                bi,
+                &(fit.windows)(&s),
+                &cx.elem_bytes(),
+            )?;
+            Ok(fps
+                .iter()
+                .filter(|f| f.tensor_id != acc)
+                .map(|f| (f.tensor_id, f.elements))
+                .collect())
+        };
+        let (one, rows, cols) = (boxes(1, 1)?, boxes(2, 1)?, boxes(1, 2)?);
+        Ok(one.iter().zip(&rows).zip(&cols).any(|((o, r), c)| {
+            o.1.is_some() && r.1 == o.1 && c.1.zip(o.1).is_some_and(|(c, o)| c > o)
+        }))
+    };
+    if let Some(dims) = register_tiles(
+        &band.coincident[..tilable],
+        fit.ext_all,
+        fit.sym,
+        reg_bytes,
+        ebytes,
+        l1,
+        l2,
+        &footprint,
+        &shared_rows,
+    )? {
+        return Ok(Some(StmtSpec {
+            stmt: names[stmt].clone(),
+            stmt_span: Span::default(),
+            dims: dims
+                .into_iter()
+                .map(|(l2s, regs)| {
+                    let mut levels: Vec<LevelSize> =
+                        l2s.into_iter().map(|s| fixed_level(s, l2_buf)).collect();
+                    if let Some(r) = regs {
+                        levels.push(fixed_level(r, reg_buf));
+                    }
+                    DimSpec {
+                        levels,
+                        span: Span::default(),
+                    }
+                })
+                .collect(),
+            span: Span::default(),
+        }));
+    }
+    Ok(None)
+}
+
+/// The spec of a statement's cache tiles: its first `k` members at `s1` in `l1_buf`, and
+/// at `s2` in `l2_buf` outside them where there is an `L2` tile.
+fn cache_spec(
+    stmt: &str,
+    k: usize,
+    s1: &[i64],
+    s2: Option<&[i64]>,
+    l1_buf: Buffer,
+    l2_buf: Buffer,
+) -> StmtSpec {
+    let dims = (0..k)
+        .map(|m| {
+            let mut levels = Vec::new();
+            if let Some(v) = s2 {
+                levels.push(fixed_level(v[m], l2_buf));
+            }
+            levels.push(fixed_level(s1[m], l1_buf));
+            DimSpec {
+                levels,
+                span: Span::default(),
+            }
+        })
+        .collect();
+    StmtSpec {
+        stmt: stmt.to_string(),
+        stmt_span: Span::default(),
+        dims,
+        span: Span::default(),
+    }
+}
+
 /// The body of [`default_plan`].
 fn policy_spec(
     tree: &ScheduleTree,
@@ -186,66 +371,17 @@ fn policy_spec(
                 .sum())
         };
         let bytes = |s: &[i64]| bytes_but(s, None);
-        if let (Some((reg_buf, reg_bytes)), Some(l2)) = (reg, l2) {
-            let stmt = live_out(cx, band)?;
-            let acc = cx.program.stmts[stmt].lhs;
-            let ebytes = elem[acc] as i64;
-            // Bytes of a tile: all of it, or (true) without the accumulator.
-            let footprint =
-                |s: &[i64], resident: bool| bytes_but(s, if resident { Some(acc) } else { None });
-            // Whether some operand other than the accumulator spans member `v` but not
-            // member `u` (GEMM's B row): its vectors are shared by the register tile's rows.
-            let shared_rows = |u: usize, v: usize| -> miette::Result<bool> {
-                let boxes = |su: i64, sv: i64| -> miette::Result<Vec<(usize, Option<u64>)>> {
-                    let s: Vec<i64> = (0..ext_all.len())
-                        .map(|m| match m {
-                            _ if m == u => su,
-                            _ if m == v => sv,
-                            _ => 1,
-                        })
-                        .collect();
-                    let fps = tile_footprint(cx.ctx, cx.scop, &bands, bi, &windows(&s), &elem)?;
-                    Ok(fps
-                        .iter()
-                        .filter(|f| f.tensor_id != acc)
-                        .map(|f| (f.tensor_id, f.elements))
-                        .collect())
-                };
-                let (one, rows, cols) = (boxes(1, 1)?, boxes(2, 1)?, boxes(1, 2)?);
-                Ok(one.iter().zip(&rows).zip(&cols).any(|((o, r), c)| {
-                    o.1.is_some() && r.1 == o.1 && c.1.zip(o.1).is_some_and(|(c, o)| c > o)
-                }))
+        if let (Some(reg), Some(l2)) = (reg, l2) {
+            let fit = Fit {
+                ext_all: &ext_all,
+                sym: &sym,
+                windows: &windows,
+                bytes_but: &bytes_but,
             };
-            if let Some(dims) = register_tiles(
-                &band.coincident[..tilable],
-                &ext_all,
-                &sym,
-                reg_bytes,
-                ebytes,
-                l1,
-                l2,
-                &footprint,
-                &shared_rows,
-            )? {
-                out.stmts.push(StmtSpec {
-                    stmt: names[stmt].clone(),
-                    stmt_span: Span::default(),
-                    dims: dims
-                        .into_iter()
-                        .map(|(l2s, regs)| {
-                            let mut levels: Vec<LevelSize> =
-                                l2s.into_iter().map(|s| fixed_level(s, l2_buf)).collect();
-                            if let Some(r) = regs {
-                                levels.push(fixed_level(r, reg_buf));
-                            }
-                            DimSpec {
-                                levels,
-                                span: Span::default(),
-                            }
-                        })
-                        .collect(),
-                    span: Span::default(),
-                });
+            if let Some(spec) =
+                register_spec(cx, &bands, bi, band, tilable, &fit, reg, (l1, l2), l2_buf)?
+            {
+                out.stmts.push(spec);
                 continue;
             }
         }
@@ -263,48 +399,9 @@ fn policy_spec(
         if !sym.iter().any(|&x| x) && matches!(bytes(ext)?, Some(b) if b <= l1 / 2) {
             continue;
         }
-        let mut s1: Vec<i64> = ext.iter().map(|&e| pow2_floor(e.min(256))).collect();
-        let fits_l1 = loop {
-            match bytes(&s1)? {
-                None => break false,
-                Some(b) if b <= l1 / 2 => break true,
-                Some(_) => {}
-            }
-            let Some(m) = largest(&s1) else { break false };
-            if s1[m] <= 1 {
-                break false;
-            }
-            s1[m] /= 2;
-        };
-        if !fits_l1 {
+        let Some((s1, s2)) = cache_sizes(ext, l1, l2, &bytes, &covers)? else {
             continue;
-        }
-        for (s, e) in s1.iter_mut().zip(ext) {
-            *s = (*s).min(*e);
-        }
-        let mut s2: Option<Vec<i64>> = None;
-        if let Some(l2) = l2 {
-            let mut f = 2;
-            loop {
-                let cand: Vec<i64> = s1.iter().zip(ext).map(|(s, e)| (s * f).min(*e)).collect();
-                if s2.as_ref() == Some(&cand) {
-                    break;
-                }
-                match bytes(&cand)? {
-                    Some(b) if b <= l2 / 2 => s2 = Some(cand),
-                    _ => break,
-                }
-                if f > 1 << 20 {
-                    break;
-                }
-                f *= 2;
-            }
-            if let Some(v) = &s2 {
-                if *v == s1 || (0..k).all(|m| covers(m, v[m])) {
-                    s2 = None;
-                }
-            }
-        }
+        };
         // Trailing members whose tiles cover their whole extent at every level would only
         // add a one-iteration tile loop: leave them out of the spec (untiled).
         let whole = |m: usize| covers(m, s1[m]) && s2.as_ref().is_none_or(|v| covers(m, v[m]));
@@ -315,26 +412,14 @@ fn policy_spec(
             continue;
         }
         let stmt = live_out(cx, band)?;
-        let lv = fixed_level;
-        let dims = (0..k)
-            .map(|m| {
-                let mut levels = Vec::new();
-                if let Some(v) = &s2 {
-                    levels.push(lv(v[m], l2_buf));
-                }
-                levels.push(lv(s1[m], l1_buf));
-                DimSpec {
-                    levels,
-                    span: Span::default(),
-                }
-            })
-            .collect();
-        out.stmts.push(StmtSpec {
-            stmt: names[stmt].clone(),
-            stmt_span: Span::default(),
-            dims,
-            span: Span::default(),
-        });
+        out.stmts.push(cache_spec(
+            &names[stmt],
+            k,
+            &s1,
+            s2.as_deref(),
+            l1_buf,
+            l2_buf,
+        ));
     }
     if let Some(l2) = l2 {
         plan_fusion(cx, &bands, &mut out, l2_buf, l2, &elem)?;
