@@ -414,6 +414,172 @@ pub struct SpecChoice {
     pub explain: Option<String>,
 }
 
+/// The start of `polyc explain`: the applied tile spec with the default policy's fusion
+/// planning and the tiling report (or why nothing is tiled), after the search's lines.
+fn spec_explain(
+    opts: &CompileOptions,
+    target: &dyn Target,
+    cx: &PassCx,
+    tree: &ScheduleTree,
+    applied_spec: &Option<(tiling::TileSpec, SourceFile)>,
+    planning: &[String],
+    choice: &SpecChoice,
+) -> Result<String> {
+    let mut text = match applied_spec.clone() {
+        Some((spec, file)) => {
+            let report = tiling::explain(tree, &cx.tile_cx(), &spec, &file)?;
+            let planning = if planning.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "fusion planning (default policy):\n{}\n\n",
+                    planning.join("\n")
+                )
+            };
+            format!("tile spec:\n{spec}\n{planning}{report}")
+        }
+        None => target
+            .untiled_explain()
+            .map_or_else(|| no_band_tiled(opts), |t| format!("{t}\n")),
+    };
+    if let Some(search) = &choice.explain {
+        text.insert_str(0, &format!("{search}\n"));
+    }
+    Ok(text)
+}
+
+/// Lowers the final schedule to the kernel IR: with `--dynamic` sizes (optimised
+/// only), composed from micro-kernels, whose report goes to `explain`.
+fn lower_kernel(
+    front: &Front,
+    opts: &CompileOptions,
+    mode: Mode,
+    schedule: &polyhedral::isl::isl_rs::Schedule,
+    explain: &mut Option<String>,
+) -> Result<targets::Kernel> {
+    Ok(if opts.dynamic.is_empty() || mode != Mode::Optimised {
+        targets::codegen::lower::lower_with(
+            &front.ctx,
+            &front.program,
+            Some(&front.scop),
+            schedule,
+            &front.target.lower_options(),
+        )?
+    } else {
+        let (kernel, sets, dynamic_notes) = targets::codegen::lower::lower_dynamic(
+            &front.ctx,
+            &front.program,
+            Some(&front.scop),
+            schedule,
+            &front.target.lower_options(),
+            &opts.dynamic,
+            front
+                .target
+                .micro_kernel_model(&front.program)
+                .ok_or_else(|| {
+                    miette!(
+                        "internal error: --dynamic reached a target without a micro-kernel model"
+                    )
+                })?,
+        )?;
+        if let Some(text) = explain.as_mut() {
+            text.push('\n');
+            text.push_str(&micro_kernel_report(&front.program, &opts.dynamic, &sets));
+            dynamic_notes.iter().for_each(|n| text.push_str(n));
+        }
+        kernel
+    })
+}
+
+/// What the target adds to `polyc explain` about the lowered kernel (per kernel).
+fn explain_kernels(
+    front: &Front,
+    opts: &CompileOptions,
+    mode: Mode,
+    kernel: &targets::Kernel,
+    text: &mut String,
+) -> Result<()> {
+    let sizes: Option<Vec<i64>> = front.param_values.iter().copied().collect();
+    let input = targets::BuildInput {
+        program: &front.program,
+        param_texts: &front.param_texts,
+        kernel,
+        source: "",
+        poison: false,
+        via: opts.via.as_deref(),
+        dynamic: if mode == Mode::Optimised {
+            &opts.dynamic
+        } else {
+            &[]
+        },
+    };
+    if let Some(k) = front.target.explain_kernels(&input, sizes.as_deref())? {
+        text.push('\n');
+        text.push_str(&k);
+    }
+
+    Ok(())
+}
+
+/// Runs the target's passes on `tree`, each checked (`--verify-passes`), replaced by a
+/// loaded tree where `--load-tree` names it, recorded as a stage and timed; then adds the
+/// passes' reports to `explain`.
+fn run_passes(
+    front: &Front,
+    opts: &CompileOptions,
+    cx: &PassCx,
+    mut tree: ScheduleTree,
+    stages: &mut Vec<Stage>,
+    timer: &mut Timer,
+    explain: &mut Option<String>,
+) -> Result<ScheduleTree> {
+    for pass in front.target.passes() {
+        tree = pass.run(tree, cx)?;
+        // A tree with extension nodes runs some instances twice (recomputation), which
+        // the generic check cannot judge; the fusion pass checks its own result exactly.
+        if opts.verify_passes
+            && tree
+                .find(&|k| matches!(k, NodeKind::Extension { .. }))
+                .is_empty()
+        {
+            let schedule = tree.to_isl(&front.ctx)?;
+            verify_tree(
+                &front.scop,
+                &front.deps,
+                &schedule,
+                &format!("pass `{}`", pass.name()),
+            )
+            .map_err(|e| miette!("internal error (please report it): {e:?}"))?;
+        }
+        tree = apply_load(
+            (&front.ctx, &front.scop, &front.deps, front.target.as_ref()),
+            pass.name(),
+            tree,
+            &front.loads,
+        )?;
+        stages.push(Stage {
+            name: pass.name().into(),
+            tree: tree.clone(),
+        });
+        timer.lap(pass.name());
+    }
+    if let (Some(text), Some(fuse)) = (explain.as_mut(), cx.fuse_report.borrow().as_ref()) {
+        text.push_str("\npost-tiling fusion:\n");
+        text.push_str(fuse);
+    }
+    if let (Some(text), Some(p)) = (explain.as_mut(), cx.promote_report.borrow().as_ref()) {
+        text.push('\n');
+        text.push_str(p);
+    }
+    if let Some(text) = explain.as_mut() {
+        for r in cx.target_report.borrow().iter() {
+            text.push('\n');
+            text.push_str(r);
+        }
+    }
+    Ok(tree)
+}
+
 /// The second half of the pipeline: the target's passes with the resolved spec, then
 /// lowering and emission. `front` is not consumed, so a search can finish it many times.
 pub fn finish(
@@ -487,62 +653,25 @@ pub fn finish(
         let (spec, planning) = cx.effective_plan(&tree)?;
         applied_spec = spec;
         if opts.explain {
-            let mut text = match applied_spec.clone() {
-                Some((spec, file)) => {
-                    let report = tiling::explain(&tree, &cx.tile_cx(), &spec, &file)?;
-                    let planning = if planning.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            "fusion planning (default policy):\n{}\n\n",
-                            planning.join("\n")
-                        )
-                    };
-                    format!("tile spec:\n{spec}\n{planning}{report}")
-                }
-                None => target
-                    .untiled_explain()
-                    .map_or_else(|| no_band_tiled(opts), |t| format!("{t}\n")),
-            };
-            if let Some(search) = &choice.explain {
-                text.insert_str(0, &format!("{search}\n"));
-            }
-            explain = Some(text);
+            explain = Some(spec_explain(
+                opts,
+                target,
+                &cx,
+                &tree,
+                &applied_spec,
+                &planning,
+                choice,
+            )?);
         }
-        for pass in target.passes() {
-            tree = pass.run(tree, &cx)?;
-            // A tree with extension nodes runs some instances twice (recomputation), which
-            // the generic check cannot judge; the fusion pass checks its own result exactly.
-            if opts.verify_passes
-                && tree
-                    .find(&|k| matches!(k, NodeKind::Extension { .. }))
-                    .is_empty()
-            {
-                let schedule = tree.to_isl(ctx)?;
-                verify_tree(scop, deps, &schedule, &format!("pass `{}`", pass.name()))
-                    .map_err(|e| miette!("internal error (please report it): {e:?}"))?;
-            }
-            tree = apply_load((ctx, scop, deps, target), pass.name(), tree, loads)?;
-            stages.push(Stage {
-                name: pass.name().into(),
-                tree: tree.clone(),
-            });
-            timer.lap(pass.name());
-        }
-        if let (Some(text), Some(fuse)) = (explain.as_mut(), cx.fuse_report.borrow().as_ref()) {
-            text.push_str("\npost-tiling fusion:\n");
-            text.push_str(fuse);
-        }
-        if let (Some(text), Some(p)) = (explain.as_mut(), cx.promote_report.borrow().as_ref()) {
-            text.push('\n');
-            text.push_str(p);
-        }
-        if let Some(text) = explain.as_mut() {
-            for r in cx.target_report.borrow().iter() {
-                text.push('\n');
-                text.push_str(r);
-            }
-        }
+        tree = run_passes(
+            front,
+            opts,
+            &cx,
+            tree,
+            &mut stages,
+            &mut timer,
+            &mut explain,
+        )?;
         notes = cx.notes.into_inner();
     }
     tree = apply_load((ctx, scop, deps, target), "final", tree, loads)?;
@@ -552,33 +681,7 @@ pub fn finish(
     });
 
     let schedule = tree.to_isl(ctx)?;
-    let kernel = if opts.dynamic.is_empty() || mode != Mode::Optimised {
-        targets::codegen::lower::lower_with(
-            ctx,
-            program,
-            Some(scop),
-            &schedule,
-            &target.lower_options(),
-        )?
-    } else {
-        let (kernel, sets, dynamic_notes) = targets::codegen::lower::lower_dynamic(
-            ctx,
-            program,
-            Some(scop),
-            &schedule,
-            &target.lower_options(),
-            &opts.dynamic,
-            target.micro_kernel_model(program).ok_or_else(|| {
-                miette!("internal error: --dynamic reached a target without a micro-kernel model")
-            })?,
-        )?;
-        if let Some(text) = explain.as_mut() {
-            text.push('\n');
-            text.push_str(&micro_kernel_report(program, &opts.dynamic, &sets));
-            dynamic_notes.iter().for_each(|n| text.push_str(n));
-        }
-        kernel
-    };
+    let kernel = lower_kernel(front, opts, mode, &schedule, &mut explain)?;
     let (kernel, rewrite_notes, rewritten_tree) = target.rewrite_kernel_and_tree(
         &targets::RewriteCx {
             program,
@@ -609,24 +712,7 @@ pub fn finish(
         }
     }
     if let Some(text) = explain.as_mut() {
-        let sizes: Option<Vec<i64>> = front.param_values.iter().copied().collect();
-        let input = targets::BuildInput {
-            program,
-            param_texts: &front.param_texts,
-            kernel: &kernel,
-            source: "",
-            poison: false,
-            via: opts.via.as_deref(),
-            dynamic: if mode == Mode::Optimised {
-                &opts.dynamic
-            } else {
-                &[]
-            },
-        };
-        if let Some(k) = target.explain_kernels(&input, sizes.as_deref())? {
-            text.push('\n');
-            text.push_str(&k);
-        }
+        explain_kernels(front, opts, mode, &kernel, text)?;
     }
     let format = match &opts.emit {
         Some(f) => check_emit_format(target, f)?,
