@@ -580,6 +580,39 @@ fn run_passes(
     Ok(tree)
 }
 
+/// The source code of the kernel in the `--emit` format (the target's first by
+/// default); empty when code generation is off.
+fn emit_code(
+    front: &Front,
+    opts: &CompileOptions,
+    mode: Mode,
+    kernel: &targets::Kernel,
+) -> Result<String> {
+    let target = front.target.as_ref();
+    let format = match &opts.emit {
+        Some(f) => check_emit_format(target, f)?,
+        None => target.emit_formats().first().copied().unwrap_or("c"),
+    };
+    Ok(if opts.codegen {
+        target.emit(
+            &front.program,
+            &front.param_texts,
+            kernel,
+            format,
+            &targets::EmitOptions {
+                poison_temps: true,
+                dynamic: if mode == Mode::Optimised {
+                    opts.dynamic.clone()
+                } else {
+                    Vec::new()
+                },
+            },
+        )?
+    } else {
+        String::new()
+    })
+}
+
 /// The second half of the pipeline: the target's passes with the resolved spec, then
 /// lowering and emission. `front` is not consumed, so a search can finish it many times.
 pub fn finish(
@@ -714,28 +747,7 @@ pub fn finish(
     if let Some(text) = explain.as_mut() {
         explain_kernels(front, opts, mode, &kernel, text)?;
     }
-    let format = match &opts.emit {
-        Some(f) => check_emit_format(target, f)?,
-        None => target.emit_formats().first().copied().unwrap_or("c"),
-    };
-    let code = if opts.codegen {
-        target.emit(
-            program,
-            &front.param_texts,
-            &kernel,
-            format,
-            &targets::EmitOptions {
-                poison_temps: true,
-                dynamic: if mode == Mode::Optimised {
-                    opts.dynamic.clone()
-                } else {
-                    Vec::new()
-                },
-            },
-        )?
-    } else {
-        String::new()
-    };
+    let code = emit_code(front, opts, mode, &kernel)?;
     timer.lap("codegen");
     Ok(compiled(stages, Some(kernel), code, timer, notes, explain))
 }
