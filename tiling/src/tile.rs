@@ -139,13 +139,15 @@ fn chain(bands: &[BandInfo], s: usize) -> Vec<usize> {
         .collect()
 }
 
-pub(crate) fn plan(
-    tree: &ScheduleTree,
+/// Refuses a spec with search entries (unless `allow_search`) or naming a statement the
+/// program does not have.
+fn check_statements(
     cx: &TileCx,
     spec: &TileSpec,
     file: &SourceFile,
     allow_search: bool,
-) -> miette::Result<Plan> {
+) -> miette::Result<()> {
+    let scop = cx.scop;
     if !allow_search {
         if let Some(l) = spec.first_search_entry() {
             return Err(report(file.error(
@@ -159,7 +161,6 @@ pub(crate) fn plan(
             )));
         }
     }
-    let scop = cx.scop;
     // Unknown statements.
     for s in &spec.stmts {
         if !scop.stmt_names.contains(&s.stmt) {
@@ -174,8 +175,149 @@ pub(crate) fn plan(
             )));
         }
     }
-    let (_schedule, bands) = collect_bands(cx.ctx, scop, tree)?;
+    Ok(())
+}
+
+/// The footprint of every tiled band at every level, checked against the level's
+/// capacity (an error with the smallest fix when it overflows), into the report.
+fn check_capacities(
+    cx: &TileCx,
+    file: &SourceFile,
+    spec: &TileSpec,
+    bands: &[BandInfo],
+    plans: &[BandPlan],
+    rep: &mut TileReport,
+) -> miette::Result<()> {
+    let scop = cx.scop;
     let order = &spec.buffers;
+    let elem_bytes = cx.elem_bytes();
+    for p in plans {
+        let band = &bands[p.band];
+        let s = &spec.stmts[p.spec.unwrap_or(0)];
+        let mut levels = Vec::new();
+        for level in p.levels(order) {
+            let windows = p.held_windows(level, order, cx.holds(level));
+            let fps = tile_footprint(cx.ctx, scop, bands, p.band, &windows, &elem_bytes)?;
+            let fps = cx.held(level, &band.stmts, fps);
+            let total = sum_bytes(&fps);
+            let capacity = cx.capacity(level);
+            // A register file holds only the tensors promoted into it; promotion picks
+            // them within its capacity.
+            let checked = if cx.is_register_file(level) {
+                None
+            } else {
+                capacity
+            };
+            if let (Some(t), Some(c)) = (total, checked) {
+                if t > c {
+                    let stmt = stmt_of(scop, &s.stmt);
+                    let fix = smallest_fix(cx, bands, p, stmt, level, order, c, &elem_bytes)?;
+                    return Err(overflow(file, s, level, &fps, t, c, fix));
+                }
+            }
+            if total.is_none() {
+                if let Some(c) = checked {
+                    // With symbolic sizes the capacity must hold for every size: each
+                    // footprint must be a box bounded by the tile sizes.
+                    return Err(unbounded(file, s, level, &fps, c));
+                }
+                rep.notes.push(format!(
+                    "{}: the {level} footprint is not a fixed-size box (symbolic sizes?); its capacity is not checked",
+                    s.stmt
+                ));
+            }
+            levels.push(LevelReport {
+                register_file: cx.is_register_file(level),
+                buffer: level,
+                sizes: p
+                    .members
+                    .iter()
+                    .map(|m| m.iter().find(|(b, _)| *b == level).map(|(_, s)| *s))
+                    .collect(),
+                windows,
+                footprints: fps,
+                total_bytes: total,
+                capacity,
+            });
+        }
+        rep.bands.push(BandReport {
+            path: band.path.clone(),
+            line: band.line.clone(),
+            statements: band
+                .stmts
+                .iter()
+                .map(|&i| scop.stmt_names[i].clone())
+                .collect(),
+            spec_stmt: Some(s.stmt.clone()),
+            levels,
+        });
+    }
+    Ok(())
+}
+
+/// Warnings for specs that name a statement whose tiles are derived (one that is not
+/// live-out of its fused group: another statement of the group reads or overwrites its
+/// results).
+fn derived_tile_warnings(
+    cx: &TileCx,
+    file: &SourceFile,
+    spec: &TileSpec,
+    bands: &[BandInfo],
+    rep: &mut TileReport,
+) -> miette::Result<()> {
+    let scop = cx.scop;
+    for s in &spec.stmts {
+        let stmt = stmt_of(scop, &s.stmt);
+        let ch = chain(bands, stmt);
+        let Some(&outer) = ch.first() else { continue };
+        let group = &bands[outer].stmts;
+        let mut consumers = Vec::new();
+        for &t in group {
+            if t == stmt {
+                continue;
+            }
+            for kind in [DepKind::Raw, DepKind::Waw] {
+                let m = cx.deps.between(kind, stmt, t)?;
+                if !m.is_empty().map_err(|e| miette::miette!("{e}"))? {
+                    let what = if kind == DepKind::Raw {
+                        "reads"
+                    } else {
+                        "overwrites"
+                    };
+                    consumers.push(format!("{} {what} its results", scop.stmt_names[t]));
+                    break;
+                }
+            }
+        }
+        if !consumers.is_empty() {
+            let group_names: Vec<&str> =
+                group.iter().map(|&i| scop.stmt_names[i].as_str()).collect();
+            let (l, c) = file.line_col(s.stmt_span.start);
+            rep.warnings.push(format!(
+                "{}:{l}:{c}: `{}` is not live-out of its fused group {{{}}} ({}): its tiles are derived from the live-out statement's by the reverse strategy; name the live-out statement instead (this spec is applied to the shared band as given)",
+                file.name,
+                s.stmt,
+                group_names.join(", "),
+                consumers.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Plans the tiling of `tree` by `spec`: checks the spec's statements, distributes each
+/// statement's entries over the bands enclosing it, checks legality and clamps sizes to the
+/// extents, then checks every level's footprint against its capacity.
+pub(crate) fn plan(
+    tree: &ScheduleTree,
+    cx: &TileCx,
+    spec: &TileSpec,
+    file: &SourceFile,
+    allow_search: bool,
+) -> miette::Result<Plan> {
+    let scop = cx.scop;
+    check_statements(cx, spec, file, allow_search)?;
+    let (_schedule, bands) = collect_bands(cx.ctx, scop, tree)?;
     let mut plans: Vec<BandPlan> = Vec::new();
     let mut rep = TileReport::default();
 
@@ -266,7 +408,6 @@ pub(crate) fn plan(
     }
 
     // Legality, clamping, footprints, capacities.
-    let elem_bytes = cx.elem_bytes();
     for p in plans.iter_mut() {
         let band = &bands[p.band];
         let s = &spec.stmts[p.spec.unwrap_or(0)];
@@ -290,104 +431,8 @@ pub(crate) fn plan(
             }
         }
     }
-    for p in &plans {
-        let band = &bands[p.band];
-        let s = &spec.stmts[p.spec.unwrap_or(0)];
-        let mut levels = Vec::new();
-        for level in p.levels(order) {
-            let windows = p.held_windows(level, order, cx.holds(level));
-            let fps = tile_footprint(cx.ctx, scop, &bands, p.band, &windows, &elem_bytes)?;
-            let fps = cx.held(level, &band.stmts, fps);
-            let total = sum_bytes(&fps);
-            let capacity = cx.capacity(level);
-            // A register file holds only the tensors promoted into it; promotion picks
-            // them within its capacity.
-            let checked = if cx.is_register_file(level) {
-                None
-            } else {
-                capacity
-            };
-            if let (Some(t), Some(c)) = (total, checked) {
-                if t > c {
-                    let stmt = stmt_of(scop, &s.stmt);
-                    let fix = smallest_fix(cx, &bands, p, stmt, level, order, c, &elem_bytes)?;
-                    return Err(overflow(file, s, level, &fps, t, c, fix));
-                }
-            }
-            if total.is_none() {
-                if let Some(c) = checked {
-                    // With symbolic sizes the capacity must hold for every size: each
-                    // footprint must be a box bounded by the tile sizes.
-                    return Err(unbounded(file, s, level, &fps, c));
-                }
-                rep.notes.push(format!(
-                    "{}: the {level} footprint is not a fixed-size box (symbolic sizes?); its capacity is not checked",
-                    s.stmt
-                ));
-            }
-            levels.push(LevelReport {
-                register_file: cx.is_register_file(level),
-                buffer: level,
-                sizes: p
-                    .members
-                    .iter()
-                    .map(|m| m.iter().find(|(b, _)| *b == level).map(|(_, s)| *s))
-                    .collect(),
-                windows,
-                footprints: fps,
-                total_bytes: total,
-                capacity,
-            });
-        }
-        rep.bands.push(BandReport {
-            path: band.path.clone(),
-            line: band.line.clone(),
-            statements: band
-                .stmts
-                .iter()
-                .map(|&i| scop.stmt_names[i].clone())
-                .collect(),
-            spec_stmt: Some(s.stmt.clone()),
-            levels,
-        });
-    }
-    // Warnings: specs naming statements whose tiles are derived.
-    for s in &spec.stmts {
-        let stmt = stmt_of(scop, &s.stmt);
-        let ch = chain(&bands, stmt);
-        let Some(&outer) = ch.first() else { continue };
-        let group = &bands[outer].stmts;
-        let mut consumers = Vec::new();
-        for &t in group {
-            if t == stmt {
-                continue;
-            }
-            for kind in [DepKind::Raw, DepKind::Waw] {
-                let m = cx.deps.between(kind, stmt, t)?;
-                if !m.is_empty().map_err(|e| miette::miette!("{e}"))? {
-                    let what = if kind == DepKind::Raw {
-                        "reads"
-                    } else {
-                        "overwrites"
-                    };
-                    consumers.push(format!("{} {what} its results", scop.stmt_names[t]));
-                    break;
-                }
-            }
-        }
-        if !consumers.is_empty() {
-            let group_names: Vec<&str> =
-                group.iter().map(|&i| scop.stmt_names[i].as_str()).collect();
-            let (l, c) = file.line_col(s.stmt_span.start);
-            rep.warnings.push(format!(
-                "{}:{l}:{c}: `{}` is not live-out of its fused group {{{}}} ({}): its tiles are derived from the live-out statement's by the reverse strategy; name the live-out statement instead (this spec is applied to the shared band as given)",
-                file.name,
-                s.stmt,
-                group_names.join(", "),
-                consumers.join(", ")
-            ));
-        }
-    }
+    check_capacities(cx, file, spec, &bands, &plans, &mut rep)?;
+    derived_tile_warnings(cx, file, spec, &bands, &mut rep)?;
     Ok(Plan {
         bands,
         plans,
