@@ -552,6 +552,150 @@ fn rank(a: &Point, b: &Point) -> Ordering {
         .then(b.sizes.cmp(&a.sizes))
 }
 
+/// Visits every point of the space, last variable fastest.
+fn search_exhaustive(
+    ev: &mut Evaluator,
+    seen: &mut HashMap<Vec<usize>, Outcome>,
+    vars: &[SearchVar],
+) -> miette::Result<()> {
+    let n = vars.len();
+    let mut idx = vec![0usize; n];
+    'all: loop {
+        visit(ev, seen, vars, &idx)?;
+        // Odometer, last variable fastest.
+        let mut k = n;
+        loop {
+            if k == 0 {
+                break 'all;
+            }
+            k -= 1;
+            idx[k] += 1;
+            if idx[k] < vars[k].candidates.len() {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+
+    Ok(())
+}
+
+/// A deterministic coordinate descent from the middle of the space (or its smallest
+/// point): steepest descent over neighbouring candidates, then full sweeps one variable at
+/// a time, at most [`MAX_PASSES`] of them.
+fn search_descent(
+    ev: &mut Evaluator,
+    seen: &mut HashMap<Vec<usize>, Outcome>,
+    vars: &[SearchVar],
+) -> miette::Result<()> {
+    let n = vars.len();
+    let point = |idx: &[usize], c: &Cost| Point {
+        sizes: point_of(vars, idx),
+        cost: c.clone(),
+    };
+    let mid: Vec<usize> = vars.iter().map(|v| (v.candidates.len() - 1) / 2).collect();
+    let mut cur: Option<(Vec<usize>, Cost)> = None;
+    for start in [mid, vec![0; n]] {
+        if let Outcome::Legal(c) = visit(ev, seen, vars, &start)? {
+            cur = Some((start, c));
+            break;
+        }
+    }
+    if let Some((mut idx, mut cost)) = cur {
+        // Phase 1: steepest descent over neighbouring candidates (one variable one
+        // step up or down), which grows the sizes evenly.
+        loop {
+            let mut best: Option<(Vec<usize>, Cost)> = None;
+            for i in 0..n {
+                for up in [false, true] {
+                    let k = if up {
+                        idx[i] + 1
+                    } else if idx[i] > 0 {
+                        idx[i] - 1
+                    } else {
+                        continue;
+                    };
+                    if k >= vars[i].candidates.len() {
+                        continue;
+                    }
+                    let mut t = idx.clone();
+                    t[i] = k;
+                    if let Outcome::Legal(c) = visit(ev, seen, vars, &t)? {
+                        let (bi, bc) = best.as_ref().map_or((&idx, &cost), |(a, b)| (a, b));
+                        if rank(&point(&t, &c), &point(bi, bc)) == Ordering::Less {
+                            best = Some((t, c));
+                        }
+                    }
+                }
+            }
+            match best {
+                Some((t, c)) => {
+                    idx = t;
+                    cost = c;
+                }
+                None => break,
+            }
+        }
+        // Phase 2: full sweeps, one variable at a time over all its candidates.
+        for _ in 0..MAX_PASSES {
+            let mut changed = false;
+            for i in 0..n {
+                for k in 0..vars[i].candidates.len() {
+                    if k == idx[i] {
+                        continue;
+                    }
+                    let mut t = idx.clone();
+                    t[i] = k;
+                    if let Outcome::Legal(c) = visit(ev, seen, vars, &t)? {
+                        if rank(&point(&t, &c), &point(&idx, &cost)) == Ordering::Less {
+                            idx = t;
+                            cost = c;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    Ok(())
+}
+
+/// The point a search without legal points reports, with why it fails: the smallest
+/// point that is only over capacity (inner sizes not above outer ones), else the smallest
+/// point of all.
+fn smallest_failure(
+    ev: &mut Evaluator,
+    seen: &mut HashMap<Vec<usize>, Outcome>,
+    vars: &[SearchVar],
+) -> miette::Result<(Vec<usize>, String)> {
+    let n = vars.len();
+    // The smallest point that is only over capacity (inner sizes not above outer
+    // ones), else the smallest point of all.
+    let smallest = vec![0usize; n];
+    visit(ev, seen, vars, &smallest)?;
+    Ok(seen
+        .iter()
+        .filter_map(|(idx, o)| match o {
+            Outcome::Illegal(w) => Some((idx.clone(), w.clone())),
+            _ => None,
+        })
+        .min_by_key(|(idx, _)| {
+            let p = point_of(vars, idx);
+            (p.iter().sum::<i64>(), p)
+        })
+        .or_else(|| match seen.get(&smallest) {
+            Some(Outcome::Skip(w)) | Some(Outcome::Illegal(w)) => {
+                Some((smallest.clone(), w.clone()))
+            }
+            _ => None,
+        })
+        .unwrap_or((smallest, "it was not visited".to_string())))
+}
+
 /// Runs the search on `spec` for `tree` (see the module docs) and returns the legal points
 /// ranked by the model. `file` is the spec's source, for located errors.
 ///
@@ -666,100 +810,9 @@ pub fn search(
     } else {
         Strategy::CoordinateDescent
     };
-    let n = vars.len();
     match strategy {
-        Strategy::Exhaustive => {
-            let mut idx = vec![0usize; n];
-            'all: loop {
-                visit(&mut ev, &mut seen, &vars, &idx)?;
-                // Odometer, last variable fastest.
-                let mut k = n;
-                loop {
-                    if k == 0 {
-                        break 'all;
-                    }
-                    k -= 1;
-                    idx[k] += 1;
-                    if idx[k] < vars[k].candidates.len() {
-                        break;
-                    }
-                    idx[k] = 0;
-                }
-            }
-        }
-        Strategy::CoordinateDescent => {
-            let point = |idx: &[usize], c: &Cost| Point {
-                sizes: point_of(&vars, idx),
-                cost: c.clone(),
-            };
-            let mid: Vec<usize> = vars.iter().map(|v| (v.candidates.len() - 1) / 2).collect();
-            let mut cur: Option<(Vec<usize>, Cost)> = None;
-            for start in [mid, vec![0; n]] {
-                if let Outcome::Legal(c) = visit(&mut ev, &mut seen, &vars, &start)? {
-                    cur = Some((start, c));
-                    break;
-                }
-            }
-            if let Some((mut idx, mut cost)) = cur {
-                // Phase 1: steepest descent over neighbouring candidates (one variable one
-                // step up or down), which grows the sizes evenly.
-                loop {
-                    let mut best: Option<(Vec<usize>, Cost)> = None;
-                    for i in 0..n {
-                        for up in [false, true] {
-                            let k = if up {
-                                idx[i] + 1
-                            } else if idx[i] > 0 {
-                                idx[i] - 1
-                            } else {
-                                continue;
-                            };
-                            if k >= vars[i].candidates.len() {
-                                continue;
-                            }
-                            let mut t = idx.clone();
-                            t[i] = k;
-                            if let Outcome::Legal(c) = visit(&mut ev, &mut seen, &vars, &t)? {
-                                let (bi, bc) = best.as_ref().map_or((&idx, &cost), |(a, b)| (a, b));
-                                if rank(&point(&t, &c), &point(bi, bc)) == Ordering::Less {
-                                    best = Some((t, c));
-                                }
-                            }
-                        }
-                    }
-                    match best {
-                        Some((t, c)) => {
-                            idx = t;
-                            cost = c;
-                        }
-                        None => break,
-                    }
-                }
-                // Phase 2: full sweeps, one variable at a time over all its candidates.
-                for _ in 0..MAX_PASSES {
-                    let mut changed = false;
-                    for i in 0..n {
-                        for k in 0..vars[i].candidates.len() {
-                            if k == idx[i] {
-                                continue;
-                            }
-                            let mut t = idx.clone();
-                            t[i] = k;
-                            if let Outcome::Legal(c) = visit(&mut ev, &mut seen, &vars, &t)? {
-                                if rank(&point(&t, &c), &point(&idx, &cost)) == Ordering::Less {
-                                    idx = t;
-                                    cost = c;
-                                    changed = true;
-                                }
-                            }
-                        }
-                    }
-                    if !changed {
-                        break;
-                    }
-                }
-            }
-        }
+        Strategy::Exhaustive => search_exhaustive(&mut ev, &mut seen, &vars)?,
+        Strategy::CoordinateDescent => search_descent(&mut ev, &mut seen, &vars)?,
     }
 
     let candidates = seen
@@ -779,27 +832,7 @@ pub fn search(
     ranked.sort_by(rank);
     let legal = ranked.len();
     if ranked.is_empty() {
-        // The smallest point that is only over capacity (inner sizes not above outer
-        // ones), else the smallest point of all.
-        let smallest = vec![0usize; n];
-        visit(&mut ev, &mut seen, &vars, &smallest)?;
-        let (smallest, why) = seen
-            .iter()
-            .filter_map(|(idx, o)| match o {
-                Outcome::Illegal(w) => Some((idx.clone(), w.clone())),
-                _ => None,
-            })
-            .min_by_key(|(idx, _)| {
-                let p = point_of(&vars, idx);
-                (p.iter().sum::<i64>(), p)
-            })
-            .or_else(|| match seen.get(&smallest) {
-                Some(Outcome::Skip(w)) | Some(Outcome::Illegal(w)) => {
-                    Some((smallest.clone(), w.clone()))
-                }
-                _ => None,
-            })
-            .unwrap_or((smallest, "it was not visited".to_string()));
+        let (smallest, why) = smallest_failure(&mut ev, &mut seen, &vars)?;
         return Err(no_legal(
             file,
             spec,
