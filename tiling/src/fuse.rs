@@ -397,6 +397,13 @@ struct Shape {
     buffer: Buffer,
 }
 
+impl Shape {
+    /// The filter holding statement `s`.
+    fn filter_of(&self, s: usize) -> Option<usize> {
+        self.filters.iter().position(|f| f.contains(&s))
+    }
+}
+
 fn not_applicable(tree: ScheduleTree, why: &str) -> (ScheduleTree, FuseReport) {
     let rep = FuseReport {
         notes: vec![format!("not applicable: {why}")],
@@ -405,29 +412,13 @@ fn not_applicable(tree: ScheduleTree, why: &str) -> (ScheduleTree, FuseReport) {
     (tree, rep)
 }
 
-/// Post-tiling fusion with the reverse strategy (see the module documentation).
-///
-/// Applies to a tree whose root's child is a sequence of filters (the distributed program
-/// order of `--scheduler initial`, or `--fuse none`) whose last filter starts with a tile
-/// band and a `mem` mark (the tile pass ran on the live-out statement). Any other tree is
-/// returned unchanged, with a note saying why. Errors only on isl failures.
-pub fn fuse(
-    tree: ScheduleTree,
-    cx: &TileCx,
-    opts: &FuseOptions,
-) -> miette::Result<(ScheduleTree, FuseReport)> {
-    let shape = match find_shape(&tree, cx, opts.outermost)? {
-        Ok(s) => s,
-        Err(why) => return Ok(not_applicable(tree, &why)),
-    };
+/// The statements of earlier filters the live-out group `live` reaches backwards in the
+/// statement graph (an edge P -> C when C reads a tensor P writes).
+fn reverse_candidates(cx: &TileCx, shape: &Shape, live: &[usize]) -> BTreeSet<usize> {
     let scop = cx.scop;
-    let names = &scop.stmt_names;
     let nf = shape.filters.len();
-    let live: Vec<usize> = shape.filters[nf - 1].clone();
-    let filter_of = |s: usize| shape.filters.iter().position(|f| f.contains(&s));
-
     // The statement graph: an edge P -> C when C reads a tensor P writes.
-    let ns = names.len();
+    let ns = scop.stmt_names.len();
     let mut g: DiGraph<usize, usize> = DiGraph::new();
     let idx: Vec<NodeIndex> = (0..ns).map(|s| g.add_node(s)).collect();
     for p in 0..ns {
@@ -446,26 +437,35 @@ pub fn fuse(
         for p in g.neighbors_directed(idx[s], petgraph::Direction::Incoming) {
             let p = g[p];
             if seen.insert(p) {
-                if filter_of(p).is_some_and(|f| f < nf - 1) {
+                if shape.filter_of(p).is_some_and(|f| f < nf - 1) {
                     candidates.insert(p);
                 }
                 queue.push_back(p);
             }
         }
     }
-    let mut rep = FuseReport {
-        live_out: live.iter().map(|&s| names[s].clone()).collect(),
-        ..FuseReport::default()
-    };
-    // A producer filter moves as a whole: every statement of it must be a candidate. A
-    // group of statements with register tiles of its own is not fused: its copy keeps
-    // only the levels inside the fused tile (see `copy_inside`), so its register tiles
-    // lose the cache levels that pack their operands, which costs a contraction over a
-    // long reduction (2mm's `T = A·B`: 95 GFLOP/s fused against 233 apart) far more
-    // than the traffic fusion saves.
+    candidates
+}
+
+/// Drops the candidates whose filter cannot move as a whole: a filter with a statement
+/// that is not a candidate, or a group of statements with register tiles of its own. A
+/// producer filter moves as a whole: every statement of it must be a candidate. A
+/// group of statements with register tiles of its own is not fused: its copy keeps
+/// only the levels inside the fused tile (see `copy_inside`), so its register tiles
+/// lose the cache levels that pack their operands, which costs a contraction over a
+/// long reduction (2mm's `T = A·B`: 95 GFLOP/s fused against 233 apart) far more
+/// than the traffic fusion saves.
+fn prune_candidates(
+    tree: &ScheduleTree,
+    cx: &TileCx,
+    shape: &Shape,
+    candidates: &mut BTreeSet<usize>,
+    rep: &mut FuseReport,
+) {
+    let names = &cx.scop.stmt_names;
     let seq_node = tree.node_at(&shape.seq).cloned();
     for &p in candidates.clone().iter() {
-        let f = filter_of(p).unwrap_or(0);
+        let f = shape.filter_of(p).unwrap_or(0);
         let group = &shape.filters[f];
         if group.len() > 1
             && seq_node
@@ -494,8 +494,10 @@ pub fn fuse(
             });
         }
     }
+}
 
-    // The prefix schedule at the point subtree: live-out instance -> tile.
+/// The prefix schedule at the point subtree: live-out instance -> tile.
+fn tile_schedule(tree: &ScheduleTree, cx: &TileCx, shape: &Shape) -> miette::Result<UnionMap> {
     let schedule = tree.to_isl(cx.ctx)?;
     let mut point_path = shape.mark.clone();
     point_path.push(0);
@@ -507,6 +509,155 @@ pub fn fuse(
         .isl("restricting the tile schedule")?;
     drop(pnode);
     drop(schedule);
+
+    Ok(tile_of)
+}
+
+/// A filter moves as a whole: the rest of a failing statement's filter fails with it,
+/// and so does a filter some statement of which the tiles do not reach.
+fn whole_filters(
+    cx: &TileCx,
+    shape: &Shape,
+    fused: &BTreeSet<usize>,
+    failures: &mut Vec<(usize, String)>,
+) {
+    let names = &cx.scop.stmt_names;
+    let mut out: Vec<usize> = failures.iter().map(|f| f.0).collect();
+    for &p in fused {
+        let f = shape.filter_of(p).unwrap_or(0);
+        if let Some(&q) = shape.filters[f].iter().find(|q| !fused.contains(q)) {
+            out.push(q);
+        }
+    }
+    for &q in out.clone().iter() {
+        let f = shape.filter_of(q).unwrap_or(0);
+        for &p in &shape.filters[f] {
+            if fused.contains(&p) && !failures.iter().any(|x| x.0 == p) {
+                failures.push((
+                    p,
+                    format!(
+                        "its filter also holds {}, which is not fused; a group of statements is fused as a whole",
+                        names[q]
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Which tiles stay parallel after fusion. Recomputed producers that write only
+/// tile-local temporaries stay inside their tiles when the caller gives those temporaries
+/// tile-local buffers; otherwise the tiles recompute into shared global arrays (noted).
+#[allow(clippy::too_many_arguments)]
+fn parallel_tiles(
+    cx: &TileCx,
+    need: &UnionMap,
+    tile_of: &UnionMap,
+    fused: &BTreeSet<usize>,
+    recomputed: &BTreeSet<usize>,
+    live: &[usize],
+    opts: &FuseOptions,
+    rep: &mut FuseReport,
+) -> miette::Result<Vec<bool>> {
+    let names = &cx.scop.stmt_names;
+    let local_only = opts.local_buffers
+        && recomputed.iter().all(|&p| {
+            let t = &cx.program.tensors[cx.program.stmts[p].lhs].name;
+            rep.buffers.iter().any(|b| &b.tensor == t)
+        });
+    let (parallel_fused, parallel_recomputed) = if local_only {
+        let f: BTreeSet<usize> = fused.difference(&recomputed).copied().collect();
+        (f, BTreeSet::new())
+    } else {
+        (fused.clone(), recomputed.clone())
+    };
+    let parallel = tile_parallel(
+        cx,
+        need,
+        tile_of,
+        &parallel_fused,
+        &parallel_recomputed,
+        live,
+    )?;
+    if !recomputed.is_empty() && !local_only {
+        rep.notes.push(format!(
+            "the tiles recompute {} into shared global arrays, so the tile loops are no longer parallel (tile-local buffers would make them so)",
+            recomputed
+                .iter()
+                .map(|&p| names[p].as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(parallel)
+}
+
+/// The producers of `fused` whose instances the tiles need (`need`).
+fn reached_producers(
+    cx: &TileCx,
+    need: &UnionMap,
+    fused: &BTreeSet<usize>,
+) -> miette::Result<BTreeSet<usize>> {
+    let mut reached = BTreeSet::new();
+    for &p in fused {
+        if !part(need, cx, p)?
+            .is_empty()
+            .isl("testing a map for emptiness")?
+        {
+            reached.insert(p);
+        }
+    }
+    Ok(reached)
+}
+
+/// A fallback for every candidate that is not fused and has no reason yet: the tiles need
+/// none of its instances.
+fn unreached_fallbacks(
+    cx: &TileCx,
+    candidates: &BTreeSet<usize>,
+    fused: &BTreeSet<usize>,
+    rep: &mut FuseReport,
+) {
+    let names = &cx.scop.stmt_names;
+    for &p in candidates {
+        if !fused.contains(&p) && !rep.fallbacks.iter().any(|f| f.stmt == names[p]) {
+            rep.fallbacks.push(Fallback {
+                stmt: names[p].clone(),
+                reason:
+                    "the tiles need none of its instances (directly, or through fused producers)"
+                        .into(),
+            });
+        }
+    }
+}
+
+/// Post-tiling fusion with the reverse strategy (see the module documentation).
+///
+/// Applies to a tree whose root's child is a sequence of filters (the distributed program
+/// order of `--scheduler initial`, or `--fuse none`) whose last filter starts with a tile
+/// band and a `mem` mark (the tile pass ran on the live-out statement). Any other tree is
+/// returned unchanged, with a note saying why. Errors only on isl failures.
+pub fn fuse(
+    tree: ScheduleTree,
+    cx: &TileCx,
+    opts: &FuseOptions,
+) -> miette::Result<(ScheduleTree, FuseReport)> {
+    let shape = match find_shape(&tree, cx, opts.outermost)? {
+        Ok(s) => s,
+        Err(why) => return Ok(not_applicable(tree, &why)),
+    };
+    let names = &cx.scop.stmt_names;
+    let nf = shape.filters.len();
+    let live: Vec<usize> = shape.filters[nf - 1].clone();
+
+    let mut candidates = reverse_candidates(cx, &shape, &live);
+    let mut rep = FuseReport {
+        live_out: live.iter().map(|&s| names[s].clone()).collect(),
+        ..FuseReport::default()
+    };
+    prune_candidates(&tree, cx, &shape, &mut candidates, &mut rep);
+
+    let tile_of = tile_schedule(&tree, cx, &shape)?;
 
     // Fixed point: fuse, check, drop the failures, again.
     let mut fused = candidates.clone();
@@ -525,17 +676,7 @@ pub fn fuse(
                 break (None, BTreeSet::new());
             }
         };
-        // Reached producers only.
-        let mut reached = BTreeSet::new();
-        for &p in &fused {
-            if !part(&need, cx, p)?
-                .is_empty()
-                .isl("testing a map for emptiness")?
-            {
-                reached.insert(p);
-            }
-        }
-        fused = reached;
+        fused = reached_producers(cx, &need, &fused)?;
         first_tile.retain(|p| fused.contains(p));
         let mut failures = Vec::new();
         let mut assigned = false;
@@ -570,29 +711,7 @@ pub fn fuse(
                 &mut failures,
             );
         }
-        // A filter moves as a whole: the rest of a failing statement's filter fails with
-        // it, and so does a filter some statement of which the tiles do not reach.
-        let mut out: Vec<usize> = failures.iter().map(|f| f.0).collect();
-        for &p in &fused {
-            let f = filter_of(p).unwrap_or(0);
-            if let Some(&q) = shape.filters[f].iter().find(|q| !fused.contains(q)) {
-                out.push(q);
-            }
-        }
-        for &q in out.clone().iter() {
-            let f = filter_of(q).unwrap_or(0);
-            for &p in &shape.filters[f] {
-                if fused.contains(&p) && !failures.iter().any(|x| x.0 == p) {
-                    failures.push((
-                        p,
-                        format!(
-                            "its filter also holds {}, which is not fused; a group of statements is fused as a whole",
-                            names[q]
-                        ),
-                    ));
-                }
-            }
-        }
+        whole_filters(cx, &shape, &fused, &mut failures);
         if assigned && failures.is_empty() {
             continue;
         }
@@ -620,16 +739,7 @@ pub fn fuse(
             });
         }
     };
-    for &p in &candidates {
-        if !fused.contains(&p) && !rep.fallbacks.iter().any(|f| f.stmt == names[p]) {
-            rep.fallbacks.push(Fallback {
-                stmt: names[p].clone(),
-                reason:
-                    "the tiles need none of its instances (directly, or through fused producers)"
-                        .into(),
-            });
-        }
-    }
+    unreached_fallbacks(cx, &candidates, &fused, &mut rep);
     rep.fallbacks.sort_by_key(|f| natural(&f.stmt));
     let Some(need) = need.filter(|_| !fused.is_empty()) else {
         rep.notes
@@ -663,37 +773,16 @@ pub fn fuse(
     }
 
     rep.buffers = local_buffers(cx, &need, &fused, &live)?;
-    // Recomputed producers that write only tile-local temporaries stay inside their
-    // tiles when the caller gives those temporaries tile-local buffers.
-    let local_only = opts.local_buffers
-        && recomputed.iter().all(|&p| {
-            let t = &cx.program.tensors[cx.program.stmts[p].lhs].name;
-            rep.buffers.iter().any(|b| &b.tensor == t)
-        });
-    let (parallel_fused, parallel_recomputed) = if local_only {
-        let f: BTreeSet<usize> = fused.difference(&recomputed).copied().collect();
-        (f, BTreeSet::new())
-    } else {
-        (fused.clone(), recomputed.clone())
-    };
-    let parallel = tile_parallel(
+    let parallel = parallel_tiles(
         cx,
         &need,
         &tile_of,
-        &parallel_fused,
-        &parallel_recomputed,
+        &fused,
+        &recomputed,
         &live,
+        opts,
+        &mut rep,
     )?;
-    if !recomputed.is_empty() && !local_only {
-        rep.notes.push(format!(
-            "the tiles recompute {} into shared global arrays, so the tile loops are no longer parallel (tile-local buffers would make them so)",
-            recomputed
-                .iter()
-                .map(|&p| names[p].as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
     let tree = rewrite(tree, &shape, &fused, &need, cx, &parallel, &mut rep.copies)?;
     rep.applied = true;
     Ok((tree, rep))
