@@ -262,46 +262,15 @@ fn product_reads(e: &Expr) -> bool {
     matches!(e, Expr::Bin(polyhedral::ir::BinOp::Mul, x, y) if read(x) && read(y))
 }
 
-/// Recognises statement `s` as a GEMM the array can run with operands of `elem` and
-/// results of `acc`; the error says why not.
-pub fn recognise(
-    prog: &Program,
-    scop: &Scop,
-    s: usize,
+/// The box each iterator of `st` runs over (a range made of sizes only, at `sizes`),
+/// and the guards of a reduction iterator whose range also depends on the left-hand
+/// iterators (a padded convolution's filter offsets); an error when a range is not a box.
+#[allow(clippy::type_complexity)]
+fn box_bounds(
+    st: &polyhedral::ir::Stmt,
+    n: usize,
     sizes: &[i64],
-    elem: DType,
-    acc: DType,
-    dim: i64,
-) -> Result<Gemm, String> {
-    let st = &prog.stmts[s];
-    let e = match &st.body {
-        StmtBody::Update(AssignOp::Add, e) => e,
-        StmtBody::Init(_) => return Err("an initialisation".into()),
-        _ => {
-            return Err(
-                "not a `+=` accumulation of products (the array runs `C += A·B`; the only element-wise work Gemmini does is its mvout's ReLU, scaling and saturation to int8)"
-                    .into(),
-            )
-        }
-    };
-    // `C(…) +=! cast<i32>(A(…) * B(…))` (how an int32 temporary is typed): a cast to the
-    // statement's own type is the identity.
-    let e = match e {
-        Expr::Cast(t, inner)
-            if *t == st.dtype
-                && matches!(st.dtype, DType::I32 | DType::I64 | DType::F32 | DType::F64) =>
-        {
-            inner.as_ref()
-        }
-        other => other,
-    };
-    if !product_reads(e) {
-        return Err("its right side is not a product of two tensor reads".into());
-    }
-    let n = st.iters.len();
-    if n == st.n_lhs_iters {
-        return Err("it has no reduction iterator".into());
-    }
+) -> Result<(Vec<(i64, i64)>, Vec<Guard>), String> {
     let mut bounds = Vec::new();
     let mut guards = Vec::new();
     for (t, it) in st.iters.iter().enumerate() {
@@ -347,15 +316,22 @@ pub fn recognise(
         }
         bounds.push((lo, hi));
     }
-    let c = st.lhs;
-    if prog.tensors[c].dtype != acc || st.dtype != acc {
-        return Err(format!(
-            "its result is {}, but the accumulator holds {acc}",
-            prog.tensors[c].dtype
-        ));
-    }
+    Ok((bounds, guards))
+}
+
+/// The two operands of statement `s` besides its result, each with its flat offset (any
+/// affine index, sliding windows included); an error unless there are exactly two, of
+/// type `elem`, neither of them the result.
+fn operand_forms(
+    prog: &Program,
+    scop: &Scop,
+    s: usize,
+    n: usize,
+    sizes: &[i64],
+    elem: DType,
+) -> Result<Vec<(usize, Lin)>, String> {
+    let c = prog.stmts[s].lhs;
     let w = &scop.stmt_writes[s];
-    let (cdims, c_off) = access_form(prog, c, &w.index, n, sizes)?;
     let reads: Vec<_> = scop.stmt_reads[s]
         .iter()
         .filter(|r| !(r.tensor == c && r.index == w.index))
@@ -383,40 +359,28 @@ pub fn recognise(
         let off = flat_offset(prog, r.tensor, &r.index, n, sizes)?;
         forms.push((r.tensor, off));
     }
-    if cdims.is_empty() {
-        return Err(format!("`{}` is a scalar", prog.tensors[c].name));
-    }
-    let mut lhs_used: Vec<usize> = cdims.iter().filter_map(dim_iter).map(|x| x.0).collect();
-    let before = lhs_used.len();
-    lhs_used.sort_unstable();
-    lhs_used.dedup();
-    if lhs_used.len() != before || lhs_used.len() != st.n_lhs_iters {
-        return Err(format!(
-            "`{}` repeats an iterator across its dimensions",
-            prog.tensors[c].name
-        ));
-    }
-    // The unit column: a pseudo-iterator at position `n` with one point, which no access
-    // uses (a result with one column per row).
-    let unit = n;
-    let mut c_off = c_off;
-    c_off.coef.push(0);
-    for f in &mut forms {
-        f.1.coef.push(0);
-    }
-    bounds.push((0, 1));
-    let ext = |t: usize| bounds[t].1 - bounds[t].0;
-    // The canonical assignment first (`j` = the result's last index, `i` the one before),
-    // then every other one, best array use first.
-    let last_iter = |k: usize| cdims.get(cdims.len().wrapping_sub(k)).and_then(dim_iter);
-    let canonical = match (last_iter(2), last_iter(1)) {
-        (Some((i, _)), Some((j, 1))) => Some((i, j)),
-        _ => None,
-    };
-    let reductions: Vec<usize> = (st.n_lhs_iters..n).collect();
+    Ok(forms)
+}
+
+/// The best way to run the statement on the array: over every (rows, columns)
+/// pair of left-hand iterators (or the unit column) and every reduction iterator that runs
+/// over a box, array use first, then operands read as stored; the canonical assignment
+/// (`j` the result's last index, `i` the one before) wins when it works.
+#[allow(clippy::too_many_arguments)]
+fn best_candidate(
+    n_lhs: usize,
+    reductions: &[usize],
+    unit: usize,
+    guards: &[Guard],
+    c_off: &Lin,
+    forms: &[(usize, Lin)],
+    canonical: Option<(usize, usize)>,
+    ext: &dyn Fn(usize) -> i64,
+    dim: i64,
+) -> Option<(i64, Cand)> {
     let mut pairs: Vec<(usize, usize)> = Vec::new();
-    for j in (0..st.n_lhs_iters).chain([unit]) {
-        for i in 0..st.n_lhs_iters {
+    for j in (0..n_lhs).chain([unit]) {
+        for i in 0..n_lhs {
             if i != j && !pairs.contains(&(i, j)) {
                 pairs.push((i, j));
             }
@@ -424,7 +388,7 @@ pub fn recognise(
     }
     let mut best: Option<(i64, Cand)> = None;
     for (i, j) in pairs {
-        for &k in &reductions {
+        for &k in reductions {
             // The reduction runs over a box; the guards may restrict rows, not columns.
             if guards
                 .iter()
@@ -432,7 +396,7 @@ pub fn recognise(
             {
                 continue;
             }
-            let Some(mut cand) = assign(&c_off, &forms, i, j, k, unit) else {
+            let Some(mut cand) = assign(c_off, forms, i, j, k, unit) else {
                 continue;
             };
             if !guards.is_empty() && cand.a_transposed && cand.b_transposed {
@@ -452,6 +416,152 @@ pub fn recognise(
             }
         }
     }
+    best
+}
+
+/// The statement just before `s` that Gemmini folds into it, over the same points of
+/// `C`: an initialisation `C(…) = 0` (`init`), or `C(…) = X(…)`, whose `X` goes straight
+/// into the accumulator (`preload`).
+fn folded_before(
+    prog: &Program,
+    scop: &Scop,
+    s: usize,
+    n: usize,
+    sizes: &[i64],
+    acc: DType,
+    (i, j, unit): (usize, usize, usize),
+) -> (Option<usize>, Option<Preload>) {
+    let st = &prog.stmts[s];
+    let c = st.lhs;
+    // The statement just before, over the same points of `C`.
+    let same_points = |p: usize| {
+        let ps = &prog.stmts[p];
+        ps.lhs == c
+            && ps.lhs_index == st.lhs_index
+            && ps.iters.len() == st.n_lhs_iters
+            && ps
+                .iters
+                .iter()
+                .zip(&st.iters)
+                .all(|(x, y)| x.lower == y.lower && x.upper == y.upper)
+    };
+    let init = s
+        .checked_sub(1)
+        .filter(|&p| matches!(prog.stmts[p].body, StmtBody::Init(AssignOp::Add)) && same_points(p));
+    // `C(…) = X(…)` just before a plain `+=`: `X` goes straight into the accumulator.
+    let preload = match s.checked_sub(1) {
+        Some(p) if init.is_none() && same_points(p) => {
+            preload_of(prog, scop, p, c, n, sizes, acc, i, j, unit)
+        }
+        _ => None,
+    };
+    (init, preload)
+}
+
+/// The result must index each left-hand iterator in one dimension of its own.
+fn check_result_dims(
+    prog: &Program,
+    c: usize,
+    cdims: &[DimIndex],
+    n_lhs: usize,
+) -> Result<(), String> {
+    let mut lhs_used: Vec<usize> = cdims.iter().filter_map(dim_iter).map(|x| x.0).collect();
+    let before = lhs_used.len();
+    lhs_used.sort_unstable();
+    lhs_used.dedup();
+    if lhs_used.len() != before || lhs_used.len() != n_lhs {
+        return Err(format!(
+            "`{}` repeats an iterator across its dimensions",
+            prog.tensors[c].name
+        ));
+    }
+    Ok(())
+}
+
+/// Recognises statement `s` as a GEMM the array can run with operands of `elem` and
+/// results of `acc`; the error says why not.
+pub fn recognise(
+    prog: &Program,
+    scop: &Scop,
+    s: usize,
+    sizes: &[i64],
+    elem: DType,
+    acc: DType,
+    dim: i64,
+) -> Result<Gemm, String> {
+    let st = &prog.stmts[s];
+    let e = match &st.body {
+        StmtBody::Update(AssignOp::Add, e) => e,
+        StmtBody::Init(_) => return Err("an initialisation".into()),
+        _ => {
+            return Err(
+                "not a `+=` accumulation of products (the array runs `C += A·B`; the only element-wise work Gemmini does is its mvout's ReLU, scaling and saturation to int8)"
+                    .into(),
+            )
+        }
+    };
+    // `C(…) +=! cast<i32>(A(…) * B(…))` (how an int32 temporary is typed): a cast to the
+    // statement's own type is the identity.
+    let e = match e {
+        Expr::Cast(t, inner)
+            if *t == st.dtype
+                && matches!(st.dtype, DType::I32 | DType::I64 | DType::F32 | DType::F64) =>
+        {
+            inner.as_ref()
+        }
+        other => other,
+    };
+    if !product_reads(e) {
+        return Err("its right side is not a product of two tensor reads".into());
+    }
+    let n = st.iters.len();
+    if n == st.n_lhs_iters {
+        return Err("it has no reduction iterator".into());
+    }
+    let (mut bounds, mut guards) = box_bounds(st, n, sizes)?;
+    let c = st.lhs;
+    if prog.tensors[c].dtype != acc || st.dtype != acc {
+        return Err(format!(
+            "its result is {}, but the accumulator holds {acc}",
+            prog.tensors[c].dtype
+        ));
+    }
+    let w = &scop.stmt_writes[s];
+    let (cdims, c_off) = access_form(prog, c, &w.index, n, sizes)?;
+    let mut forms = operand_forms(prog, scop, s, n, sizes, elem)?;
+    if cdims.is_empty() {
+        return Err(format!("`{}` is a scalar", prog.tensors[c].name));
+    }
+    check_result_dims(prog, c, &cdims, st.n_lhs_iters)?;
+    // The unit column: a pseudo-iterator at position `n` with one point, which no access
+    // uses (a result with one column per row).
+    let unit = n;
+    let mut c_off = c_off;
+    c_off.coef.push(0);
+    for f in &mut forms {
+        f.1.coef.push(0);
+    }
+    bounds.push((0, 1));
+    let ext = |t: usize| bounds[t].1 - bounds[t].0;
+    // The canonical assignment first (`j` = the result's last index, `i` the one before),
+    // then every other one, best array use first.
+    let last_iter = |k: usize| cdims.get(cdims.len().wrapping_sub(k)).and_then(dim_iter);
+    let canonical = match (last_iter(2), last_iter(1)) {
+        (Some((i, _)), Some((j, 1))) => Some((i, j)),
+        _ => None,
+    };
+    let reductions: Vec<usize> = (st.n_lhs_iters..n).collect();
+    let best = best_candidate(
+        st.n_lhs_iters,
+        &reductions,
+        unit,
+        &guards,
+        &c_off,
+        &forms,
+        canonical,
+        &ext,
+        dim,
+    );
     let Some((_, cand)) = best else {
         if let Some(g) = guards.first() {
             if reductions
@@ -489,28 +599,7 @@ pub fn recognise(
     };
     let batch: Vec<usize> = (0..st.n_lhs_iters).filter(|&t| t != i && t != j).collect();
     let outer: Vec<usize> = reductions.iter().copied().filter(|&t| t != k).collect();
-    // The statement just before, over the same points of `C`.
-    let same_points = |p: usize| {
-        let ps = &prog.stmts[p];
-        ps.lhs == c
-            && ps.lhs_index == st.lhs_index
-            && ps.iters.len() == st.n_lhs_iters
-            && ps
-                .iters
-                .iter()
-                .zip(&st.iters)
-                .all(|(x, y)| x.lower == y.lower && x.upper == y.upper)
-    };
-    let init = s
-        .checked_sub(1)
-        .filter(|&p| matches!(prog.stmts[p].body, StmtBody::Init(AssignOp::Add)) && same_points(p));
-    // `C(…) = X(…)` just before a plain `+=`: `X` goes straight into the accumulator.
-    let preload = match s.checked_sub(1) {
-        Some(p) if init.is_none() && same_points(p) => {
-            preload_of(prog, scop, p, c, n, sizes, acc, i, j, unit)
-        }
-        _ => None,
-    };
+    let (init, preload) = folded_before(prog, scop, s, n, sizes, acc, (i, j, unit));
     for g in &mut guards {
         g.bound.coef.push(0);
     }
