@@ -14,7 +14,8 @@
 //!   polyc removes and stops them, and a later one sweeps the folders of a dead one.
 //!
 //! Targets (each implements [`Target`] in its own folder):
-//! - [`cpu`]: C with OpenMP, built with the system C compiler and loaded in-process.
+//! - [`cpu`]: C with parallel loops, built with the system C compiler and loaded
+//!   in-process.
 //! - [`gpu`]: blocks and threads, shared memory and registers, CUDA and OpenCL, and their
 //!   runtimes.
 //! - [`gemmini`]: the Gemmini NPU: recognition, instruction programs, its functional model
@@ -37,10 +38,10 @@ pub mod registry;
 pub mod scratch;
 pub mod target;
 
-pub use codegen::cfamily::{emit_c, EmitOptions};
+pub use codegen::cfamily::EmitOptions;
 pub use codegen::kir::{Intrinsic, IntrinsicArg, KCmp, KExpr, KNode, Kernel, LoopKind};
 pub use codegen::lower::lower;
 pub use cpu::parallel::mark_outer_parallel;
-pub use cpu::{compile_c, run, CcOptions, CompiledKernel, CpuTarget};
+pub use cpu::{compile_c, emit_c, run, CcOptions, CompiledKernel, CpuTarget};
 pub use registry::target_for;
 pub use target::{BuildInput, Device, Executable, PromoteSettings, RewriteCx, RunStats, Target};

@@ -35,8 +35,9 @@
 //! may run the same kernel at once on different buffers).
 //!
 //! **Loops** come from isl's AST: `for (int64_t c0 = …; c0 <= …; c0 += 1)`. A loop of a
-//! [`KNode::For`] with `parallel` set gets `#pragma omp parallel for` on the line before
-//! it (only when its condition has OpenMP's canonical form `c <= e` / `c < e`).
+//! [`KNode::For`] with `parallel` set gets its dialect's parallel-loop pragma
+//! ([`Dialect::parallel_pragma`]) on the line before it (only when its condition has the
+//! canonical form `c <= e` / `c < e`).
 //!
 //! **Statement instances** are blocks that bind the statement's iterators and perform
 //! the update:
@@ -258,7 +259,7 @@ static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 "#;
 
 /// Turns off gcc's loop distribution for the file. gcc 12.2 (Debian 12's) at `-O3` with
-/// `-fopenmp` and AVX-512 distributes a scheduled loop whose body zero-fills an element
+/// the CPU runner's flags and AVX-512 distributes a scheduled loop whose body zero-fills an element
 /// and then accumulates into it, turns the fill into a `memset`, and places the `memset`
 /// after the accumulation, so the result is zero (found by `tests/random_chains.rs`;
 /// `-fno-tree-loop-distribution` and `-O2` both compile it right). polyc's schedule has
@@ -345,15 +346,15 @@ fn all_loops_peeled(n: &KNode) -> bool {
     all
 }
 
-fn prelude(prog: &Program) -> String {
+fn prelude(prog: &Program, dialect: &dyn Dialect) -> String {
     let mut s = String::new();
     s.push_str(
         "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <math.h>\n\n",
     );
     s.push_str(GCC_NO_LOOP_DISTRIBUTION);
-    s.push_str(&helpers(prog, Dialect::C));
-    if uses_exp(prog) {
-        s.push_str(EXP_F32);
+    s.push_str(&helpers(prog, dialect));
+    if let (true, Some(exp)) = (uses_exp(prog), dialect.exp_f32_helper()) {
+        s.push_str(exp);
     }
     s.push_str(
         "\n/* 0: success; -1: a temporary could not be allocated. */\nstatic _Thread_local int polyc_status;\n",
@@ -402,51 +403,53 @@ pub(crate) fn function_params(prog: &Program, bound: &[bool], restrict: &str) ->
     params
 }
 
-/// The C-family language a printer writes: one printer serves all three, so expression,
-/// access and statement printing exist once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// C11 (GNU) with OpenMP, for the CPU.
-    C,
-    /// CUDA C++ device code.
-    Cuda,
-    /// OpenCL C 1.2 kernels.
-    OpenCl,
+/// What the C-family printer writes differently for each target's language. The printer
+/// keeps expressions, accesses, statements and loops once; each target folder implements
+/// this trait for the languages it emits (the CPU's C in `cpu/`, CUDA and OpenCL in
+/// `gpu/`, Gemmini's C in `gemmini/`).
+pub trait Dialect {
+    /// How helper functions are declared (`static inline`).
+    fn fn_prefix(&self) -> &'static str;
+    /// The restrict qualifier of pointer parameters.
+    fn restrict(&self) -> &'static str;
+    /// The single-precision exponential the code calls.
+    fn exp_f32(&self) -> &'static str;
+    /// The definition of that exponential, when the dialect defines its own
+    /// ([`EXP_F32`]); `None` where the language has a fast one.
+    fn exp_f32_helper(&self) -> Option<&'static str>;
+    /// The pragma that asks for a fully unrolled loop of `trip` iterations.
+    fn unroll_pragma(&self, trip: i64) -> String;
+    /// The pragma before a parallel loop in canonical form (`None`: parallel loops are
+    /// mapped another way, or run sequentially).
+    fn parallel_pragma(&self) -> Option<&'static str>;
+    /// The pragma before a sum over a sequential loop that lets the compiler add in
+    /// vector lanes (the sum is kept in `polyc_red`); `None`: no such reductions.
+    fn simd_reduction_pragma(&self) -> Option<&'static str>;
+    /// The statement that makes the threads of a block wait for each other.
+    fn block_sync(&self) -> &'static str;
+    /// How the integer-division helpers record the first statement that divided by zero.
+    fn division_fault(&self) -> DivisionFault;
+    /// Whether the code runs as a GPU thread: local tiles are private arrays the compiler
+    /// keeps in registers (not aligned stack or heap arrays), unrolling has no budget, local
+    /// tiles are not poisoned, and division helpers take the kernel's fault pointer
+    /// ([`FAULT_PARAM`]).
+    fn device_code(&self) -> bool;
 }
 
-impl Dialect {
-    /// How helper functions are declared.
-    fn fn_prefix(self) -> &'static str {
-        match self {
-            Dialect::C | Dialect::OpenCl => "static inline",
-            Dialect::Cuda => "static __host__ __device__ __forceinline__",
-        }
-    }
-    /// The restrict qualifier.
-    pub fn restrict(self) -> &'static str {
-        match self {
-            Dialect::C | Dialect::OpenCl => "restrict",
-            Dialect::Cuda => "__restrict__",
-        }
-    }
-    /// The single-precision exponential: C defines its own vectorisable one
-    /// ([`EXP_F32`]); GPUs have fast `expf` in hardware.
-    fn exp_f32(self) -> &'static str {
-        match self {
-            Dialect::C => "polyc_exp_f32",
-            Dialect::Cuda | Dialect::OpenCl => "expf",
-        }
-    }
-    /// The pragma that asks for a fully unrolled loop.
-    fn unroll_pragma(self, trip: i64) -> String {
-        match self {
-            Dialect::C => format!("#pragma GCC unroll {trip}"),
-            Dialect::Cuda | Dialect::OpenCl => "#pragma unroll".into(),
-        }
-    }
+/// How a dialect's integer-division helpers record a fault (see [`Dialect::division_fault`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DivisionFault {
+    /// Declarations and comments before the helpers.
+    pub preamble: &'static str,
+    /// How the helpers are declared.
+    pub prefix: &'static str,
+    /// The fault pointer parameter, with its leading comma (empty: none).
+    pub param: &'static str,
+    /// The statement that records statement `s` as the first that divided by zero.
+    pub record: &'static str,
 }
 
-/// The C dialect's single-precision exponential: a branch-free polynomial that compilers
+/// A single-precision exponential in portable C: a branch-free polynomial that compilers
 /// vectorise (libm's `expf` is a scalar call). `exp(x) = 2^n · exp(r)` with `n` the
 /// nearest integer to `x / ln 2` (the 1.5 · 2²³ rounding trick), `r = x − n · ln 2` in two
 /// parts (Cody–Waite), and `exp(r)`, `|r| ≤ ln 2 / 2`, by its Taylor polynomial of degree
@@ -455,7 +458,7 @@ impl Dialect {
 /// and NaN stays NaN. Against glibc's `expf`, its relative error is at most 1.2e-7
 /// (2 ulp) for `|x| ≤ 80`, and at most 1.8e-6 near the ends of the range, where results
 /// are within 2⁷ of the smallest or largest float (test `exp_f32_matches_libm`).
-const EXP_F32: &str = "\
+pub const EXP_F32: &str = "\
 /* exp for float: a branch-free polynomial the compiler vectorises (see polyc's c.rs). */
 static inline float polyc_exp_f32(float x) {
   float t = x * 1.44269504f + 12582912.0f;
@@ -627,7 +630,7 @@ fn guarded_division_types(prog: &Program) -> Vec<DType> {
 /// reports; on a GPU through the kernel's [`FAULT_PARAM`] pointer, which the host reads
 /// back), `MIN / -1` wraps to `MIN` and `MIN % -1` is 0. C's own operators trap on both
 /// (SIGFPE).
-fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
+fn int_division_helpers(prog: &Program, dialect: &dyn Dialect) -> String {
     let types = guarded_division_types(prog);
     if types.is_empty() {
         return String::new();
@@ -635,35 +638,13 @@ fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
     let mut s = String::from(
         "\n/* Integer division: x / 0 and x % 0 are 0, MIN / -1 wraps (C would trap). */\n",
     );
-    // (prefix, the fault pointer parameter, the recording of a fault)
-    let (prefix, param, fault) = match dialect {
-        Dialect::C => {
-            s.push_str(
-                "/* The first statement that divided by zero, plus 1 (0: none); the entry returns -1000 - k for S_k. */\nstatic int polyc_fault;\n",
-            );
-            (
-                "static inline",
-                "",
-                "int none = 0; __atomic_compare_exchange_n(&polyc_fault, &none, s + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); ",
-            )
-        }
-        Dialect::Cuda => {
-            s.push_str("/* f: the kernel's fault status, 1 + the first statement that divided by zero (0: none). */\n");
-            (
-                "static __device__ __forceinline__",
-                ", int *f",
-                "atomicCAS(f, 0, s + 1); ",
-            )
-        }
-        Dialect::OpenCl => {
-            s.push_str("/* f: the kernel's fault status, 1 + the first statement that divided by zero (0: none). */\n");
-            (
-                "static inline",
-                ", __global int *f",
-                "atomic_cmpxchg(f, 0, s + 1); ",
-            )
-        }
-    };
+    let DivisionFault {
+        preamble,
+        prefix,
+        param,
+        record: fault,
+    } = dialect.division_fault();
+    s.push_str(preamble);
     for t in types {
         let c = t.c_type();
         let x = suffix(t);
@@ -685,7 +666,7 @@ fn int_division_helpers(prog: &Program, dialect: Dialect) -> String {
 }
 
 /// The index and value helpers every dialect's prelude has, declared for `dialect`.
-pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
+pub(crate) fn helpers(prog: &Program, dialect: &dyn Dialect) -> String {
     let mut s = String::new();
     s.push_str(INDEX_HELPERS);
     let mut types: Vec<DType> = Vec::new();
@@ -744,11 +725,7 @@ pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
     if calls(prog, &|f| f == Func::RequantI8) {
         s.push_str(REQUANT_I8);
     }
-    let mut s = if dialect == Dialect::C {
-        s
-    } else {
-        s.replace("static inline", dialect.fn_prefix())
-    };
+    let mut s = s.replace("static inline", dialect.fn_prefix());
     // (with their own prefix: on CUDA they are device functions, for `atomicCAS`)
     s.push_str(&int_division_helpers(prog, dialect));
     s
@@ -757,18 +734,19 @@ pub(crate) fn helpers(prog: &Program, dialect: Dialect) -> String {
 /// Emits the complete C translation unit for `kernel` (see the module documentation for
 /// the contract). `param_texts[p]` is the value (`"64"`) of a bound size or the name
 /// (`"H"`) of a symbolic one, one per `Program::params` entry.
-pub fn emit_c(
+pub fn emit_translation_unit(
     prog: &Program,
     param_texts: &[String],
     kernel: &Kernel,
     opts: &EmitOptions,
+    dialect: &dyn Dialect,
 ) -> String {
-    let mut e = Emitter::new(prog, param_texts);
+    let mut e = Emitter::new(prog, param_texts, dialect);
     e.poison = opts.poison_temps;
     e.register_tiles(&kernel.body);
     let mut out = String::new();
     let _ = writeln!(out, "/* Generated by polyc from `def {}`. */", prog.name);
-    out.push_str(&prelude(prog));
+    out.push_str(&prelude(prog, dialect));
     if reads_own_output_elsewhere(prog) && unrolls_into_a_sequential_loop(&kernel.body) {
         out.push_str(GCC_NO_LOOP_VECTORIZE);
     }
@@ -896,7 +874,7 @@ pub fn emit_c(
 pub(crate) struct Emitter<'a> {
     prog: &'a Program,
     /// The language written.
-    pub(crate) dialect: Dialect,
+    pub(crate) dialect: &'a dyn Dialect,
     /// C text of each size: the number, or the (escaped) name.
     texts: Vec<String>,
     /// Whether each size is bound (compiled in) rather than a parameter.
@@ -1025,7 +1003,7 @@ fn indent(out: &mut String, level: usize) {
 }
 
 impl<'a> Emitter<'a> {
-    pub(crate) fn new(prog: &'a Program, param_texts: &[String]) -> Self {
+    pub(crate) fn new(prog: &'a Program, param_texts: &[String], dialect: &'a dyn Dialect) -> Self {
         let mut texts = Vec::new();
         let mut bound = Vec::new();
         for (p, param) in prog.params.iter().enumerate() {
@@ -1048,7 +1026,7 @@ impl<'a> Emitter<'a> {
         }
         Emitter {
             prog,
-            dialect: Dialect::C,
+            dialect,
             texts,
             bound,
             tiles: HashMap::new(),
@@ -1335,9 +1313,7 @@ impl<'a> Emitter<'a> {
         else {
             return None;
         };
-        if self.dialect != Dialect::C {
-            return None;
-        }
+        self.dialect.simd_reduction_pragma()?;
         if const_trip(iter, init, cond, *step).is_some_and(|t| t < MIN_REDUCTION_TRIP) {
             return None;
         }
@@ -1416,9 +1392,10 @@ impl<'a> Emitter<'a> {
         red
     }
 
-    /// Emits a [`Emitter::reduction`] loop: the target in a scalar, the loop under `#pragma
-    /// omp simd reduction(+: …)` (which lets the compiler add in vector lanes: the sums are
-    /// reassociated, within the interpreter's tolerance), then the scalar stored back.
+    /// Emits a [`Emitter::reduction`] loop: the target in a scalar, the loop under the
+    /// dialect's [`Dialect::simd_reduction_pragma`] (which lets the compiler add in vector
+    /// lanes: the sums are reassociated, within the interpreter's tolerance), then the
+    /// scalar stored back.
     fn reduction_loop(
         &self,
         out: &mut String,
@@ -1445,7 +1422,9 @@ impl<'a> Emitter<'a> {
         indent(out, level + 1);
         let _ = writeln!(out, "{c} polyc_red = {lhs};");
         indent(out, level + 1);
-        out.push_str("#pragma omp simd reduction(+:polyc_red)\n");
+        if let Some(pragma) = self.dialect.simd_reduction_pragma() {
+            let _ = writeln!(out, "{pragma}");
+        }
         indent(out, level + 1);
         let _ = writeln!(
             out,
@@ -1464,6 +1443,173 @@ impl<'a> Emitter<'a> {
         out.push_str("}\n");
     }
 
+    /// A loop: its pragmas (parallel, unrolled), then the loop, spread over blocks or threads where it is mapped.
+    fn for_node(&self, out: &mut String, n: &KNode, level: usize) {
+        let KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind,
+        } = n
+        else {
+            return;
+        };
+        if let (LoopKind::Parallel, Some(pragma), true) = (
+            kind,
+            self.dialect.parallel_pragma(),
+            is_canonical(iter, cond),
+        ) {
+            indent(out, level);
+            let _ = writeln!(out, "{pragma}");
+        }
+        // (A parallel loop takes no other pragma between its pragma and the loop.)
+        let mut unroll_factor = 1;
+        if *kind == LoopKind::Unrolled {
+            indent(out, level);
+            let _ = writeln!(out, "{}", self.dialect.unroll_pragma(64));
+        } else if self.in_tile.get() > 0 && matches!(kind, LoopKind::Seq) {
+            if let Some(n) = const_trip(iter, init, cond, *step) {
+                if (2..=UNROLL_TRIP).contains(&n)
+                    && loop_depth(body) >= 1
+                    && !holds_local(body)
+                    && (self.dialect.device_code()
+                        || self.unrolled.get() * n * unrolled_weight(body) <= UNROLL_BUDGET)
+                {
+                    indent(out, level);
+                    let _ = writeln!(out, "{}", self.dialect.unroll_pragma(UNROLL_TRIP));
+                    unroll_factor = n;
+                }
+            }
+        }
+        indent(out, level);
+        // Loops spread over blocks or threads start at their index and stride by
+        // the grid's or the block's size (see `LoopKind`).
+        let spread = match kind {
+            LoopKind::Block(d) => Some((format!("polyc_bid{d}"), format!("polyc_nbid{d}"))),
+            LoopKind::Thread(d) => Some((format!("polyc_tid{d}"), format!("polyc_ntid{d}"))),
+            LoopKind::ThreadFlat => Some(("polyc_tidf".into(), "polyc_ntidf".into())),
+            LoopKind::Seq | LoopKind::Parallel | LoopKind::Unrolled => None,
+        };
+        match spread {
+            Some((idx, n)) => {
+                let _ = writeln!(
+                    out,
+                    "for (int64_t {iter} = {} + {idx} * {step}; {}; {iter} += {n} * {step}) {{",
+                    self.kexpr(init, 1),
+                    self.kexpr(cond, 0)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "for (int64_t {iter} = {}; {}; {iter} += {step}) {{",
+                    self.kexpr(init, 0),
+                    self.kexpr(cond, 0)
+                );
+            }
+        }
+        let outer = self.unrolled.get();
+        self.unrolled.set(outer * unroll_factor);
+        self.node(out, body, level + 1);
+        self.unrolled.set(outer);
+        indent(out, level);
+        out.push_str("}\n");
+    }
+
+    /// A scope of local buffers (promoted tiles): their declarations (registers or stack on a device, aligned stack or heap on the host), their poisoning under `--check`, the body, and the heap buffers freed.
+    fn local_node(&self, out: &mut String, n: &KNode, level: usize) {
+        let KNode::Local { bufs, body } = n else {
+            return;
+        };
+        indent(out, level);
+        out.push_str("{\n");
+        let mut heap = Vec::new();
+        for b in bufs.iter().filter(|b| b.space == MemSpace::Private) {
+            let c = self.prog.tensors[b.tensor].dtype.c_type();
+            let n: i64 = self.tile_elems(b.promo, b.tensor);
+            let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
+            let name = tile_name(b.promo);
+            indent(out, level + 1);
+            let dims = crate::passes::promote::dims_text(&b.sizes);
+            let _ = writeln!(
+                out,
+                "/* tile of {} ({}) */",
+                self.prog.tensors[b.tensor].name, dims
+            );
+            indent(out, level + 1);
+            if self.dialect.device_code() {
+                // Device code: a private array the compiler keeps in registers
+                // when its indices are constants (unrolled loops).
+                let _ = writeln!(out, "{c} {name}[{n}];");
+            } else if bytes <= STACK_TILE_BYTES {
+                let _ = writeln!(out, "{c} {name}[{n}] __attribute__((aligned(64)));");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "{c} *restrict {name} = ({c} *)aligned_alloc(64, (size_t){});",
+                    (bytes + 63) / 64 * 64
+                );
+                heap.push(name);
+            }
+        }
+        // Buffers no copy fills or drains (tile-local temporaries) are poisoned
+        // like global temporaries; the others are covered by their copies.
+        let mut copied = Vec::new();
+        body.walk(&mut |n| {
+            if let KNode::Copy { promo, .. } = n {
+                copied.push(*promo);
+            }
+        });
+        let poison = |out: &mut String, level: usize| {
+            if !self.poison || self.dialect.device_code() {
+                return;
+            }
+            let fills: Vec<_> = bufs
+                .iter()
+                .filter(|b| !copied.contains(&b.promo) && b.space == MemSpace::Private)
+                .collect();
+            if fills.is_empty() {
+                return;
+            }
+            out.push_str("#ifdef POLYC_POISON\n");
+            for b in fills {
+                let n: i64 = self.tile_elems(b.promo, b.tensor);
+                let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
+                indent(out, level);
+                let _ = writeln!(out, "memset({}, 0xFF, {bytes});", tile_name(b.promo));
+            }
+            out.push_str("#endif\n");
+        };
+        if heap.is_empty() {
+            poison(out, level + 1);
+            self.in_tile.set(self.in_tile.get() + 1);
+            self.node(out, body, level + 1);
+            self.in_tile.set(self.in_tile.get() - 1);
+        } else {
+            let cond: Vec<String> = heap.iter().map(|h| h.to_string()).collect();
+            indent(out, level + 1);
+            let _ = writeln!(out, "if ({}) {{", cond.join(" && "));
+            poison(out, level + 2);
+            self.in_tile.set(self.in_tile.get() + 1);
+            self.node(out, body, level + 2);
+            self.in_tile.set(self.in_tile.get() - 1);
+            indent(out, level + 1);
+            out.push_str("} else {\n");
+            indent(out, level + 2);
+            out.push_str("polyc_status = -1;\n");
+            indent(out, level + 1);
+            out.push_str("}\n");
+            for h in &heap {
+                indent(out, level + 1);
+                let _ = writeln!(out, "free({h});");
+            }
+        }
+        indent(out, level);
+        out.push_str("}\n");
+    }
+
     pub(crate) fn node(&self, out: &mut String, n: &KNode, level: usize) {
         if let Some(r) = self.reduction(n) {
             self.reduction_loop(out, n, r, level);
@@ -1475,76 +1621,7 @@ impl<'a> Emitter<'a> {
                     self.node(out, c, level);
                 }
             }
-            KNode::For {
-                iter,
-                init,
-                cond,
-                step,
-                body,
-                kind,
-            } => {
-                if *kind == LoopKind::Parallel
-                    && self.dialect == Dialect::C
-                    && is_canonical(iter, cond)
-                {
-                    indent(out, level);
-                    out.push_str("#pragma omp parallel for\n");
-                }
-                // (An OpenMP loop takes no other pragma between `omp for` and the loop.)
-                let mut unroll_factor = 1;
-                if *kind == LoopKind::Unrolled {
-                    indent(out, level);
-                    let _ = writeln!(out, "{}", self.dialect.unroll_pragma(64));
-                } else if self.in_tile.get() > 0 && matches!(kind, LoopKind::Seq) {
-                    if let Some(n) = const_trip(iter, init, cond, *step) {
-                        if (2..=UNROLL_TRIP).contains(&n)
-                            && loop_depth(body) >= 1
-                            && !holds_local(body)
-                            && (self.dialect != Dialect::C
-                                || self.unrolled.get() * n * unrolled_weight(body) <= UNROLL_BUDGET)
-                        {
-                            indent(out, level);
-                            let _ = writeln!(out, "{}", self.dialect.unroll_pragma(UNROLL_TRIP));
-                            unroll_factor = n;
-                        }
-                    }
-                }
-                indent(out, level);
-                // Loops spread over blocks or threads start at their index and stride by
-                // the grid's or the block's size (see `LoopKind`).
-                let spread = match kind {
-                    LoopKind::Block(d) => Some((format!("polyc_bid{d}"), format!("polyc_nbid{d}"))),
-                    LoopKind::Thread(d) => {
-                        Some((format!("polyc_tid{d}"), format!("polyc_ntid{d}")))
-                    }
-                    LoopKind::ThreadFlat => Some(("polyc_tidf".into(), "polyc_ntidf".into())),
-                    LoopKind::Seq | LoopKind::Parallel | LoopKind::Unrolled => None,
-                };
-                match spread {
-                    Some((idx, n)) => {
-                        let _ = writeln!(
-                            out,
-                            "for (int64_t {iter} = {} + {idx} * {step}; {}; {iter} += {n} * {step}) {{",
-                            self.kexpr(init, 1),
-                            self.kexpr(cond, 0)
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(
-                            out,
-                            "for (int64_t {iter} = {}; {}; {iter} += {step}) {{",
-                            self.kexpr(init, 0),
-                            self.kexpr(cond, 0)
-                        );
-                    }
-                }
-                let outer = self.unrolled.get();
-                self.unrolled.set(outer * unroll_factor);
-                self.node(out, body, level + 1);
-                self.unrolled.set(outer);
-                indent(out, level);
-                out.push_str("}\n");
-            }
+            KNode::For { .. } => self.for_node(out, n, level),
             KNode::If { cond, then, els } => {
                 indent(out, level);
                 let _ = writeln!(out, "if ({}) {{", self.kexpr(cond, 0));
@@ -1562,93 +1639,7 @@ impl<'a> Emitter<'a> {
                 self.stmt(out, &self.prog.stmts[*stmt], args, level);
                 self.cur.borrow_mut().clear();
             }
-            KNode::Local { bufs, body } => {
-                indent(out, level);
-                out.push_str("{\n");
-                let mut heap = Vec::new();
-                for b in bufs.iter().filter(|b| b.space == MemSpace::Private) {
-                    let c = self.prog.tensors[b.tensor].dtype.c_type();
-                    let n: i64 = self.tile_elems(b.promo, b.tensor);
-                    let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
-                    let name = tile_name(b.promo);
-                    indent(out, level + 1);
-                    let dims = crate::passes::promote::dims_text(&b.sizes);
-                    let _ = writeln!(
-                        out,
-                        "/* tile of {} ({}) */",
-                        self.prog.tensors[b.tensor].name, dims
-                    );
-                    indent(out, level + 1);
-                    if self.dialect != Dialect::C {
-                        // Device code: a private array the compiler keeps in registers
-                        // when its indices are constants (unrolled loops).
-                        let _ = writeln!(out, "{c} {name}[{n}];");
-                    } else if bytes <= STACK_TILE_BYTES {
-                        let _ = writeln!(out, "{c} {name}[{n}] __attribute__((aligned(64)));");
-                    } else {
-                        let _ = writeln!(
-                            out,
-                            "{c} *restrict {name} = ({c} *)aligned_alloc(64, (size_t){});",
-                            (bytes + 63) / 64 * 64
-                        );
-                        heap.push(name);
-                    }
-                }
-                // Buffers no copy fills or drains (tile-local temporaries) are poisoned
-                // like global temporaries; the others are covered by their copies.
-                let mut copied = Vec::new();
-                body.walk(&mut |n| {
-                    if let KNode::Copy { promo, .. } = n {
-                        copied.push(*promo);
-                    }
-                });
-                let poison = |out: &mut String, level: usize| {
-                    if !self.poison || self.dialect != Dialect::C {
-                        return;
-                    }
-                    let fills: Vec<_> = bufs
-                        .iter()
-                        .filter(|b| !copied.contains(&b.promo) && b.space == MemSpace::Private)
-                        .collect();
-                    if fills.is_empty() {
-                        return;
-                    }
-                    out.push_str("#ifdef POLYC_POISON\n");
-                    for b in fills {
-                        let n: i64 = self.tile_elems(b.promo, b.tensor);
-                        let bytes = n * self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
-                        indent(out, level);
-                        let _ = writeln!(out, "memset({}, 0xFF, {bytes});", tile_name(b.promo));
-                    }
-                    out.push_str("#endif\n");
-                };
-                if heap.is_empty() {
-                    poison(out, level + 1);
-                    self.in_tile.set(self.in_tile.get() + 1);
-                    self.node(out, body, level + 1);
-                    self.in_tile.set(self.in_tile.get() - 1);
-                } else {
-                    let cond: Vec<String> = heap.iter().map(|h| h.to_string()).collect();
-                    indent(out, level + 1);
-                    let _ = writeln!(out, "if ({}) {{", cond.join(" && "));
-                    poison(out, level + 2);
-                    self.in_tile.set(self.in_tile.get() + 1);
-                    self.node(out, body, level + 2);
-                    self.in_tile.set(self.in_tile.get() - 1);
-                    indent(out, level + 1);
-                    out.push_str("} else {\n");
-                    indent(out, level + 2);
-                    out.push_str("polyc_status = -1;\n");
-                    indent(out, level + 1);
-                    out.push_str("}\n");
-                    for h in &heap {
-                        indent(out, level + 1);
-                        let _ = writeln!(out, "free({h});");
-                    }
-                }
-                indent(out, level);
-                out.push_str("}\n");
-            }
+            KNode::Local { .. } => self.local_node(out, n, level),
             KNode::Let { name, value, body } => {
                 indent(out, level);
                 out.push_str("{\n");
@@ -1660,11 +1651,7 @@ impl<'a> Emitter<'a> {
             }
             KNode::Barrier => {
                 indent(out, level);
-                out.push_str(match self.dialect {
-                    Dialect::C => "/* barrier */\n",
-                    Dialect::Cuda => "__syncthreads();\n",
-                    Dialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);\n",
-                });
+                let _ = writeln!(out, "{}", self.dialect.block_sync());
             }
             KNode::Intrinsic(call) => {
                 indent(out, level);
@@ -1873,10 +1860,10 @@ impl<'a> Emitter<'a> {
                             .iter()
                             .position(|t| t.name == st.name)
                             .unwrap_or(0);
-                        if self.dialect == Dialect::C {
-                            format!("polyc_{f}_{x}({a}, {b}, {k})")
-                        } else {
+                        if self.dialect.device_code() {
                             format!("polyc_{f}_{x}({a}, {b}, {k}, {FAULT_PARAM})")
+                        } else {
+                            format!("polyc_{f}_{x}({a}, {b}, {k})")
                         }
                     }
                     _ => {
@@ -2079,7 +2066,8 @@ fn paren(text: &str) -> String {
     }
 }
 
-/// True for a loop condition in OpenMP's canonical form (`iter <= e` or `iter < e`).
+/// True for a loop condition in canonical form (`iter <= e` or `iter < e`), the only one
+/// a parallel-loop pragma accepts.
 /// The deepest loop nesting in `n` (0: no loop).
 fn loop_depth(n: &KNode) -> usize {
     match n {
@@ -2273,7 +2261,7 @@ int main(void) {
     #[test]
     fn index_expressions_print_with_minimal_correct_parentheses() {
         let p = prog();
-        let e = Emitter::new(&p, &["N".to_string()]);
+        let e = Emitter::new(&p, &["N".to_string()], &crate::cpu::CDialect);
         let cases: Vec<(KExpr, &str)> = vec![
             (
                 KExpr::Sub(v("a"), Box::new(KExpr::Add(v("b"), v("c")))),
@@ -2325,7 +2313,7 @@ int main(void) {
             assert_eq!(e.kexpr(&k, 0), want);
         }
         // A bound size prints as its value.
-        let e = Emitter::new(&p, &["-5".to_string()]);
+        let e = Emitter::new(&p, &["-5".to_string()], &crate::cpu::CDialect);
         assert_eq!(e.kexpr(&KExpr::Sub(i(1), v("N")), 0), "1 - (-5)");
     }
 
@@ -2368,7 +2356,7 @@ int main(void) {
         let p = prog();
         let (sizes, block, off) = ([5i64, 7], [2i64, 3], [10i64, 20]);
         for order in [None, Some(vec![1, 0])] {
-            let mut e = Emitter::new(&p, &["N".to_string()]);
+            let mut e = Emitter::new(&p, &["N".to_string()], &crate::cpu::CDialect);
             e.register_buf(&crate::codegen::kir::LocalBuf {
                 space: MemSpace::Private,
                 promo: 0,

@@ -208,7 +208,7 @@ pub enum LoopKind {
     /// One after the other.
     #[default]
     Seq,
-    /// In parallel on the cores (OpenMP on the CPU).
+    /// In parallel on the cores (the CPU's parallel-loop pragma).
     Parallel,
     /// In order, fully unrolled by the compiler (constant trip count).
     Unrolled,
@@ -248,7 +248,7 @@ pub enum KNode {
         step: i64,
         /// The loop body.
         body: Box<KNode>,
-        /// How the iterations run: in order, in parallel (OpenMP `parallel for` on the CPU),
+        /// How the iterations run: in order, in parallel (a parallel loop on the CPU's cores),
         /// unrolled, or spread over GPU blocks or threads.
         kind: LoopKind,
     },
@@ -296,7 +296,7 @@ pub enum KNode {
         /// The kernel body.
         body: Box<KNode>,
     },
-    /// A barrier across the threads of a block (`__syncthreads()`), after which every
+    /// A barrier across the threads of a block (its dialect's block sync), after which every
     /// thread sees the block's shared-memory and global writes made before it.
     Barrier,
     /// One element copy between a tensor and a promoted tile.

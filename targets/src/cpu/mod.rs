@@ -3,6 +3,7 @@
 //! [`CpuTarget`] lists the passes (tiling, fusion, promotion to the cache levels, then
 //! [`parallel::MarkParallel`]); [`runner`] builds and runs the C.
 
+pub mod dialect;
 pub mod parallel;
 pub mod runner;
 
@@ -11,11 +12,12 @@ use polyhedral::data::TensorData;
 use polyhedral::ir::Program;
 use schedule_tree::{BufferRole, Pass};
 
-use crate::codegen::cfamily::{emit_c, EmitOptions};
+use crate::codegen::cfamily::EmitOptions;
 use crate::codegen::kir::Kernel;
 use crate::desc::TargetDesc;
 use crate::passes::{Fuse, PassCx, Promote, Tile};
 use crate::target::{BuildInput, Executable, RunStats, Target};
+pub use dialect::{emit_c, CDialect};
 use parallel::MarkParallel;
 pub use runner::{compile_c, run, CcOptions, CompiledKernel};
 

@@ -40,7 +40,7 @@ pub use load::{BUILTIN, BUILTIN_CPU_YAML};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TargetKind {
-    /// A CPU (C with OpenMP).
+    /// A CPU (C, with parallel loops over its cores).
     Cpu,
     /// A GPU (CUDA / OpenCL).
     Gpu,

@@ -17,6 +17,7 @@
 
 pub mod codegen;
 pub mod cost;
+pub mod dialect;
 pub mod host;
 pub mod model;
 pub mod recognise;

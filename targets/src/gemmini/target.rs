@@ -830,7 +830,7 @@ pub fn emit_gemmini_c(
     kernel: &Kernel,
     opts: &EmitOptions,
 ) -> String {
-    let c = crate::emit_c(prog, param_texts, kernel, opts);
+    let c = super::dialect::emit_kernel_c(prog, param_texts, kernel, opts);
     format!("/* Gemmini C: build with -I <gemmini-rocc-tests> (gemmini.h), or -DPOLYC_GEMMINI_HOST against polyc's host header. */\n{INCLUDE}{c}")
 }
 

@@ -40,6 +40,7 @@ use polyhedral::ir::{DType, InputRef, Program};
 use crate::codegen::cfamily::{c_ident, function_params, helpers, Dialect, Emitter, FAULT_PARAM};
 use crate::codegen::kir::{KExpr, KNode};
 use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
+use crate::gpu::dialect::GpuDialect;
 
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,18 +104,14 @@ pub fn module_may_fault(prog: &Program, module: &GpuModule) -> bool {
     module.all_kernels().iter().any(|k| takes_fault(prog, k))
 }
 
-fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelParam) -> String {
+fn param_decl(prog: &Program, dialect: GpuDialect, k: &DeviceKernel, p: &KernelParam) -> String {
     let written: Vec<usize> = k.stmts.iter().map(|s| prog.stmts[*s].lhs).collect();
     match p {
         KernelParam::Size(i) => format!("int64_t {}", c_ident(&prog.params[*i].name)),
         KernelParam::Tensor(t) => {
             let ten = &prog.tensors[*t];
             let konst = if written.contains(t) { "" } else { "const " };
-            let space = if dialect == Dialect::OpenCl {
-                "__global "
-            } else {
-                ""
-            };
+            let space = dialect.global_space();
             format!(
                 "{space}{konst}{} *{} {}",
                 ten.dtype.c_type(),
@@ -137,11 +134,7 @@ fn param_decl(prog: &Program, dialect: Dialect, k: &DeviceKernel, p: &KernelPara
         KernelParam::BlockLo => format!("int64_t {}", crate::gpu::blockshape::BLOCK_LO),
         KernelParam::BlockHi => format!("int64_t {}", crate::gpu::blockshape::BLOCK_HI),
         KernelParam::Fault => {
-            let space = if dialect == Dialect::OpenCl {
-                "__global "
-            } else {
-                ""
-            };
+            let space = dialect.global_space();
             format!("{space}int *{FAULT_PARAM}")
         }
     }
@@ -221,11 +214,10 @@ fn kernel_fn(
     out: &mut String,
     prog: &Program,
     param_texts: &[String],
-    dialect: Dialect,
+    dialect: GpuDialect,
     k: &DeviceKernel,
 ) {
-    let mut e = Emitter::new(prog, param_texts);
-    e.dialect = dialect;
+    let mut e = Emitter::new(prog, param_texts, &dialect);
     e.register_tiles(&k.body);
     for b in &k.shared {
         e.register_buf(b);
@@ -254,7 +246,7 @@ fn kernel_fn(
         params.join(", ")
     };
     match dialect {
-        Dialect::Cuda => {
+        GpuDialect::Cuda => {
             let _ = writeln!(
                 out,
                 "extern \"C\" __global__ void __launch_bounds__({}, 1) {}({params}) {{",
@@ -272,11 +264,7 @@ fn kernel_fn(
     }
     for b in &k.shared {
         let ten = &prog.tensors[b.tensor];
-        let space = if dialect == Dialect::Cuda {
-            "__shared__"
-        } else {
-            "__local"
-        };
+        let space = dialect.shared_space();
         let dims = crate::passes::promote::dims_text(&b.sizes);
         let _ = writeln!(
             out,
@@ -304,10 +292,10 @@ pub fn emit_opencl(prog: &Program, param_texts: &[String], module: &GpuModule) -
         out.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     }
     out.push_str(OPENCL_PRELUDE);
-    out.push_str(&helpers(prog, Dialect::OpenCl));
+    out.push_str(&helpers(prog, &GpuDialect::OpenCl));
     out.push('\n');
     for k in module.all_kernels() {
-        kernel_fn(&mut out, prog, param_texts, Dialect::OpenCl, k);
+        kernel_fn(&mut out, prog, param_texts, GpuDialect::OpenCl, k);
     }
     out
 }
@@ -327,10 +315,10 @@ pub fn emit_cuda(prog: &Program, param_texts: &[String], module: &GpuModule) -> 
         out.push_str("#include <cuda_fp16.h>\n#define _Float16 __half\n\n");
     }
     out.push_str(CUDA_INDEX);
-    out.push_str(&helpers(prog, Dialect::Cuda));
+    out.push_str(&helpers(prog, &GpuDialect::Cuda));
     out.push('\n');
     for k in module.all_kernels() {
-        kernel_fn(&mut out, prog, param_texts, Dialect::Cuda, k);
+        kernel_fn(&mut out, prog, param_texts, GpuDialect::Cuda, k);
     }
     host_fn(&mut out, prog, param_texts, module);
     out
@@ -341,7 +329,7 @@ const FAULT_STATUS: &str = "polyc_fault_status";
 
 /// The CUDA host function.
 fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &GpuModule) {
-    let e = Emitter::new(prog, param_texts);
+    let e = Emitter::new(prog, param_texts, &GpuDialect::Cuda);
     let mut params = function_params(prog, &e.bound, "");
     params.push("cudaStream_t stream".into());
     let faults = module_may_fault(prog, module);

@@ -17,6 +17,7 @@
 pub mod blockshape;
 pub mod cuda_tools;
 pub mod device;
+pub mod dialect;
 pub mod emit;
 pub mod launch;
 pub mod map;

@@ -208,7 +208,11 @@ pub fn count_kernels(
 
 /// Bytes of shared memory a kernel declares (rows padded as printed).
 pub fn shared_bytes(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> u64 {
-    let mut e = crate::codegen::cfamily::Emitter::new(prog, param_texts);
+    let mut e = crate::codegen::cfamily::Emitter::new(
+        prog,
+        param_texts,
+        &crate::gpu::dialect::GpuDialect::Cuda,
+    );
     for b in &k.shared {
         e.register_buf(b);
     }

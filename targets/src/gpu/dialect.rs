@@ -1,0 +1,90 @@
+//! The GPU's two languages: CUDA C++ device code and OpenCL C 1.2 kernels. Both run as
+//! threads of a block: `__syncthreads()` or `barrier(…)` between block-wide steps, the
+//! hardware `expf`, `#pragma unroll`, and a fault status passed to every kernel.
+
+use crate::codegen::cfamily::{Dialect, DivisionFault};
+
+/// Which GPU language a printer writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuDialect {
+    /// CUDA C++ device code.
+    Cuda,
+    /// OpenCL C 1.2 kernels.
+    OpenCl,
+}
+
+/// The comment both languages put before the integer-division helpers.
+const FAULT_COMMENT: &str =
+    "/* f: the kernel's fault status, 1 + the first statement that divided by zero (0: none). */\n";
+
+impl GpuDialect {
+    /// The address space of global-memory pointers (`__global ` in OpenCL).
+    pub fn global_space(self) -> &'static str {
+        match self {
+            GpuDialect::Cuda => "",
+            GpuDialect::OpenCl => "__global ",
+        }
+    }
+    /// The address space of a block's shared-memory tiles.
+    pub fn shared_space(self) -> &'static str {
+        match self {
+            GpuDialect::Cuda => "__shared__",
+            GpuDialect::OpenCl => "__local",
+        }
+    }
+}
+
+impl Dialect for GpuDialect {
+    fn fn_prefix(&self) -> &'static str {
+        match self {
+            GpuDialect::Cuda => "static __host__ __device__ __forceinline__",
+            GpuDialect::OpenCl => "static inline",
+        }
+    }
+    fn restrict(&self) -> &'static str {
+        match self {
+            GpuDialect::Cuda => "__restrict__",
+            GpuDialect::OpenCl => "restrict",
+        }
+    }
+    fn exp_f32(&self) -> &'static str {
+        "expf"
+    }
+    fn exp_f32_helper(&self) -> Option<&'static str> {
+        None
+    }
+    fn unroll_pragma(&self, _trip: i64) -> String {
+        "#pragma unroll".into()
+    }
+    fn parallel_pragma(&self) -> Option<&'static str> {
+        None
+    }
+    fn simd_reduction_pragma(&self) -> Option<&'static str> {
+        None
+    }
+    fn block_sync(&self) -> &'static str {
+        match self {
+            GpuDialect::Cuda => "__syncthreads();",
+            GpuDialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
+        }
+    }
+    fn division_fault(&self) -> DivisionFault {
+        match self {
+            GpuDialect::Cuda => DivisionFault {
+                preamble: FAULT_COMMENT,
+                prefix: "static __device__ __forceinline__",
+                param: ", int *f",
+                record: "atomicCAS(f, 0, s + 1); ",
+            },
+            GpuDialect::OpenCl => DivisionFault {
+                preamble: FAULT_COMMENT,
+                prefix: "static inline",
+                param: ", __global int *f",
+                record: "atomic_cmpxchg(f, 0, s + 1); ",
+            },
+        }
+    }
+    fn device_code(&self) -> bool {
+        true
+    }
+}
