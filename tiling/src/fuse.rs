@@ -566,7 +566,7 @@ fn parallel_tiles(
             rep.buffers.iter().any(|b| &b.tensor == t)
         });
     let (parallel_fused, parallel_recomputed) = if local_only {
-        let f: BTreeSet<usize> = fused.difference(&recomputed).copied().collect();
+        let f: BTreeSet<usize> = fused.difference(recomputed).copied().collect();
         (f, BTreeSet::new())
     } else {
         (fused.clone(), recomputed.clone())

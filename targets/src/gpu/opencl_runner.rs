@@ -288,7 +288,7 @@ fn create_kernels<'l>(
     let mut kernels: HashMap<&str, Kernel> = HashMap::new();
     for l in launches {
         if !kernels.contains_key(l.kernel.as_str()) {
-            let k = Kernel::create(&program, &l.kernel).map_err(|e| {
+            let k = Kernel::create(program, &l.kernel).map_err(|e| {
                 miette!(
                     "kernel `{}` is not in the OpenCL program ({}); it defines: {}",
                     l.kernel,
