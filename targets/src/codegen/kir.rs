@@ -421,7 +421,7 @@ pub enum MemSpace {
     /// Private to the thread that declares it (CPU stack or registers, GPU registers).
     #[default]
     Private,
-    /// Shared by the threads of a block (`__shared__`, OpenCL `__local`).
+    /// Shared by the threads of a block (the GPU dialects' shared address space).
     Shared,
 }
 
