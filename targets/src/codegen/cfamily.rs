@@ -406,35 +406,70 @@ pub(crate) fn function_params(prog: &Program, bound: &[bool], restrict: &str) ->
 /// What the C-family printer writes differently for each target's language. The printer
 /// keeps expressions, accesses, statements and loops once; each target folder implements
 /// this trait for the languages it emits (the CPU's C in `cpu/`, CUDA and OpenCL in
-/// `gpu/`, Gemmini's C in `gemmini/`).
+/// `gpu/`, Gemmini's C in `gemmini/`). The defaults describe plain single-threaded host
+/// C; a dialect overrides what it writes otherwise.
 pub trait Dialect {
     /// How helper functions are declared (`static inline`).
-    fn fn_prefix(&self) -> &'static str;
+    fn fn_prefix(&self) -> &'static str {
+        "static inline"
+    }
     /// The restrict qualifier of pointer parameters.
-    fn restrict(&self) -> &'static str;
-    /// The single-precision exponential the code calls.
-    fn exp_f32(&self) -> &'static str;
+    fn restrict(&self) -> &'static str {
+        "restrict"
+    }
+    /// The single-precision exponential the code calls (by default polyc's own,
+    /// [`EXP_F32`]).
+    fn exp_f32(&self) -> &'static str {
+        "polyc_exp_f32"
+    }
     /// The definition of that exponential, when the dialect defines its own
     /// ([`EXP_F32`]); `None` where the language has a fast one.
-    fn exp_f32_helper(&self) -> Option<&'static str>;
-    /// The pragma that asks for a fully unrolled loop of `trip` iterations.
-    fn unroll_pragma(&self, trip: i64) -> String;
-    /// The pragma before a parallel loop in canonical form (`None`: parallel loops are
-    /// mapped another way, or run sequentially).
-    fn parallel_pragma(&self) -> Option<&'static str>;
+    fn exp_f32_helper(&self) -> Option<&'static str> {
+        Some(EXP_F32)
+    }
+    /// The pragma that asks for a fully unrolled loop of `trip` iterations (by default
+    /// gcc's).
+    fn unroll_pragma(&self, trip: i64) -> String {
+        format!("#pragma GCC unroll {trip}")
+    }
+    /// The pragma before a parallel loop in canonical form (`None`, the default: parallel
+    /// loops are mapped another way, or run sequentially).
+    fn parallel_pragma(&self) -> Option<&'static str> {
+        None
+    }
     /// The pragma before a sum over a sequential loop that lets the compiler add in
-    /// vector lanes (the sum is kept in `polyc_red`); `None`: no such reductions.
-    fn simd_reduction_pragma(&self) -> Option<&'static str>;
-    /// The statement that makes the threads of a block wait for each other.
-    fn block_sync(&self) -> &'static str;
-    /// How the integer-division helpers record the first statement that divided by zero.
-    fn division_fault(&self) -> DivisionFault;
+    /// vector lanes (the sum is kept in `polyc_red`); `None`, the default: no such
+    /// reductions.
+    fn simd_reduction_pragma(&self) -> Option<&'static str> {
+        None
+    }
+    /// The statement that makes the threads of a block wait for each other (by default a
+    /// comment: host code runs one thread per tile).
+    fn block_sync(&self) -> &'static str {
+        "/* barrier */"
+    }
+    /// How the integer-division helpers record the first statement that divided by zero
+    /// (by default in a static the entry returns, [`HOST_DIVISION_FAULT`]).
+    fn division_fault(&self) -> DivisionFault {
+        HOST_DIVISION_FAULT
+    }
     /// Whether the code runs as a GPU thread: local tiles are private arrays the compiler
     /// keeps in registers (not aligned stack or heap arrays), unrolling has no budget, local
     /// tiles are not poisoned, and division helpers take the kernel's fault pointer
-    /// ([`FAULT_PARAM`]).
-    fn device_code(&self) -> bool;
+    /// ([`FAULT_PARAM`]). False by default.
+    fn device_code(&self) -> bool {
+        false
+    }
 }
+
+/// Host C's record of a division by zero: the first statement that divided by zero, plus
+/// 1, in a static that the entry function returns as `-1000 - k`.
+pub const HOST_DIVISION_FAULT: DivisionFault = DivisionFault {
+    preamble: "/* The first statement that divided by zero, plus 1 (0: none); the entry returns -1000 - k for S_k. */\nstatic int polyc_fault;\n",
+    prefix: "static inline",
+    param: "",
+    record: "int none = 0; __atomic_compare_exchange_n(&polyc_fault, &none, s + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED); ",
+};
 
 /// How a dialect's integer-division helpers record a fault (see [`Dialect::division_fault`]).
 #[derive(Clone, Copy, Debug)]
