@@ -10,6 +10,10 @@ fn main() -> ExitCode {
     let mut max = 150;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
+        if a == "--help" || a == "-h" {
+            println!("usage: polyc-house [ROOT] [--max-lines N]\n\nReports import circles between files, imports that break the layer rule, and\nfunctions over N lines (default 150) in the crates of the polyc checkout at ROOT\n(default: this checkout). Exit code 0: none; 1: some; 2: the sources could not be read.");
+            return ExitCode::SUCCESS;
+        }
         if a == "--max-lines" {
             match args.next().and_then(|n| n.parse().ok()) {
                 Some(n) => max = n,
@@ -25,6 +29,13 @@ fn main() -> ExitCode {
     match polyc_house::check(&root, max) {
         Err(e) => {
             eprintln!("polyc-house: {e}");
+            ExitCode::from(2)
+        }
+        Ok(report) if report.files == 0 => {
+            eprintln!(
+                "polyc-house: no crate of polyc under {} (give the checkout's root folder)",
+                root.display()
+            );
             ExitCode::from(2)
         }
         Ok(report) => {
