@@ -210,7 +210,7 @@ pub trait Target {
     fn micro_kernel_model(
         &self,
         _program: &Program,
-    ) -> Option<crate::codegen::microkernel::CpuModel> {
+    ) -> Option<crate::codegen::microkernel::MicroKernelModel> {
         None
     }
     /// What `polyc explain` adds about the lowered program (per kernel, for targets with

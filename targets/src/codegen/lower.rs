@@ -106,7 +106,7 @@ pub fn lower_dynamic(
     schedule: &Schedule,
     opts: &LowerOptions,
     sizes: &[crate::codegen::microkernel::DynamicSize],
-    model: crate::codegen::microkernel::CpuModel,
+    model: crate::codegen::microkernel::MicroKernelModel,
 ) -> Result<(Kernel, crate::codegen::microkernel::ChosenSets, Vec<String>)> {
     let context = sizes
         .iter()

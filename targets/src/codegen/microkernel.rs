@@ -22,7 +22,7 @@
 //!
 //! A micro-kernel of `m` rows × `c` columns keeps `m·⌈c / v⌉` vector accumulators (`v`
 //! elements per vector). Per reduction step it issues that many FMAs, loads `⌈c / v⌉`
-//! vectors of the shared operand and broadcasts `m` values. [`CpuModel::cycles`] takes the
+//! vectors of the shared operand and broadcasts `m` values. [`MicroKernelModel::cycles`] takes the
 //! largest of three bounds: FMA throughput (`acc / fma_ports`), the FMA latency (each
 //! accumulator is a dependence chain: fewer than `latency · ports` accumulators leave the
 //! FMA units idle: FTuner's *occupancy*) and the load ports. A micro-kernel must fit the
@@ -139,20 +139,22 @@ pub const MAX_MICRO_KERNELS: usize = 4;
 /// addressing), so that fewer, larger pieces win ties.
 pub const PIECE_OVERHEAD: i64 = 1;
 
-/// What one micro-kernel runs on: a CPU core's SIMD units, or one thread of a GPU block.
+/// What one micro-kernel runs on, as far as the model cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelUnit {
-    /// A CPU core: vector FMAs over SIMD lanes.
-    CpuCore,
-    /// One thread of a GPU block: scalar FMAs (the warp is the SIMD unit), operands loaded
-    /// from shared memory.
-    GpuThread,
+    /// One core with vector FMAs over SIMD lanes, which also runs the tiles before (a CPU
+    /// core): a piece may be shifted back over rows it already computed.
+    VectorCore,
+    /// One thread among many that run the tiles side by side (a GPU thread, whose warp is
+    /// the SIMD unit): scalar FMAs, operands loaded from shared memory; the rows before
+    /// belong to another thread.
+    ScalarThread,
 }
 
-/// The analytic model of an FMA pipeline that ranks micro-kernels: a CPU core's
-/// ([`CpuModel::new`]) or one GPU thread's ([`CpuModel::gpu_thread`]).
+/// The analytic model of an FMA pipeline that ranks micro-kernels; each target that
+/// supports dynamic sizes fills in its own figures (a CPU core's, one GPU thread's).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CpuModel {
+pub struct MicroKernelModel {
     /// What runs one micro-kernel.
     pub unit: ModelUnit,
     /// Elements per SIMD vector.
@@ -167,44 +169,15 @@ pub struct CpuModel {
     pub load_ports: i64,
 }
 
-impl CpuModel {
-    /// The model for a CPU with `vector_bytes`-byte vectors, `registers` of them, and
-    /// elements of `elem_bytes` bytes. Latency 4 and two FMA and two load ports are those
-    /// of current x86 cores (Skylake-X to Zen 4).
-    pub fn new(vector_bytes: u32, registers: u64, elem_bytes: u32) -> CpuModel {
-        CpuModel {
-            unit: ModelUnit::CpuCore,
-            vector_elems: (vector_bytes / elem_bytes.max(1)).max(1) as i64,
-            registers: registers.max(1) as i64,
-            fma_latency: 4,
-            fma_ports: 2,
-            load_ports: 2,
-        }
-    }
-    /// The model of one GPU thread (FTuner's GPU criteria, at the thread's register
-    /// tile): scalar FMAs, one issued per cycle, with a latency of 4 cycles that the
-    /// thread's independent accumulators must cover (with fewer, the thread stalls unless
-    /// other warps fill in: occupancy); one shared-memory operand load per cycle; and
-    /// `registers` registers for the accumulators and the operands of a step (the register
-    /// file's share per thread in the description: more would lower occupancy or spill).
-    pub fn gpu_thread(registers: u64) -> CpuModel {
-        CpuModel {
-            unit: ModelUnit::GpuThread,
-            vector_elems: 1,
-            registers: registers.max(1) as i64,
-            fma_latency: 4,
-            fma_ports: 1,
-            load_ports: 1,
-        }
-    }
+impl MicroKernelModel {
     /// The model's figures, as `polyc explain` prints them.
     pub fn describe(&self) -> String {
         match self.unit {
-            ModelUnit::CpuCore => format!(
+            ModelUnit::VectorCore => format!(
                 "{} elements per vector, {} registers, FMA latency {}, {} FMA ports",
                 self.vector_elems, self.registers, self.fma_latency, self.fma_ports
             ),
-            ModelUnit::GpuThread => format!(
+            ModelUnit::ScalarThread => format!(
                 "one GPU thread, scalar FMAs, {} registers, FMA latency {}, {} FMA and {} shared-memory load per cycle",
                 self.registers, self.fma_latency, self.fma_ports, self.load_ports
             ),
@@ -224,7 +197,7 @@ impl CpuModel {
         let loads = (self.vectors(cols) + rows + self.load_ports - 1) / self.load_ports;
         fma.max(self.fma_latency).max(loads)
     }
-    /// [`CpuModel::cycles`] plus [`PIECE_OVERHEAD`]: what one piece of a composition
+    /// [`MicroKernelModel::cycles`] plus [`PIECE_OVERHEAD`]: what one piece of a composition
     /// costs.
     pub fn piece_cycles(&self, rows: i64, cols: i64) -> i64 {
         self.cycles(rows, cols) + PIECE_OVERHEAD
@@ -293,7 +266,7 @@ pub struct MicroKernelSet {
     /// `(r, m)` pairs.
     pub shifted: Vec<(i64, i64)>,
     /// The model.
-    pub model: CpuModel,
+    pub model: MicroKernelModel,
 }
 
 impl MicroKernelSet {
@@ -388,7 +361,7 @@ pub fn choose_set(
     size: &DynamicSize,
     full_rows: i64,
     cols: i64,
-    model: CpuModel,
+    model: MicroKernelModel,
     register_tile: bool,
 ) -> Vec<i64> {
     let values = size.all();
@@ -454,7 +427,7 @@ pub struct ComposeCx<'a> {
     /// The dynamic sizes.
     pub sizes: &'a [DynamicSize],
     /// The model.
-    pub model: CpuModel,
+    pub model: MicroKernelModel,
     /// A counter for fresh names.
     pub next_id: usize,
     /// The sets chosen so far, with the statements of their tiles.
@@ -758,7 +731,7 @@ fn shift_allowed(
     let Some(info) = cx.shift.as_ref() else {
         return false;
     };
-    if cx.model.unit != ModelUnit::CpuCore {
+    if cx.model.unit != ModelUnit::VectorCore {
         return false;
     }
     let own: Vec<usize> = bufs.iter().map(|b| b.promo).collect();
@@ -1104,6 +1077,19 @@ fn prune_empty(n: KNode) -> KNode {
 mod tests {
     use super::*;
 
+    /// The CPU target's model of a core with 64-byte vectors, 32 registers and 4-byte
+    /// elements.
+    fn core_model() -> MicroKernelModel {
+        MicroKernelModel {
+            unit: ModelUnit::VectorCore,
+            vector_elems: 16,
+            registers: 32,
+            fma_latency: 4,
+            fma_ports: 2,
+            load_ports: 2,
+        }
+    }
+
     fn range(lo: i64, hi: i64) -> DynamicSize {
         DynamicSize {
             name: "T".into(),
@@ -1113,7 +1099,7 @@ mod tests {
 
     #[test]
     fn avx512_f32_register_tiles() {
-        let m = CpuModel::new(64, 32, 4);
+        let m = core_model();
         // 8 × 32: 16 accumulators, 8 cycles, full efficiency; 1 × 32: latency-bound.
         assert_eq!(m.cycles(8, 32), 8);
         assert_eq!(m.cycles(4, 32), 4);
@@ -1138,7 +1124,7 @@ mod tests {
 
     #[test]
     fn sets_follow_the_sizes() {
-        let m = CpuModel::new(64, 32, 4);
+        let m = core_model();
         // Over 1..128 every remainder 1..7 occurs equally often.
         let all = choose_set(&range(1, 128), 8, 32, m, true);
         assert_eq!(all[0], 8);

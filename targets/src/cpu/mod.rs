@@ -53,12 +53,14 @@ impl Target for CpuTarget {
             Box::new(MarkParallel),
         ]
     }
-    /// The description's vector width (64 bytes when unset), its register file's
-    /// registers (16 when unset) and the program's widest element.
+    /// One core's model: the description's vector width (64 bytes when unset), its
+    /// register file's registers (16 when unset) and the program's widest element; FMA
+    /// latency 4 and two FMA and two load ports are those of current x86 cores (Skylake-X
+    /// to Zen 4).
     fn micro_kernel_model(
         &self,
         program: &Program,
-    ) -> Option<crate::codegen::microkernel::CpuModel> {
+    ) -> Option<crate::codegen::microkernel::MicroKernelModel> {
         let vector_bytes = self.desc.vector_bytes.unwrap_or(64);
         let registers = self
             .desc
@@ -73,11 +75,14 @@ impl Target for CpuTarget {
             .map(|t| t.dtype.size_bytes() as u32)
             .max()
             .unwrap_or(4);
-        Some(crate::codegen::microkernel::CpuModel::new(
-            vector_bytes,
-            registers,
-            elem,
-        ))
+        Some(crate::codegen::microkernel::MicroKernelModel {
+            unit: crate::codegen::microkernel::ModelUnit::VectorCore,
+            vector_elems: (vector_bytes / elem.max(1)).max(1) as i64,
+            registers: registers.max(1) as i64,
+            fma_latency: 4,
+            fma_ports: 2,
+            load_ports: 2,
+        })
     }
     fn emit_formats(&self) -> &'static [&'static str] {
         &["c"]

@@ -191,13 +191,17 @@ impl Target for GpuTarget {
         }
         Ok((kernel, notes))
     }
-    /// One thread's model ([`crate::codegen::microkernel::CpuModel::gpu_thread`]): the micro-kernels
-    /// are shapes of a thread's register tile along the dynamic size, with the registers
-    /// the description gives a thread's tiles (128 when unset).
+    /// One thread's model (FTuner's GPU criteria, at the thread's register tile): the
+    /// micro-kernels are shapes of a thread's register tile along the dynamic size. Scalar
+    /// FMAs, one issued per cycle, with a latency of 4 cycles that the thread's independent
+    /// accumulators must cover (with fewer, the thread stalls unless other warps fill in:
+    /// occupancy); one shared-memory operand load per cycle; and the registers the
+    /// description gives a thread's tiles (128 when unset) for the accumulators and the
+    /// operands of a step (more would lower occupancy or spill).
     fn micro_kernel_model(
         &self,
         _program: &Program,
-    ) -> Option<crate::codegen::microkernel::CpuModel> {
+    ) -> Option<crate::codegen::microkernel::MicroKernelModel> {
         let registers = self
             .desc
             .buffers
@@ -205,7 +209,14 @@ impl Target for GpuTarget {
             .find(|b| b.role() == BufferRole::Registers)
             .and_then(|b| b.registers)
             .unwrap_or(128);
-        Some(crate::codegen::microkernel::CpuModel::gpu_thread(registers))
+        Some(crate::codegen::microkernel::MicroKernelModel {
+            unit: crate::codegen::microkernel::ModelUnit::ScalarThread,
+            vector_elems: 1,
+            registers: registers.max(1) as i64,
+            fma_latency: 4,
+            fma_ports: 1,
+            load_ports: 1,
+        })
     }
     fn lower_options(&self) -> LowerOptions {
         LowerOptions {
