@@ -249,7 +249,7 @@ pub enum Mark {
     Skipped,
     /// The data of the tile below lives in this buffer.
     Mem(Buffer),
-    /// The outermost loop of the band below runs in parallel (OpenMP on the CPU).
+    /// The outermost loop of the band below runs in parallel (on the CPU's cores).
     Parallel,
     /// The subtree below is one device kernel.
     Kernel,
