@@ -1,120 +1,95 @@
-//! The layer rule: which folders may not import which. Each rule names the files it
-//! governs (a path prefix) and the prefixes they must not import; `ARCHITECTURE.md` says
-//! why each layer sits where it does.
+//! The layer rule: which folders may not import which, as an order of layers
+//! ([`LAYERS`]); `ARCHITECTURE.md` says why each layer sits where it does.
 
 use crate::modules::CrateTree;
 use crate::Edge;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-/// Files under the first prefix must not import files under any of the others.
-pub const RULES: &[(&str, &[&str])] = &[
-    // The root package: the library pipeline never uses a CLI command.
-    ("src/pipeline/", &["src/commands/", "src/main.rs"]),
-    // targets: desc < passes < codegen < target.rs < one folder per target < registry.
-    ("targets/src/scratch.rs", TARGETS_ABOVE_SHARED),
-    (
-        "targets/src/desc/",
-        &[
-            "targets/src/passes/",
-            "targets/src/codegen/",
-            "targets/src/target.rs",
+/// The layers of each crate that has them, lowest first: a file may import files of its
+/// own layer and of the layers below, never of a layer above. Within a layer marked
+/// `siblings`, no part may import another (the target folders are independent).
+pub const LAYERS: &[Layer] = &[
+    // targets: descriptions and scratch folders < passes < codegen < the trait < one
+    // folder per target < the registry and the crate root.
+    Layer {
+        parts: &["targets/src/desc/", "targets/src/scratch.rs"],
+        siblings: false,
+    },
+    Layer {
+        parts: &["targets/src/passes/"],
+        siblings: false,
+    },
+    Layer {
+        parts: &["targets/src/codegen/"],
+        siblings: false,
+    },
+    Layer {
+        parts: &["targets/src/target.rs"],
+        siblings: false,
+    },
+    Layer {
+        parts: &[
             "targets/src/cpu/",
             "targets/src/gpu/",
             "targets/src/gemmini/",
             "targets/src/npu/",
-            "targets/src/registry.rs",
-            "targets/src/lib.rs",
         ],
-    ),
-    (
-        "targets/src/passes/",
-        &[
-            "targets/src/codegen/",
-            "targets/src/target.rs",
-            "targets/src/cpu/",
-            "targets/src/gpu/",
-            "targets/src/gemmini/",
-            "targets/src/npu/",
-            "targets/src/registry.rs",
-            "targets/src/lib.rs",
-        ],
-    ),
-    (
-        "targets/src/codegen/",
-        &[
-            "targets/src/target.rs",
-            "targets/src/cpu/",
-            "targets/src/gpu/",
-            "targets/src/gemmini/",
-            "targets/src/npu/",
-            "targets/src/registry.rs",
-            "targets/src/lib.rs",
-        ],
-    ),
-    ("targets/src/target.rs", TARGETS_ABOVE_SHARED),
-    (
-        "targets/src/cpu/",
-        &[
-            "targets/src/gpu/",
-            "targets/src/gemmini/",
-            "targets/src/npu/",
-            "targets/src/registry.rs",
-            "targets/src/lib.rs",
-        ],
-    ),
-    (
-        "targets/src/gpu/",
-        &[
-            "targets/src/cpu/",
-            "targets/src/gemmini/",
-            "targets/src/npu/",
-            "targets/src/registry.rs",
-            "targets/src/lib.rs",
-        ],
-    ),
-    (
-        "targets/src/gemmini/",
-        &[
-            "targets/src/cpu/",
-            "targets/src/gpu/",
-            "targets/src/npu/",
-            "targets/src/registry.rs",
-            "targets/src/lib.rs",
-        ],
-    ),
-    (
-        "targets/src/npu/",
-        &[
-            "targets/src/cpu/",
-            "targets/src/gpu/",
-            "targets/src/gemmini/",
-            "targets/src/registry.rs",
-            "targets/src/lib.rs",
-        ],
-    ),
+        siblings: true,
+    },
+    Layer {
+        parts: &["targets/src/registry.rs", "targets/src/lib.rs"],
+        siblings: false,
+    },
+    // The root package: the library pipeline < the CLI's commands < the binary.
+    Layer {
+        parts: &["src/pipeline/"],
+        siblings: false,
+    },
+    Layer {
+        parts: &["src/commands/"],
+        siblings: false,
+    },
+    Layer {
+        parts: &["src/main.rs"],
+        siblings: false,
+    },
 ];
 
-/// What the shared layers of `targets` must not import: the target folders and what sits
-/// above them.
-const TARGETS_ABOVE_SHARED: &[&str] = &[
-    "targets/src/cpu/",
-    "targets/src/gpu/",
-    "targets/src/gemmini/",
-    "targets/src/npu/",
-    "targets/src/registry.rs",
-    "targets/src/lib.rs",
-];
+/// One layer: the path prefixes of its parts.
+#[derive(Debug)]
+pub struct Layer {
+    /// The files or folders (path prefixes from the repository root).
+    pub parts: &'static [&'static str],
+    /// Whether its parts must not import each other.
+    pub siblings: bool,
+}
+
+/// The layer and part of a file, if it is in one.
+fn place(file: &str) -> Option<(usize, usize)> {
+    LAYERS.iter().enumerate().find_map(|(l, layer)| {
+        let part = layer.parts.iter().position(|p| file.starts_with(p))?;
+        Some((l, part))
+    })
+}
+
+/// Whether an import from `from` to `to` breaks the layer rule (an import stays inside
+/// its crate, so the layers of two crates never meet).
+fn breaks(from: &str, to: &str) -> bool {
+    match (place(from), place(to)) {
+        (Some((lf, pf)), Some((lt, pt))) => {
+            lt > lf || (lt == lf && pf != pt && LAYERS[lf].siblings)
+        }
+        _ => false,
+    }
+}
 
 /// The imports of a crate that break a rule, with the names that make them.
 pub fn broken_rules(tree: &CrateTree) -> Vec<Edge> {
     let mut edges: BTreeMap<(PathBuf, PathBuf), BTreeSet<String>> = BTreeMap::new();
     for (from, to, name) in tree.imports() {
         let (f, t) = (slash(&from), slash(&to));
-        let broken = RULES.iter().any(|(governed, forbidden)| {
-            f.starts_with(governed) && forbidden.iter().any(|p| t.starts_with(p))
-        });
-        if broken && from != to {
+        if breaks(&f, &t) && from != to {
             edges.entry((from, to)).or_default().insert(name);
         }
     }

@@ -18,7 +18,7 @@ mod modules;
 use std::path::Path;
 
 pub use graph::{circles, Circle, Edge};
-pub use layers::{broken_rules, RULES};
+pub use layers::{broken_rules, Layer, LAYERS};
 pub use modules::{load_crate, CrateTree, LongFn};
 
 /// What the check found.
@@ -26,7 +26,7 @@ pub use modules::{load_crate, CrateTree, LongFn};
 pub struct Report {
     /// Import circles between files, one per strongly connected group of files.
     pub circles: Vec<Circle>,
-    /// Imports that break the layer rule ([`RULES`]).
+    /// Imports that break the layer rule ([`LAYERS`]).
     pub layer_breaks: Vec<Edge>,
     /// Functions over the limit, longest first.
     pub long_fns: Vec<LongFn>,

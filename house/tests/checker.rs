@@ -133,3 +133,36 @@ fn long_functions_are_counted_from_fn_to_the_closing_brace_and_tests_are_left_ou
         "tiling/src/lib.rs:3: `S::long` is 6 lines (at most 5)\n"
     );
 }
+
+#[test]
+fn target_folders_do_not_import_each_other_and_the_pipeline_no_command() {
+    let text = report(&[
+        (
+            "targets/src/lib.rs",
+            "pub mod cpu;\npub mod gpu;\npub mod passes;\n",
+        ),
+        (
+            "targets/src/cpu/mod.rs",
+            "pub fn c() { crate::gpu::g(); crate::passes::p(); }\n",
+        ),
+        ("targets/src/gpu/mod.rs", "pub fn g() {}\n"),
+        ("targets/src/passes/mod.rs", "pub fn p() {}\n"),
+        ("src/lib.rs", "pub mod commands;\npub mod pipeline;\n"),
+        (
+            "src/commands/mod.rs",
+            "pub fn run() { crate::pipeline::compile(); }\n",
+        ),
+        (
+            "src/pipeline/mod.rs",
+            "pub fn compile() {}\npub fn bad() { crate::commands::run(); }\n",
+        ),
+    ]);
+    assert_eq!(
+        text,
+        "import circle: src/commands/mod.rs ↔ src/pipeline/mod.rs\n  \
+         src/commands/mod.rs → src/pipeline/mod.rs (pipeline::compile)\n  \
+         src/pipeline/mod.rs → src/commands/mod.rs (commands::run)\n\
+         layer rule: src/pipeline/mod.rs must not import src/commands/mod.rs (commands::run)\n\
+         layer rule: targets/src/cpu/mod.rs must not import targets/src/gpu/mod.rs (gpu::g)\n"
+    );
+}
