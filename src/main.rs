@@ -491,6 +491,12 @@ fn compile_with_timings(opts: &CompileOptions, timings: bool) -> Result<Compiled
         let total: f64 = compiled.timings.iter().map(|t| t.ms).sum();
         for t in &compiled.timings {
             eprintln!("polyc: {:>10} {:8.2} ms", t.step, t.ms);
+            for p in &t.parts {
+                eprintln!(
+                    "polyc: {:>10}   {:<28} {:8.2} ms  ({} calls)",
+                    "", p.name, p.ms, p.calls
+                );
+            }
         }
         eprintln!("polyc: {:>10} {:8.2} ms", "total", total);
     }

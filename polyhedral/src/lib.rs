@@ -12,6 +12,7 @@
 //! - [`data`], [`npy`], [`interp`]: tensor values, `.npy` I/O, the reference interpreter.
 //! - [`diag`]: located diagnostics.
 //! - [`limits`]: the magnitudes 64-bit index arithmetic holds, proven with isl.
+//! - [`substeps`]: named sub-step timings of the stages (`--timings`).
 //! - [`files`]: inputs (`-` is standard input, sizes capped) and outputs that never overwrite an input.
 #![warn(missing_docs)]
 
@@ -32,3 +33,4 @@ pub mod program_order;
 pub mod qpoly;
 pub mod sched;
 pub mod scop;
+pub mod substeps;

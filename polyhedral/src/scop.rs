@@ -57,6 +57,8 @@ pub struct Access {
 /// The polyhedral model of one def, with bound sizes substituted as constants and unbound
 /// ones as isl parameters.
 pub struct Scop {
+    /// A number no other model built by this process has (keys caches of derived data).
+    pub id: u64,
     /// The value of each size of [`Program::params`], `None` for a symbolic one.
     pub param_values: Vec<Option<i64>>,
     /// How each size is rendered in isl text (see [`param_texts`]).
@@ -276,7 +278,9 @@ impl Scop {
         if symbolic.is_empty() {
             crate::limits::check_domains(prog, &stmt_domains, src)?;
         }
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let scop = Scop {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             param_values: values.to_vec(),
             param_texts: ptexts,
             symbolic,

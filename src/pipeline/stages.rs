@@ -43,6 +43,9 @@ pub struct Timing {
     pub step: String,
     /// Milliseconds.
     pub ms: f64,
+    /// The step's timed sub-steps (`tile:footprints`, `codegen:ast_build`, ...), in the
+    /// order they first ran; nested sub-steps are also counted in the enclosing one.
+    pub parts: Vec<polyhedral::substeps::SubStep>,
 }
 
 /// The result of compiling one `def`.
@@ -125,6 +128,7 @@ struct Timer {
 
 impl Timer {
     fn new() -> Self {
+        polyhedral::substeps::take();
         Timer {
             timings: Vec::new(),
             start: Instant::now(),
@@ -137,6 +141,7 @@ impl Timer {
         self.timings.push(Timing {
             step: step.to_string(),
             ms: (now - self.start).as_secs_f64() * 1e3,
+            parts: polyhedral::substeps::take(),
         });
         self.start = now;
     }
@@ -683,7 +688,8 @@ pub fn finish(
             promote_report: std::cell::RefCell::new(None),
             target_report: std::cell::RefCell::new(Vec::new()),
         };
-        let (spec, planning) = cx.effective_plan(&tree)?;
+        let (spec, planning) =
+            polyhedral::substeps::timed("tile:plan", || cx.effective_plan(&tree))?;
         applied_spec = spec;
         if opts.explain {
             explain = Some(spec_explain(
@@ -713,8 +719,9 @@ pub fn finish(
         tree: tree.clone(),
     });
 
-    let schedule = tree.to_isl(ctx)?;
+    let schedule = polyhedral::substeps::timed("codegen:tree_to_isl", || tree.to_isl(ctx))?;
     let kernel = lower_kernel(front, opts, mode, &schedule, &mut explain)?;
+    let rewrite = polyhedral::substeps::span("codegen:target_rewrite");
     let (kernel, rewrite_notes, rewritten_tree) = target.rewrite_kernel_and_tree(
         &targets::RewriteCx {
             program,
@@ -747,7 +754,8 @@ pub fn finish(
     if let Some(text) = explain.as_mut() {
         explain_kernels(front, opts, mode, &kernel, text)?;
     }
-    let code = emit_code(front, opts, mode, &kernel)?;
+    drop(rewrite);
+    let code = polyhedral::substeps::timed("codegen:emit", || emit_code(front, opts, mode, &kernel))?;
     timer.lap("codegen");
     Ok(compiled(stages, Some(kernel), code, timer, notes, explain))
 }

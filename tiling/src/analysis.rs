@@ -198,26 +198,41 @@ fn tuple(n: usize, stem: &str) -> (Vec<String>, String) {
 /// The dependences that live at `band`: both ends reach it and the outer schedule does not
 /// separate them.
 fn live_deps(band: &BandInfo, rel: &UnionMap) -> miette::Result<UnionMap> {
-    let same_prefix = band
-        .prefix
-        .copy()
-        .isl("copying a map")?
-        .apply_range(
-            band.prefix
-                .copy()
-                .isl("copying a map")?
-                .reverse()
-                .isl("reverse")?,
-        )
-        .isl("pairs with equal prefix")?;
+    // Each dependence is compared with the prefix of its own two statements (isl's
+    // `eq_at`), not with every pair of statements of the band.
+    let prefix = MultiUnionPwAff::from_union_map(band.prefix.copy().isl("copying a map")?)
+        .isl("the band's prefix schedule as a function")?;
     rel.copy()
         .isl("copying dependences")?
         .intersect_domain(band.domain.copy().isl("copying a set")?)
         .isl("restricting dependences")?
         .intersect_range(band.domain.copy().isl("copying a set")?)
         .isl("restricting dependences")?
-        .intersect(same_prefix)
+        .eq_at_multi_union_pw_aff(prefix)
         .isl("restricting dependences to the band")
+}
+
+/// The live dependences as pairs of band values (`[a] -> [b]`, every statement in one
+/// space): a member's distances are read from it without relating every pair of the band's
+/// statements.
+fn band_distances(band: &BandInfo, live: UnionMap) -> miette::Result<UnionMap> {
+    live.apply_domain(band.map.copy().isl("copying a map")?)
+        .isl("dependences in band values")?
+        .apply_range(band.map.copy().isl("copying a map")?)
+        .isl("dependences in band values")
+}
+
+/// The condition "non-negative distance on the members before `member`, negative on
+/// `member`" over pairs of band values.
+fn negative_condition(ctx: &Ctx, n: usize, member: usize) -> miette::Result<UnionMap> {
+    let (a, at) = tuple(n, "a");
+    let (b, bt) = tuple(n, "b");
+    let mut cons: Vec<String> = (0..member)
+        .map(|k| format!("{} >= {}", b[k], a[k]))
+        .collect();
+    cons.push(format!("{} < {}", b[member], a[member]));
+    let text = format!("{{ {at} -> {bt} : {} }}", cons.join(" and "));
+    UnionMap::read_from_str(&ctx.isl, &text).isl("reading a distance condition")
 }
 
 /// Pairs of instances whose band values have a negative distance on `member` (and none on
@@ -228,15 +243,7 @@ fn negative_pairs(
     live: UnionMap,
     member: usize,
 ) -> miette::Result<UnionMap> {
-    let n = band.n_members();
-    let (a, at) = tuple(n, "a");
-    let (b, bt) = tuple(n, "b");
-    let mut cons: Vec<String> = (0..member)
-        .map(|k| format!("{} >= {}", b[k], a[k]))
-        .collect();
-    cons.push(format!("{} < {}", b[member], a[member]));
-    let text = format!("{{ {at} -> {bt} : {} }}", cons.join(" and "));
-    let neg = UnionMap::read_from_str(&ctx.isl, &text).isl("reading a distance condition")?;
+    let neg = negative_condition(ctx, band.n_members(), member)?;
     let sel = band
         .map
         .copy()
@@ -263,9 +270,15 @@ pub fn permutable_prefix(
     band: &BandInfo,
     want: usize,
 ) -> miette::Result<(usize, Option<Blocker>)> {
+    let _s = polyhedral::substeps::span("tile:permutable_prefix");
     let live_all = live_deps(band, &deps.validity()?)?;
+    let distances = band_distances(band, live_all)?;
     for m in 0..want.min(band.n_members()) {
-        let bad = negative_pairs(ctx, band, live_all.copy().isl("copying")?, m)?;
+        let bad = distances
+            .copy()
+            .isl("copying")?
+            .intersect(negative_condition(ctx, band.n_members(), m)?)
+            .isl("selecting negative distances")?;
         if bad.is_empty().isl("testing dependences")? {
             continue;
         }
@@ -377,7 +390,63 @@ pub fn tile_footprint(
     windows: &[Option<i64>],
     elem_bytes: &[u64],
 ) -> miette::Result<Vec<TensorFootprint>> {
-    let image = tile_image(ctx, scop, bands, band, windows)?;
+    let _s = polyhedral::substeps::span("tile:footprints");
+    let key = footprint_key(scop, bands, band, windows, elem_bytes)?;
+    if let Some(hit) = FOOTPRINTS.with(|c| c.borrow().get(&key).cloned()) {
+        return Ok(hit);
+    }
+    let out = footprints_uncached(ctx, scop, bands, band, windows, elem_bytes)?;
+    FOOTPRINTS.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= FOOTPRINT_CACHE_LIMIT {
+            c.clear();
+        }
+        c.insert(key, out.clone());
+    });
+    Ok(out)
+}
+
+/// At most this many footprints are remembered per thread.
+const FOOTPRINT_CACHE_LIMIT: usize = 4096;
+
+thread_local! {
+    /// Footprints already computed, by [`footprint_key`]: the tiling policy, the tile pass
+    /// and the reports ask for the same tile of the same band again and again.
+    static FOOTPRINTS: std::cell::RefCell<std::collections::HashMap<String, Vec<TensorFootprint>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// What a footprint depends on: the model, the band's schedule and instances, the outer
+/// bands' schedules (their points are parameters), the windows and the element sizes.
+fn footprint_key(
+    scop: &Scop,
+    bands: &[BandInfo],
+    band: usize,
+    windows: &[Option<i64>],
+    elem_bytes: &[u64],
+) -> miette::Result<String> {
+    let b = &bands[band];
+    let outer: Vec<&str> = b.outer.iter().map(|&o| bands[o].schedule.as_str()).collect();
+    let domain = b.domain.to_str().isl("printing a band's instances")?;
+    Ok(format!(
+        "{}|{}|{domain}|{outer:?}|{windows:?}|{elem_bytes:?}",
+        scop.id, b.schedule
+    ))
+}
+
+/// [`tile_footprint`] without the cache.
+fn footprints_uncached(
+    ctx: &Ctx,
+    scop: &Scop,
+    bands: &[BandInfo],
+    band: usize,
+    windows: &[Option<i64>],
+    elem_bytes: &[u64],
+) -> miette::Result<Vec<TensorFootprint>> {
+    let image = polyhedral::substeps::timed("tile:footprint_image", || {
+        tile_image(ctx, scop, bands, band, windows)
+    })?;
+    let _boxes = polyhedral::substeps::span("tile:footprint_boxes");
     let mut out = Vec::new();
     for (tid, ext) in scop.tensor_extents.iter().enumerate() {
         let part = image

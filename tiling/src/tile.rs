@@ -720,6 +720,7 @@ pub fn tile(
     spec: &TileSpec,
     file: &SourceFile,
 ) -> miette::Result<(ScheduleTree, TileReport)> {
+    let _s = polyhedral::substeps::span("tile:apply");
     let Plan {
         bands,
         plans,

@@ -88,9 +88,9 @@ pub fn lower_with(
     schedule: &Schedule,
     opts: &LowerOptions,
 ) -> Result<Kernel> {
-    Ok(crate::codegen::normalize::normalize_loops(lower_raw(
-        ctx, prog, scop, schedule, opts, "",
-    )?))
+    let raw = lower_raw(ctx, prog, scop, schedule, opts, "")?;
+    let _s = polyhedral::substeps::span("codegen:normalize");
+    Ok(crate::codegen::normalize::normalize_loops(raw))
 }
 
 /// [`lower_with`] for a dynamic-shape kernel (`--dynamic`): code generation assumes every
@@ -207,12 +207,14 @@ fn lower_raw(
         .copy()
         .isl("copying the schedule for code generation")?;
     let schedule = if opts.sink_vectorizable {
+        let _s = polyhedral::substeps::span("codegen:sink_vectorizable");
         crate::passes::interchange::sink_vectorizable_members(ctx, prog, &schedule, &opts.levels)?
     } else {
         schedule
     };
     let promos = match scop {
         Some(scop) => {
+            let _s = polyhedral::substeps::span("codegen:promotions");
             crate::passes::promote::promotions_in(ctx, prog, scop, &schedule, &opts.levels)?
         }
         None => Vec::new(),
@@ -224,6 +226,7 @@ fn lower_raw(
         infos: Vec::new(),
         error: None,
         ctx: ctx.ptr(),
+        stmt_tensors: statement_tensors(prog),
     });
 
     let space = schedule
@@ -246,6 +249,7 @@ fn lower_raw(
     schedule.do_not_free_on_drop();
     // SAFETY: `from_context` takes the set, `node_from_schedule` keeps the build and takes
     // the schedule (ownership of both was released above), and the build is freed here.
+    let ast_span = polyhedral::substeps::span("codegen:ast_build");
     let ast_ptr = unsafe {
         let mut build = ffi::isl_ast_build_from_context(context.ptr);
         if build != 0 {
@@ -263,6 +267,7 @@ fn lower_raw(
             node
         }
     };
+    drop(ast_span);
     if let Some(e) = state.error.take() {
         if ast_ptr != 0 {
             // SAFETY: the node is ours and not used again.
@@ -298,7 +303,9 @@ fn lower_raw(
         scope: Vec::new(),
         state: &state,
     };
+    let to_kir = polyhedral::substeps::span("codegen:ast_to_kir");
     let body = prune(lw.node(&ast)?);
+    drop(to_kir);
 
     // Rename loop iterators if they collide with a program name.
     let mut iters = Vec::new();
@@ -428,6 +435,25 @@ struct CallbackState {
     error: Option<String>,
     /// The isl context.
     ctx: usize,
+    /// Per statement name: the tensors it reads or writes (its instances need the tiles of
+    /// those tensors only); a copy statement needs the tile it copies.
+    stmt_tensors: std::collections::HashMap<String, Vec<usize>>,
+}
+
+/// Per statement name: the tensors it reads or writes.
+fn statement_tensors(prog: &Program) -> std::collections::HashMap<String, Vec<usize>> {
+    prog.stmts
+        .iter()
+        .map(|s| {
+            let mut ts = vec![s.lhs];
+            for (t, _, _) in s.reads() {
+                if !ts.contains(&t) {
+                    ts.push(t);
+                }
+            }
+            (s.name.clone(), ts)
+        })
+        .collect()
 }
 
 /// A promoted tile as one statement instance sees it, as isl expressions of the loop
@@ -474,6 +500,30 @@ fn build_schedule(build: usize) -> Result<UnionMap> {
     })
 }
 
+/// The build's schedule (reversed) composed with a mark's instance → tile map: the tile
+/// coordinates as a relation of the build's flat schedule dimensions; `None` when no
+/// instance below the mark reaches this part of the build.
+fn relate_to_tiles(sched_rev: &UnionMap, inst: &UnionMap) -> Result<Option<Map>> {
+    let b2p = sched_rev
+        .copy()
+        .isl("copying a map")?
+        .apply_range(inst.copy().isl("copying a map")?)
+        .isl("relating the build's schedule to the tiles")?;
+    if b2p.is_empty().isl("checking a map")? {
+        return Ok(None);
+    }
+    Ok(Some(
+        Map::from_union_map(b2p)
+            .isl("relating the build's schedule to the tiles")?
+            .flatten_domain()
+            .isl("relating the build's schedule to the tiles")?
+            .reset_tuple_id(DimType::In)
+            .isl("relating the build's schedule to the tiles")?
+            .reset_tuple_id(DimType::Out)
+            .isl("relating the build's schedule to the tiles")?,
+    ))
+}
+
 impl CallbackState {
     /// The tiles a mark opens: each promotion's offset as a function of the build's
     /// schedule at the mark. (The build's schedule dimensions need not be the tree's
@@ -487,23 +537,23 @@ impl CallbackState {
         let sched_rev = build_schedule(build)?
             .reverse()
             .isl("reversing the build's schedule")?;
+        // The promotions of one mark share one instance map (the same isl object): relate
+        // the build's schedule to its tiles once per map, not once per promotion.
+        let mut related: Vec<(usize, Option<Map>)> = Vec::new();
         for p in promos {
-            let b2p = sched_rev
-                .copy()
-                .isl("copying a map")?
-                .apply_range(p.inst.copy().isl("copying a map")?)
-                .isl("relating the build's schedule to the tiles")?;
-            if b2p.is_empty().isl("checking a map")? {
+            let key = p.inst.ptr;
+            let b2p = match related.iter().find(|(k, _)| *k == key) {
+                Some((_, m)) => m.as_ref().map(|m| m.copy().isl("copying a map")).transpose()?,
+                None => {
+                    let m = relate_to_tiles(&sched_rev, &p.inst)?;
+                    let copy = m.as_ref().map(|m| m.copy().isl("copying a map")).transpose()?;
+                    related.push((key, m));
+                    copy
+                }
+            };
+            let Some(b2p) = b2p else {
                 continue;
-            }
-            let b2p = Map::from_union_map(b2p)
-                .isl("relating the build's schedule to the tiles")?
-                .flatten_domain()
-                .isl("relating the build's schedule to the tiles")?
-                .reset_tuple_id(DimType::In)
-                .isl("relating the build's schedule to the tiles")?
-                .reset_tuple_id(DimType::Out)
-                .isl("relating the build's schedule to the tiles")?;
+            };
             let outer = b2p.dim(DimType::In).isl("counting dimensions")? as u32;
             let off = p
                 .offset
@@ -529,6 +579,24 @@ impl CallbackState {
             });
         }
         Ok(out)
+    }
+
+    /// Which of the `active` tiles the instances of statement `stmt` use: the tiles of the
+    /// tensors it accesses (a copy statement: of the tensor it copies). A statement polyc
+    /// does not know keeps them all.
+    fn needed_tiles(&self, stmt: &str, active: &[&ActiveTile]) -> Vec<bool> {
+        let tensors: Vec<usize> = match parse_copy_stmt(stmt) {
+            Some((_, k, _)) => active
+                .iter()
+                .filter(|p| p.id == k)
+                .map(|p| p.tensor)
+                .collect(),
+            None => match self.stmt_tensors.get(stmt) {
+                Some(ts) => ts.clone(),
+                None => return vec![true; active.len()],
+            },
+        };
+        active.iter().map(|p| tensors.contains(&p.tensor)).collect()
     }
 
     /// The offsets of every promoted tile in scope, in terms of the build's loop
@@ -559,9 +627,14 @@ impl CallbackState {
         let n = ident
             .dim(DimType::Out)
             .isl("counting schedule dimensions")? as u32;
-        // Each tile's offset as a function of the build's schedule.
+        let needed = self.needed_tiles(&stmt, &active);
+        // Each needed tile's offset as a function of the build's schedule.
         let mut pmas = Vec::with_capacity(active.len());
-        for p in &active {
+        for (p, &need) in active.iter().zip(&needed) {
+            if !need {
+                pmas.push(None);
+                continue;
+            }
             let d = p.outer;
             if d > n {
                 return Err(miette!(
@@ -578,18 +651,28 @@ impl CallbackState {
             let comp = proj
                 .apply_range(p.offset.copy().isl("copying an offset")?)
                 .isl("composing an offset")?;
-            pmas.push(PwMultiAff::from_map(comp).isl("an offset as a function")?);
+            pmas.push(Some(
+                PwMultiAff::from_map(comp).isl("an offset as a function")?,
+            ));
         }
+        let pma = |i: usize| {
+            pmas[i]
+                .as_ref()
+                .ok_or_else(|| miette!("internal error: tile {i}'s offset was not computed"))
+        };
         let mut out = Vec::new();
         for (i, p) in active.iter().enumerate() {
-            let dims = pmas[i]
+            if !needed[i] {
+                continue;
+            }
+            let dims = pma(i)?
                 .dim(DimType::Out)
                 .isl("counting offset dimensions")?;
             let mut offset = Vec::with_capacity(dims as usize);
             for j in 0..dims {
                 offset.push(ast_expr(
                     build,
-                    pmas[i].get_at(j).isl("reading an offset")?,
+                    pma(i)?.get_at(j).isl("reading an offset")?,
                 )?);
             }
             let block = match &p.block {
@@ -606,7 +689,7 @@ impl CallbackState {
                             })?;
                         Some((
                             o,
-                            pmas[i].copy().isl("copying an offset")?,
+                            pma(i)?.copy().isl("copying an offset")?,
                             &active[o].sizes,
                         ))
                     } else if parse_copy_stmt(&stmt).is_some_and(|(_, k, _)| k == p.id) {
@@ -629,7 +712,7 @@ impl CallbackState {
                             let mut origin = Vec::with_capacity(b.len());
                             for (j, (&bs, &s)) in b.iter().zip(sizes.iter()).enumerate() {
                                 let j = j as i32;
-                                let base = pmas[o].get_at(j).isl("reading an offset")?;
+                                let base = pma(o)?.get_at(j).isl("reading an offset")?;
                                 let ctx = base.get_ctx();
                                 let v = |x: i64| Val::int_from_si(&ctx, x);
                                 if bs >= s {
@@ -703,7 +786,11 @@ unsafe extern "C" fn at_each_domain(node: usize, build: usize, user: *mut c_void
     if state.error.is_some() || node == 0 {
         return node;
     }
-    match state.offsets(build) {
+    let offsets = {
+        let _s = polyhedral::substeps::span("codegen:ast_offsets");
+        state.offsets(build)
+    };
+    match offsets {
         Ok(v) if v.is_empty() => node,
         Ok(v) => {
             state.infos.push(v);
@@ -753,6 +840,7 @@ unsafe extern "C" fn before_each_mark(mark: usize, build: usize, user: *mut c_vo
     // SAFETY: reads the user pointer of a live id.
     let tag = unsafe { ffi::isl_id_get_user(mark) } as usize;
     let tiles = if is_mem && tag > 0 && state.error.is_none() {
+        let _s = polyhedral::substeps::span("codegen:ast_open_tiles");
         match state.open(tag - 1, build) {
             Ok(t) => t,
             Err(e) => {

@@ -308,6 +308,8 @@ pub struct MarkTiles {
     /// Statement instance → tile coordinates, for every program statement instance that
     /// runs below the mark (instances added by extension nodes included).
     pub inst: UnionMap,
+    /// The statements of [`MarkTiles::inst`]'s domain, sorted naturally.
+    pub stmts: Vec<String>,
 }
 
 impl MarkTiles {
@@ -354,6 +356,9 @@ pub fn mark_tiles(ctx: &Ctx, scop: &Scop, root: &ScheduleNode) -> Result<Vec<Mar
         w.node(&c, r.copy().isl("copying a map")?, 0, false)?;
         path.pop();
     }
+    for m in &mut out {
+        m.stmts = stmt_names(&m.inst)?;
+    }
     Ok(out)
 }
 
@@ -373,6 +378,26 @@ struct Walk<'a, 'b> {
 }
 
 impl Walk<'_, '_> {
+    /// The program's domain of the statements `r` schedules (copy statements have none):
+    /// the leaf's few statements, not every statement of the program.
+    fn program_domain_of(&self, r: &UnionMap) -> Result<UnionSet> {
+        let list = r.get_map_list().isl("listing maps")?;
+        let mut out = UnionSet::read_from_str(&self.ctx.isl, "{ }").isl("an empty set")?;
+        for i in 0..list.n_map().isl("counting maps")? {
+            let m = list.get_at(i).isl("reading a map")?;
+            if !m.has_tuple_name(DimType::In).isl("reading a tuple name")? {
+                continue;
+            }
+            let name = m.get_tuple_name(DimType::In).isl("reading a tuple name")?;
+            if let Some(s) = self.scop.stmt_names.iter().position(|n| n == name) {
+                out = out
+                    .add_set(self.scop.stmt_domains[s].copy().isl("copying a domain")?)
+                    .isl("collecting statement domains")?;
+            }
+        }
+        Ok(out)
+    }
+
     fn node(&mut self, node: &ScheduleNode, r: UnionMap, k: usize, dead: bool) -> Result<()> {
         let mut r = r;
         let mut k = k;
@@ -381,6 +406,7 @@ impl Walk<'_, '_> {
         match node.get_type().isl("reading a node type")? {
             ScheduleNodeType::Leaf => {
                 if !dead {
+                    let program = self.program_domain_of(&r)?;
                     for &m in self.open.iter() {
                         let d = self.out[m].depth;
                         let proj = UnionMap::read_from_str(&self.ctx.isl, &projection_text(k, d))
@@ -390,7 +416,7 @@ impl Walk<'_, '_> {
                             .isl("copying a map")?
                             .apply_range(proj)
                             .isl("projecting a prefix schedule")?
-                            .intersect_domain(self.scop.domain.copy().isl("copying the domain")?)
+                            .intersect_domain(program.copy().isl("copying the domain")?)
                             .isl("restricting to the program's statements")?;
                         let acc = std::mem::replace(
                             &mut self.out[m].inst,
@@ -442,6 +468,7 @@ impl Walk<'_, '_> {
                     depth: k,
                     dead,
                     inst: UnionMap::read_from_str(&self.ctx.isl, "{ }").isl("an empty map")?,
+                    stmts: Vec::new(),
                 });
                 if mark == Mark::Skipped {
                     dead = true;
@@ -494,6 +521,7 @@ fn by_range_name(u: &UnionMap) -> Result<BTreeMap<String, Map>> {
 }
 
 fn box_sizes(m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
+    let _s = polyhedral::substeps::span("promote:box_sizes");
     let bx = m
         .get_range_simple_fixed_box_hull()
         .isl("computing a footprint box")?;
@@ -515,6 +543,39 @@ fn box_sizes(m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
     Ok(Some((offset, sizes)))
 }
 
+/// [`box_sizes`] remembered by the map's text without its range's name: the statements of
+/// a fused band (and the tensors they touch) have tiles of the same shape, and the box of
+/// one is the box of all (isl's answer does not depend on the name).
+#[derive(Default)]
+struct BoxMemo {
+    seen: std::collections::HashMap<String, Option<(Map, Vec<i64>)>>,
+}
+
+impl BoxMemo {
+    fn box_sizes(&mut self, m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
+        let anonymous = m
+            .copy()
+            .isl("copying a map")?
+            .reset_tuple_id(DimType::Out)
+            .isl("dropping a range's name")?;
+        let key = anonymous.to_str().isl("printing a map")?.to_string();
+        if !self.seen.contains_key(&key) {
+            let found = box_sizes(&anonymous)?;
+            self.seen.insert(key.clone(), found);
+        }
+        let Some((offset, sizes)) = &self.seen[&key] else {
+            return Ok(None);
+        };
+        let mut offset = offset.copy().isl("copying a box offset")?;
+        if m.has_tuple_id(DimType::Out).isl("reading a range's name")? {
+            offset = offset
+                .set_tuple_id(DimType::Out, m.get_tuple_id(DimType::Out).isl("a name")?)
+                .isl("naming a box offset")?;
+        }
+        Ok(Some((offset, sizes.clone())))
+    }
+}
+
 /// The tiles of every tensor the subtree of a mark touches (see the module
 /// documentation). `None` when the mark is at depth 0 (no tile) or never runs.
 /// Tensors of no dimensions (scalars) have no tile here: see [`analyse_mark_with`].
@@ -530,6 +591,7 @@ pub fn analyse_mark_with(
     m: &MarkTiles,
     scalars: bool,
 ) -> Result<Option<MarkAnalysis>> {
+    let _s = polyhedral::substeps::span("promote:analyse_mark");
     let depth = m.depth;
     if depth == 0 || m.dead {
         return Ok(None);
@@ -552,13 +614,14 @@ pub fn analyse_mark_with(
     )?;
     // Instances per tile, per statement (box sizes), for the access counts.
     let per_stmt = by_domain_name(&inst)?;
+    let mut memo = BoxMemo::default();
     let mut inst_count: BTreeMap<String, i64> = BTreeMap::new();
     for (s, m) in per_stmt {
         let r = m.reverse().isl("reversing a map")?;
         // With symbolic sizes, a statement whose instances per tile grow with a size (a
         // tile loop over it lies below the mark) is counted at the extent the default
         // policy assumes (this only ranks tiles by reuse; their boxes are exact).
-        let c = match box_sizes(&r)? {
+        let c = match memo.box_sizes(&r)? {
             Some((_, sizes)) => sizes.iter().product(),
             None => match crate::passes::assumed_sizes::assumed_sizes(
                 r.get_space().isl("reading a space")?,
@@ -597,7 +660,7 @@ pub fn analyse_mark_with(
             (Some(a), None) | (None, Some(a)) => a.copy().isl("copying")?,
             (None, None) => continue,
         };
-        let Some((offset, sizes)) = box_sizes(&all)? else {
+        let Some((offset, sizes)) = memo.box_sizes(&all)? else {
             continue;
         };
         if (sizes.is_empty() && !scalars) || sizes.iter().any(|&s| s <= 0) {
@@ -896,7 +959,7 @@ pub fn promote(
 ) -> Result<(ScheduleTree, PromoteReport)> {
     let schedule = tree.to_isl(ctx)?;
     let root = schedule.get_root().isl("reading the root")?;
-    let marks = mark_tiles(ctx, scop, &root)?;
+    let marks = polyhedral::substeps::timed("promote:mark_tiles", || mark_tiles(ctx, scop, &root))?;
     let regs: Vec<Buffer> = opts
         .levels
         .iter()
@@ -958,7 +1021,7 @@ pub fn promote(
             continue;
         }
         picks.sort_unstable();
-        let below = stmt_names(&m.inst)?;
+        let below = m.stmts.clone();
         let mut chosen = Vec::new();
         let mut tiles: Vec<Option<TensorTile>> = a.tiles.into_iter().map(Some).collect();
         for (i, local) in picks {
@@ -1379,7 +1442,7 @@ fn place_local(
         let Some(i) = a.tiles.iter().position(|x| x.tensor == t) else {
             continue;
         };
-        let here = stmt_names(&m.inst)?;
+        let here = &m.stmts;
         if users.iter().all(|u| here.iter().any(|h| h == u)) {
             candidates.push((mi, i));
         }
