@@ -1,7 +1,16 @@
-//! Compile-time benchmark: the median wall time from parse to emitted code for every case
-//! of `specs/suites/smoke.yaml` (first shape, isl scheduler), over 15 runs each, with the
-//! per-step medians, for the CPU (C) and the GPU (CUDA). Run: `cargo bench --bench
-//! compile_time` (`-- gpu` or `-- cpu` for one target only).
+//! Compile-time benchmark, for the CPU (C) and the GPU (CUDA):
+//!
+//! - the median wall time from parse to emitted code for every case of
+//!   `specs/suites/smoke.yaml` (first shape, isl scheduler), over 15 runs each, with the
+//!   per-step medians;
+//! - the scaling group: element-wise chains of 40, 80, 160 and 320 statements
+//!   (`T_k(i, j) = T_{k-1}(i, j) * 1.01 + 0.5`, 1024 × 1024), a chain of 40 reductions
+//!   (matrix-vector products), and a 12-layer MLP (matmul, bias, GELU), each compiled once,
+//!   with the slowest sub-steps, the process's peak memory so far, and the exponent `b` of
+//!   `time ≈ a·n^b` fitted over the chains.
+//!
+//! Run: `cargo bench --bench compile_time` (`-- gpu` or `-- cpu` for one target only,
+//! `-- scaling` or `-- smoke` for one group only; both may be given).
 
 use polyc::pipeline::driver::compile;
 use polyc::pipeline::options::CompileOptions;
@@ -16,14 +25,134 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let only: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let only_target = args.iter().find(|a| *a == "cpu" || *a == "gpu");
+    let only_group = args.iter().find(|a| *a == "smoke" || *a == "scaling");
     for (target, goal) in [("cpu", 200.0), ("gpu", 300.0)] {
-        if only.as_deref().is_some_and(|o| o != target) {
+        if only_target.is_some_and(|o| o != target) {
             continue;
         }
-        println!("== target {target}");
-        bench(target, goal);
+        if only_group.is_none_or(|g| g == "smoke") {
+            println!("== target {target}: smoke suite");
+            bench(target, goal);
+        }
+        if only_group.is_none_or(|g| g == "scaling") {
+            println!("== target {target}: scaling group");
+            scaling(target);
+        }
     }
+}
+
+/// `T_k(i, j) = T_{k-1}(i, j) * 1.01 + 0.5` for k = 1..n.
+fn chain(n: usize) -> String {
+    let mut s = format!("def chain(f32(N, M) T0) -> (f32(N, M) T{n}) {{\n");
+    for k in 1..=n {
+        s.push_str(&format!("  T{k}(i, j) = T{}(i, j) * 1.01 + 0.5\n", k - 1));
+    }
+    s + "}\n"
+}
+
+/// `n` matrix-vector products in a chain: `V_k(i) +=! A(i, j) * V_{k-1}(j)`.
+fn reductions(n: usize) -> String {
+    let mut s = format!("def reductions(f32(N, N) A, f32(N) V0) -> (f32(N) V{n}) {{\n");
+    for k in 1..=n {
+        s.push_str(&format!("  V{k}(i) +=! A(i, j) * V{}(j)\n", k - 1));
+    }
+    s + "}\n"
+}
+
+/// A transformer MLP of `n` layers: per layer a matmul, a bias and a tanh GELU.
+fn mlp(n: usize) -> String {
+    let ws: Vec<String> = (1..=n)
+        .map(|l| format!("f32(D, D) W{l}, f32(D) B{l}"))
+        .collect();
+    let mut s = format!(
+        "def mlp(f32(T, D) X0, {}) -> (f32(T, D) X{n}) {{\n",
+        ws.join(", ")
+    );
+    for l in 1..=n {
+        s.push_str(&format!("  H{l}(t, d) +=! X{}(t, e) * W{l}(e, d)\n", l - 1));
+        s.push_str(&format!(
+            "  X{l}(t, d) = 0.5 * (H{l}(t, d) + B{l}(d)) * (1 + tanh(0.79788456 * (H{l}(t, d) + B{l}(d))))\n"
+        ));
+    }
+    s + "}\n"
+}
+
+/// The process's peak resident memory so far, in MB (Linux), if known.
+fn peak_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The exponent `b` of the least-squares fit `log t = log a + b log n`.
+fn fitted_exponent(points: &[(f64, f64)]) -> f64 {
+    let k = points.len() as f64;
+    let (xs, ys): (Vec<f64>, Vec<f64>) = points.iter().map(|&(n, t)| (n.ln(), t.ln())).unzip();
+    let mx = xs.iter().sum::<f64>() / k;
+    let my = ys.iter().sum::<f64>() / k;
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    sxy / sxx
+}
+
+fn scaling(target: &str) {
+    let dir = std::env::temp_dir().join(format!("polyc-scaling-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let mut cases: Vec<(String, String, Vec<(String, i64)>, Option<usize>)> = Vec::new();
+    for n in [40, 80, 160, 320] {
+        let sizes = vec![("N".to_string(), 1024), ("M".to_string(), 1024)];
+        cases.push((format!("chain{n}"), chain(n), sizes, Some(n)));
+    }
+    let n = vec![("N".to_string(), 1024)];
+    cases.push(("reductions40".into(), reductions(40), n, None));
+    let td = vec![("T".to_string(), 256), ("D".to_string(), 512)];
+    cases.push(("mlp12".into(), mlp(12), td, None));
+    println!(
+        "{:<14} {:>10} {:>9}   slowest sub-steps (ms)",
+        "program", "ms", "peak MB"
+    );
+    let mut points = Vec::new();
+    for (name, text, sizes, n) in cases {
+        let path = dir.join(format!("{name}.tc"));
+        std::fs::write(&path, text).expect("the program is written");
+        let opts = CompileOptions {
+            params: sizes,
+            target: Some(target.to_string()),
+            max_statements: 1000,
+            ..CompileOptions::for_program(path.display().to_string())
+        };
+        let c = compile(&opts, Mode::Optimised).expect("compiles");
+        let ms: f64 = c.timings.iter().map(|t| t.ms).sum();
+        let mut parts: Vec<(&str, f64)> = Vec::new();
+        for p in c.timings.iter().flat_map(|t| &t.parts) {
+            match parts.iter_mut().find(|(n, _)| *n == p.name) {
+                Some(e) => e.1 += p.ms,
+                None => parts.push((p.name, p.ms)),
+            }
+        }
+        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let top: Vec<String> = parts
+            .iter()
+            .take(3)
+            .map(|(n, v)| format!("{n} {v:.0}"))
+            .collect();
+        let peak = peak_mb().map_or("?".to_string(), |m| format!("{m:.0}"));
+        println!("{name:<14} {ms:>10.1} {peak:>9}   {}", top.join(", "));
+        if let Some(n) = n {
+            points.push((n as f64, ms));
+        }
+    }
+    println!(
+        "fitted exponent over the chains (40 to 320 statements): {:.2} (goal: at most 1.2)",
+        fitted_exponent(&points)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn bench(target: &str, goal: f64) {

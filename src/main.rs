@@ -302,13 +302,21 @@ struct CommonArgs {
     /// two only in a polyc built with the cargo feature of the same name).
     #[arg(long = "ilp-solver", default_value = "microlp")]
     ilp_solver: String,
-    /// Print the milliseconds of every pipeline step to standard error.
+    /// Print the milliseconds of every pipeline step and of its timed sub-steps
+    /// (`tile:footprints`, `codegen:ast_build`, ...), then the slowest sub-steps, to
+    /// standard error.
     #[arg(long)]
     timings: bool,
     /// The most statements (inits counted) a program may have; a larger program is an
     /// error instead of a compile that runs for minutes.
     #[arg(long = "max-statements", value_name = "N", default_value_t = polyc::pipeline::options::DEFAULT_MAX_STATEMENTS)]
     max_statements: usize,
+    /// A compile-time budget in seconds: isl's scheduler gets 40% of it (instead of its
+    /// default 5 s); past that, polyc schedules each strongly connected component apart,
+    /// then falls back to program order, and says so in a note. An explicit
+    /// `--isl-option time_budget_ms=N` wins.
+    #[arg(long = "compile-budget", value_name = "SECONDS")]
+    compile_budget: Option<String>,
 }
 
 /// Flags of `polyc run`.
@@ -430,7 +438,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         lang: c.lang.parse()?,
         params: parse_params(&c.params)?,
         scheduler: c.scheduler.parse()?,
-        isl_options: c.isl_options.clone(),
+        isl_options: with_compile_budget(&c.isl_options, c.compile_budget.as_deref())?,
         load_trees: c
             .load_trees
             .iter()
@@ -480,6 +488,33 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
     })
 }
 
+/// The isl options with the scheduler's share of `--compile-budget` put first (so that an
+/// explicit `time_budget_ms` given with `--isl-option` wins).
+fn with_compile_budget(isl_options: &[String], budget: Option<&str>) -> Result<Vec<String>> {
+    let Some(text) = budget else {
+        return Ok(isl_options.to_vec());
+    };
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|s: &f64| s.is_finite() && *s > 0.0)
+        .ok_or_else(|| {
+            miette!(
+                help = "give a positive number of seconds, e.g. `--compile-budget 2` or `--compile-budget 0.5`",
+                "--compile-budget: `{text}` is not a positive number of seconds"
+            )
+        })?;
+    let ms = ((seconds * 1000.0 * 0.4).round() as u64).max(1);
+    eprintln!(
+        "polyc: note: --compile-budget {seconds} s: isl's scheduler gets {ms} ms (past it, \
+         each strongly connected component is scheduled apart, then program order is used)"
+    );
+    let mut all = vec![format!("time_budget_ms={ms}")];
+    all.extend(isl_options.iter().cloned());
+    Ok(all)
+}
+
 fn compile_with_timings(opts: &CompileOptions, timings: bool) -> Result<Compiled> {
     // Validate isl options before any work, so a typo fails fast.
     opts.isl_sched_options()?;
@@ -488,17 +523,10 @@ fn compile_with_timings(opts: &CompileOptions, timings: bool) -> Result<Compiled
         eprintln!("polyc: {n}");
     }
     if timings {
-        let total: f64 = compiled.timings.iter().map(|t| t.ms).sum();
-        for t in &compiled.timings {
-            eprintln!("polyc: {:>10} {:8.2} ms", t.step, t.ms);
-            for p in &t.parts {
-                eprintln!(
-                    "polyc: {:>10}   {:<28} {:8.2} ms  ({} calls)",
-                    "", p.name, p.ms, p.calls
-                );
-            }
-        }
-        eprintln!("polyc: {:>10} {:8.2} ms", "total", total);
+        eprint!(
+            "{}",
+            polyc::pipeline::timing_report::timing_report(&compiled.timings)
+        );
     }
     Ok(compiled)
 }

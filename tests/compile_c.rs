@@ -116,11 +116,29 @@ fn timings_one_line_per_step() {
     let err = stderr(&o);
     let mut steps = Vec::new();
     let mut values = Vec::new();
+    let mut sub_steps = Vec::new();
+    let mut slowest = None;
     for line in err.lines() {
         let rest = line
             .strip_prefix("polyc: ")
             .unwrap_or_else(|| panic!("{line:?}"));
+        if let Some(s) = rest.strip_prefix("slowest sub-steps: ") {
+            slowest = Some(s.to_string());
+            continue;
+        }
         let parts: Vec<&str> = rest.split_whitespace().collect();
+        // A sub-step: `stage:part  1.23 ms  (N calls)`, under its step.
+        if parts.len() == 5 && parts[0].contains(':') {
+            assert_eq!(parts[2], "ms", "{line:?}");
+            let ms: f64 = parts[1].parse().unwrap_or_else(|_| panic!("{line:?}"));
+            let step = *values.last().unwrap_or_else(|| panic!("{line:?}"));
+            assert!(
+                ms >= 0.0 && ms <= step + 0.05,
+                "{line:?} in a step of {step} ms"
+            );
+            sub_steps.push(parts[0].to_string());
+            continue;
+        }
         assert_eq!(parts.len(), 3, "{line:?}");
         assert_eq!(parts[2], "ms", "{line:?}");
         steps.push(parts[0].to_string());
@@ -138,6 +156,25 @@ fn timings_one_line_per_step() {
     let sum: f64 = values[..values.len() - 1].iter().sum();
     let total = values[values.len() - 1];
     assert!((sum - total).abs() <= 0.05, "{err}");
+    // Every stage of the target's passes and codegen names its sub-steps, and the summary
+    // names the slowest of them.
+    for want in [
+        "deps:dataflow",
+        "schedule:isl",
+        "tile:plan",
+        "tile:footprints",
+        "promote:analyse_mark",
+        "codegen:ast_build",
+        "codegen:normalize",
+        "codegen:emit",
+    ] {
+        assert!(sub_steps.iter().any(|s| s == want), "no {want}:\n{err}");
+    }
+    let slowest = slowest.unwrap_or_else(|| panic!("no summary:\n{err}"));
+    assert!(
+        slowest.contains(" ms (") && slowest.contains("%)"),
+        "{slowest}"
+    );
     // Without the flag there is nothing on stderr.
     let o = polyc(&[MM, "--param", "M=8,K=8,N=8"]);
     assert_code(&o, 0);

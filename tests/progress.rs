@@ -37,9 +37,20 @@ fn long_compiles_say_what_they_finished() {
         .collect();
     assert!(!notes.is_empty(), "{err}");
     assert!(
-        notes.iter().all(|l| l.contains(" s in (finished: ")),
+        notes
+            .iter()
+            .all(|l| l.contains(" s in (finished: ") || l.contains(" s in (running: ")),
         "{err}"
     );
+    // Notes that land inside a timed sub-step name it (`running: codegen:ast_build`): most
+    // of a compile's time after scheduling is inside one.
+    let named = |l: &&str| {
+        l.split("running: ")
+            .nth(1)
+            .and_then(|r| r.split([';', ')']).next())
+            .is_some_and(|step| step.contains(':') && !step.contains(' '))
+    };
+    assert!(notes.iter().any(named), "no note names a sub-step:\n{err}");
 }
 
 #[test]

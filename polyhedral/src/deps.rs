@@ -74,7 +74,9 @@ impl Deps {
     /// Runs isl's dataflow analysis (`isl_union_access_info_compute_flow`) against the
     /// reference order (textual statement order, then lexicographic iteration order).
     pub fn compute(scop: &Scop) -> miette::Result<Deps> {
-        let reference = crate::program_order::reference_schedule(scop)?;
+        let reference = crate::substeps::timed("deps:reference_schedule", || {
+            crate::program_order::reference_schedule(scop)
+        })?;
         let flow = |sink: &UnionMap,
                     must: Option<&UnionMap>,
                     may: Option<&UnionMap>,
@@ -95,6 +97,7 @@ impl Deps {
             info = info
                 .set_schedule(reference.copy().isl("copying the reference schedule")?)
                 .isl("setting the reference schedule")?;
+            let _s = crate::substeps::span("deps:dataflow");
             let flow = info.compute_flow().isl(what)?;
             flow.get_may_dependence()
                 .isl(what)?

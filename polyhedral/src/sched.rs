@@ -101,6 +101,10 @@ pub struct IslSchedOptions {
     /// `max_operations`: polyc's budget for one run of isl's scheduler, in isl's basic
     /// steps (default [`SCHED_MAX_OPERATIONS`]); not an isl option.
     pub max_operations: Option<u64>,
+    /// `time_budget_ms`: polyc's wall-clock budget for one run of isl's scheduler, in
+    /// milliseconds (default [`SCHED_TIME_BUDGET_MS`]); past it, polyc schedules each
+    /// strongly connected component apart instead, with a note; not an isl option.
+    pub time_budget_ms: Option<u64>,
 }
 
 /// The value type of an option, for parsing and error messages.
@@ -113,7 +117,7 @@ enum OptType {
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 13] = [
+const OPTIONS: [(&str, OptType); 14] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -127,6 +131,7 @@ const OPTIONS: [(&str, OptType); 13] = [
     ("split_scaled", OptType::Bool),
     ("algorithm", OptType::Algorithm),
     ("max_operations", OptType::Budget),
+    ("time_budget_ms", OptType::Budget),
 ];
 
 type Getter = fn(&Context) -> Result<i32, LibISLError>;
@@ -135,7 +140,8 @@ type Setter = fn(&Context, i32) -> Result<Stat, LibISLError>;
 impl IslSchedOptions {
     /// Parses `NAME=VALUE` settings. Booleans take `0`, `1`, `true` or `false`;
     /// `max_constant_term` and `max_coefficient` take an integer `>= -1` (-1 = unlimited);
-    /// `algorithm` takes `isl` or `feautrier`; `max_operations` a positive integer. A later
+    /// `algorithm` takes `isl` or `feautrier`; `max_operations` and `time_budget_ms` a
+    /// positive integer. A later
     /// setting of the same name wins.
     pub fn parse(settings: &[String]) -> miette::Result<Self> {
         let mut o = IslSchedOptions::default();
@@ -199,7 +205,11 @@ impl IslSchedOptions {
                         .ok()
                         .filter(|v| *v >= 1)
                         .ok_or_else(|| bad("a positive integer"))?;
-                    o.max_operations = Some(v);
+                    if name == "time_budget_ms" {
+                        o.time_budget_ms = Some(v);
+                    } else {
+                        o.max_operations = Some(v);
+                    }
                 }
                 OptType::Algorithm => {
                     o.algorithm = Some(match value {
@@ -340,6 +350,10 @@ pub fn isl_schedule(
 ) -> miette::Result<Schedule> {
     match run_isl(ctx, scop, deps, opts)? {
         IslRun::Schedule(s, _) => Ok(s),
+        IslRun::OutOfTime => Err(miette::miette!(
+            help = "raise the budget with `--isl-option time_budget_ms=N`",
+            "isl's scheduler ran past its time budget"
+        )),
         IslRun::NoSchedule(why) => Err(miette::miette!(
             help = "relax the isl scheduler options (e.g. max_coefficient=-1) or use `--scheduler initial`",
             "isl's scheduler found no schedule: {why}"
@@ -373,6 +387,15 @@ pub fn isl_schedule_or_initial(
             notes: note.into_iter().collect(),
             fell_back: false,
         },
+        IslRun::OutOfTime => IslScheduled {
+            schedule: initial_schedule(scop, deps)?,
+            notes: vec![
+                "note: isl's scheduler ran past its time budget; polyc uses the \
+                 program-order schedule instead, as `--scheduler initial` does"
+                    .to_string(),
+            ],
+            fell_back: true,
+        },
         IslRun::NoSchedule(why) => IslScheduled {
             schedule: initial_schedule(scop, deps)?,
             notes: vec![format!(
@@ -390,6 +413,17 @@ enum IslRun {
     Schedule(Schedule, Option<String>),
     /// isl found no schedule, and why.
     NoSchedule(String),
+    /// isl ran past its time budget.
+    OutOfTime,
+}
+
+/// The budgets of one run of isl's scheduler.
+#[derive(Clone, Copy)]
+struct Limits {
+    /// isl's operations.
+    operations: u64,
+    /// Wall-clock time.
+    time: std::time::Duration,
 }
 
 /// isl's scheduler with `opts` set on the context (and restored afterwards).
@@ -407,11 +441,59 @@ fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miett
             break;
         }
     }
-    let run = result.and_then(|()| schedule_deps(ctx, scop, deps, budget));
+    let limits = Limits {
+        operations: budget,
+        time: std::time::Duration::from_millis(opts.time_budget_ms.unwrap_or(SCHED_TIME_BUDGET_MS)),
+    };
+    let run = result.and_then(|()| schedule_deps(ctx, scop, deps, limits));
+    let run = match run {
+        Ok(IslRun::OutOfTime) if opts.serialize_sccs != Some(true) => {
+            serialized_after_timeout(ctx, scop, deps, limits)
+        }
+        Ok(IslRun::OutOfTime) => Ok(IslRun::NoSchedule(format!(
+            "it ran past its time budget of {} ms",
+            limits.time.as_millis()
+        ))),
+        other => other,
+    };
     for ((name, _, _, set), old) in settings.iter().zip(saved) {
         set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
     }
     run
+}
+
+/// After isl's scheduler ran past its time budget: isl again with `serialize_sccs` (each
+/// strongly connected component scheduled apart: small problems, no fusion by the
+/// scheduler), with a note; program order if that runs out of time too.
+fn serialized_after_timeout(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    limits: Limits,
+) -> miette::Result<IslRun> {
+    let _s = crate::substeps::span("schedule:isl_serialized");
+    let old = Options::get_schedule_serialize_sccs(&ctx.isl).isl("reading serialize_sccs")?;
+    Options::set_schedule_serialize_sccs(&ctx.isl, 1).isl("setting serialize_sccs")?;
+    let run = schedule_deps(ctx, scop, deps, limits);
+    Options::set_schedule_serialize_sccs(&ctx.isl, old).isl("restoring serialize_sccs")?;
+    let ms = limits.time.as_millis();
+    Ok(match run? {
+        IslRun::Schedule(s, note) => IslRun::Schedule(
+            s,
+            Some(
+                format!(
+                    "note: isl's scheduler ran past its time budget ({ms} ms); polyc \
+                     scheduled each strongly connected component apart instead (isl with \
+                     serialize_sccs=1: no fusion by the scheduler); raise the budget with \
+                     `--isl-option time_budget_ms=N` or `--compile-budget`"
+                ) + &note.map(|n| format!("\n{n}")).unwrap_or_default(),
+            ),
+        ),
+        IslRun::OutOfTime => IslRun::NoSchedule(format!(
+            "it ran past its time budget of {ms} ms, with and without serialize_sccs"
+        )),
+        other => other,
+    })
 }
 
 /// isl's scheduler on the dependences as [`Deps::validity`] gives them, then, if isl
@@ -431,17 +513,19 @@ fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miett
 /// each piece states that distance (`t_k(y) ≥ t_k(x) + 1` with the outer ones equal)
 /// as a constraint that its rational points keep, so program order itself carries every
 /// piece, and isl finds a schedule again.
-fn schedule_deps(ctx: &Ctx, scop: &Scop, deps: &Deps, budget: u64) -> miette::Result<IslRun> {
+fn schedule_deps(ctx: &Ctx, scop: &Scop, deps: &Deps, limits: Limits) -> miette::Result<IslRun> {
+    let budget = limits.operations;
     let validity = deps.validity()?;
-    let why = match schedule_validity(ctx, scop, deps, &validity, budget)? {
+    let why = match schedule_validity(ctx, scop, deps, &validity, limits)? {
         Computed::Schedule(s) => return Ok(IslRun::Schedule(s, None)),
+        Computed::OutOfTime => return Ok(IslRun::OutOfTime),
         Computed::OutOfBudget => return Err(out_of_budget(scop, budget)),
         Computed::NoSchedule(why) => why,
     };
     let Some(split) = split_by_program_order(scop, &validity)? else {
         return Ok(IslRun::NoSchedule(why));
     };
-    Ok(match schedule_validity(ctx, scop, deps, &split, budget)? {
+    Ok(match schedule_validity(ctx, scop, deps, &split, limits)? {
         Computed::Schedule(s) => IslRun::Schedule(
             s,
             Some(format!(
@@ -451,6 +535,7 @@ fn schedule_deps(ctx: &Ctx, scop: &Scop, deps: &Deps, budget: u64) -> miette::Re
             )),
         ),
         Computed::OutOfBudget => return Err(out_of_budget(scop, budget)),
+        Computed::OutOfTime => IslRun::OutOfTime,
         Computed::NoSchedule(_) => IslRun::NoSchedule(why),
     })
 }
@@ -462,7 +547,7 @@ fn schedule_validity(
     scop: &Scop,
     deps: &Deps,
     validity: &UnionMap,
-    budget: u64,
+    limits: Limits,
 ) -> miette::Result<Computed> {
     // With symbolic sizes, isl's proximity cost counts a dependence distance bounded by a
     // size (GEMM's `k < K` between the initialisation and the update) as a cost in that
@@ -470,7 +555,11 @@ fn schedule_validity(
     // sizes first; keep that schedule when it is valid for every size.
     if !scop.symbolic.is_empty() {
         if let Some(large) = large_context(ctx, scop)? {
-            if let Computed::Schedule(s) = compute(ctx, scop, validity, large, budget)? {
+            let first = compute(ctx, scop, validity, large, limits)?;
+            if let Computed::OutOfTime = first {
+                return Ok(first);
+            }
+            if let Computed::Schedule(s) = first {
                 if covers(scop, &s)?
                     && check_schedule(deps, &s)?.is_ok()
                     && flags_hold(ctx, scop, deps, &s)?
@@ -481,7 +570,7 @@ fn schedule_validity(
         }
     }
     let context = scop.context.copy().isl("copying the context")?;
-    compute(ctx, scop, validity, context, budget)
+    compute(ctx, scop, validity, context, limits)
 }
 
 /// `validity` as the union of its parts carried at each level of program order (the
@@ -704,12 +793,67 @@ fn collect_band_flags(node: ScheduleNode, out: &mut Vec<BandFlags>) -> miette::R
 /// `--isl-option max_operations=N` changes it.
 pub const SCHED_MAX_OPERATIONS: u64 = 2_000_000;
 
+/// The default wall-clock budget of one run of isl's scheduler (`time_budget_ms`): a
+/// scheduling problem that takes longer (40 chained reductions: 27 s on a 2-core machine)
+/// is scheduled again one strongly connected component at a time, which takes a few
+/// milliseconds there.
+pub const SCHED_TIME_BUDGET_MS: u64 = 5_000;
+
+/// Past its time budget, isl's scheduler still runs up to this many operations: the
+/// largest run of the tests and examples takes about 105 000, so whether a schedule falls
+/// back never depends on how busy the machine is for them.
+pub const SCHED_TIMEOUT_MIN_OPERATIONS: u64 = 200_000;
+
+/// A thread that stops isl's computation on a context when a time budget runs out: it
+/// lowers the context's operation budget to [`SCHED_TIMEOUT_MIN_OPERATIONS`] (isl checks it
+/// at every allocation and pivot), so the computation stops at once if it did that many
+/// operations already, else when it does.
+struct Watchdog {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<bool>>,
+}
+
+impl Watchdog {
+    fn start(ctx: &Ctx, budget: std::time::Duration, operations: u64) -> Watchdog {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let ptr = ctx.ptr();
+        let lowered = operations.min(SCHED_TIMEOUT_MIN_OPERATIONS);
+        let thread = std::thread::spawn(move || {
+            match rx.recv_timeout(budget) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    // SAFETY: the context outlives this thread (`stop` joins it before the
+                    // compute call's caller can free the context); the budget is one
+                    // aligned word that isl reads at its next operation.
+                    unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, lowered) };
+                    true
+                }
+                _ => false,
+            }
+        });
+        Watchdog {
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the watchdog; whether it lowered the operation budget.
+    fn stop(mut self) -> bool {
+        self.stop.take();
+        self.thread
+            .take()
+            .map(|t| t.join().unwrap_or(false))
+            .unwrap_or(false)
+    }
+}
+
 /// What one run of isl's scheduler gave.
 enum Computed {
     /// A schedule.
     Schedule(Schedule),
     /// isl stopped at its operation budget.
     OutOfBudget,
+    /// isl ran past its time budget (polyc aborted it).
+    OutOfTime,
     /// isl found no schedule, and why (isl's message).
     NoSchedule(String),
 }
@@ -720,8 +864,9 @@ fn compute(
     scop: &Scop,
     validity: &UnionMap,
     context: Set,
-    budget: u64,
+    limits: Limits,
 ) -> miette::Result<Computed> {
+    let budget = limits.operations;
     let mut sc = ScheduleConstraints::on_domain(scop.domain.copy().isl("copying the domain")?)
         .isl("creating schedule constraints")?
         .set_context(context)
@@ -735,9 +880,11 @@ fn compute(
     sc.do_not_free_on_drop();
     ctx.isl.reset_operations();
     ctx.isl.set_max_operations(budget);
+    let watchdog = Watchdog::start(ctx, limits.time, budget);
     // SAFETY: `sc` is a valid schedule constraints object whose ownership passes to isl
     // (it is no longer freed on drop); the result is a new schedule or NULL.
     let ptr = unsafe { crate::isl::ffi::sched::isl_schedule_constraints_compute_schedule(sc.ptr) };
+    let timed_out = watchdog.stop();
     let error = ctx.isl.last_error();
     ctx.isl.set_max_operations(0);
     ctx.isl.reset_operations();
@@ -747,7 +894,14 @@ fn compute(
     };
     if error == isl_rs::Error::Quota {
         ctx.isl.reset_error();
-        return Ok(Computed::OutOfBudget);
+        // Past the time budget, the lowered budget stopped it (unless the user's own
+        // budget is lower still).
+        return Ok(if timed_out && budget > SCHED_TIMEOUT_MIN_OPERATIONS {
+            let _ = ctx.take_error();
+            Computed::OutOfTime
+        } else {
+            Computed::OutOfBudget
+        });
     }
     if ptr == 0 || error != isl_rs::Error::None_ {
         let why = ctx.take_error().unwrap_or_else(|| "no reason given".into());
@@ -816,6 +970,7 @@ mod tests {
             "split_scaled=0",
             "algorithm=feautrier",
             "max_operations=500",
+            "time_budget_ms=250",
         ]))
         .unwrap();
         assert_eq!(
@@ -834,6 +989,7 @@ mod tests {
                 split_scaled: Some(false),
                 algorithm: Some(IslAlgorithm::Feautrier),
                 max_operations: Some(500),
+                time_budget_ms: Some(250),
             }
         );
         assert_eq!(o.settings().len(), 12);
@@ -860,7 +1016,7 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm, max_operations"
+                 algorithm, max_operations, time_budget_ms"
                     .into()
             )
         );

@@ -12,6 +12,7 @@
 //! - [`shard`]: the cost-balanced partition behind `--shard` and `--search-shard`.
 //! - [`host`]: the machine a measurement ran on.
 //! - [`progress`]: progress notes on long compiles.
+//! - [`timing_report`]: the `--timings` report (steps, sub-steps, the slowest).
 
 pub mod driver;
 pub mod host;
@@ -20,3 +21,4 @@ pub mod progress;
 pub mod shard;
 pub mod stages;
 pub mod tile_search;
+pub mod timing_report;

@@ -87,7 +87,7 @@ pub struct CompileOptions {
 }
 
 /// The default of `--max-statements`: compile time grows faster than linearly with the
-/// statements (400 element-wise statements take about 30 s of CPU time), so larger
+/// statements (320 element-wise statements take about 18 s of CPU time), so larger
 /// programs are refused unless asked for.
 pub const DEFAULT_MAX_STATEMENTS: usize = 256;
 

@@ -6,6 +6,9 @@
 //! unless `POLYC_PROGRESS_AFTER_MS` sets the first delay in milliseconds (for tests and
 //! logs). Nothing runs, no thread is started, when it would stay silent.
 //!
+//! While no step is named as running, the note names the sub-step the compiler is in
+//! (`(running: tile:footprints; finished: …)`, see [`polyhedral::substeps`]).
+//!
 //! A step may also be named as running ([`Watch::running`]): the C compiler building a
 //! kernel, or the reference interpreter checking one, then shows in the note as
 //! `(running: cc on 12 kB of C; finished: …)`.
@@ -61,6 +64,9 @@ impl Watch {
                         } else {
                             done.join(", ")
                         };
+                        // The sub-step the compiling thread is in (`tile:footprints`).
+                        let inside = polyhedral::substeps::current().map(str::to_string);
+                        let running = running.clone().or(inside);
                         match &running {
                             Some(r) if done.is_empty() => eprintln!(
                                 "polyc: still working, {:.1} s in (running: {r})",

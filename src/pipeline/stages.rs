@@ -299,7 +299,9 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
             let mut all = target.isl_options();
             all.extend(opts.isl_options.iter().cloned());
             let sched_opts = polyhedral::sched::IslSchedOptions::parse(&all)?;
-            let s = isl_schedule_or_initial(&ctx, &scop, &deps, &sched_opts)?;
+            let s = polyhedral::substeps::timed("schedule:isl", || {
+                isl_schedule_or_initial(&ctx, &scop, &deps, &sched_opts)
+            })?;
             tree = ScheduleTree::from_isl(&s.schedule)?;
             schedule_notes.extend(s.notes);
             let has_registers = target
@@ -313,7 +315,9 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
                 && sched_opts.serialize_sccs.is_none()
             {
                 if let Some((apart, note)) =
-                    keep_register_shapes(&ctx, &scop, &deps, &sched_opts, &tree)?
+                    polyhedral::substeps::timed("schedule:register_shapes", || {
+                        keep_register_shapes(&ctx, &scop, &deps, &sched_opts, &tree)
+                    })?
                 {
                     tree = apart;
                     schedule_notes.push(note);
@@ -332,6 +336,7 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
         &loads,
     )?;
     if scop.symbolic.is_empty() {
+        let _s = polyhedral::substeps::span("schedule:check_limits");
         polyhedral::limits::check_schedule(&tree.to_isl(&ctx)?)?;
     }
     stages.push(Stage {
@@ -755,7 +760,8 @@ pub fn finish(
         explain_kernels(front, opts, mode, &kernel, text)?;
     }
     drop(rewrite);
-    let code = polyhedral::substeps::timed("codegen:emit", || emit_code(front, opts, mode, &kernel))?;
+    let code =
+        polyhedral::substeps::timed("codegen:emit", || emit_code(front, opts, mode, &kernel))?;
     timer.lap("codegen");
     Ok(compiled(stages, Some(kernel), code, timer, notes, explain))
 }

@@ -392,28 +392,37 @@ pub fn tile_footprint(
 ) -> miette::Result<Vec<TensorFootprint>> {
     let _s = polyhedral::substeps::span("tile:footprints");
     let key = footprint_key(scop, bands, band, windows, elem_bytes)?;
-    if let Some(hit) = FOOTPRINTS.with(|c| c.borrow().get(&key).cloned()) {
+    let hit = FOOTPRINTS.with(|c| {
+        let c = c.borrow();
+        (c.0 == scop.id).then(|| c.1.get(&key).cloned()).flatten()
+    });
+    if let Some(hit) = hit {
         return Ok(hit);
     }
     let out = footprints_uncached(ctx, scop, bands, band, windows, elem_bytes)?;
     FOOTPRINTS.with(|c| {
         let mut c = c.borrow_mut();
-        if c.len() >= FOOTPRINT_CACHE_LIMIT {
-            c.clear();
+        if c.0 != scop.id || c.1.len() >= FOOTPRINT_CACHE_LIMIT {
+            c.0 = scop.id;
+            c.1.clear();
         }
-        c.insert(key, out.clone());
+        c.1.insert(key, out.clone());
     });
     Ok(out)
 }
 
 /// At most this many footprints are remembered per thread.
-const FOOTPRINT_CACHE_LIMIT: usize = 4096;
+const FOOTPRINT_CACHE_LIMIT: usize = 1024;
+
+/// The model the remembered footprints belong to, and the footprints by key.
+type FootprintCache = (u64, std::collections::HashMap<String, Vec<TensorFootprint>>);
 
 thread_local! {
-    /// Footprints already computed, by [`footprint_key`]: the tiling policy, the tile pass
-    /// and the reports ask for the same tile of the same band again and again.
-    static FOOTPRINTS: std::cell::RefCell<std::collections::HashMap<String, Vec<TensorFootprint>>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    /// Footprints already computed for one model (the latest one asked about), by
+    /// [`footprint_key`]: the tiling policy, the tile pass and the reports ask for the
+    /// same tile of the same band again and again.
+    static FOOTPRINTS: std::cell::RefCell<FootprintCache> =
+        std::cell::RefCell::new((0, std::collections::HashMap::new()));
 }
 
 /// What a footprint depends on: the model, the band's schedule and instances, the outer
@@ -426,7 +435,11 @@ fn footprint_key(
     elem_bytes: &[u64],
 ) -> miette::Result<String> {
     let b = &bands[band];
-    let outer: Vec<&str> = b.outer.iter().map(|&o| bands[o].schedule.as_str()).collect();
+    let outer: Vec<&str> = b
+        .outer
+        .iter()
+        .map(|&o| bands[o].schedule.as_str())
+        .collect();
     let domain = b.domain.to_str().isl("printing a band's instances")?;
     Ok(format!(
         "{}|{}|{domain}|{outer:?}|{windows:?}|{elem_bytes:?}",

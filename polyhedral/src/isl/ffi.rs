@@ -390,6 +390,10 @@ pub mod sched {
         /// `isl_schedule *isl_schedule_constraints_compute_schedule(take
         /// isl_schedule_constraints *sc)` — give; NULL on error.
         pub fn isl_schedule_constraints_compute_schedule(sc: usize) -> usize;
+        /// `void isl_ctx_set_max_operations(isl_ctx *ctx, unsigned long max_operations)`:
+        /// the running computation stops with `isl_error_quota` once it has done that many
+        /// operations.
+        pub fn isl_ctx_set_max_operations(ctx: usize, max_operations: u64);
     }
 }
 

@@ -543,10 +543,16 @@ impl CallbackState {
         for p in promos {
             let key = p.inst.ptr;
             let b2p = match related.iter().find(|(k, _)| *k == key) {
-                Some((_, m)) => m.as_ref().map(|m| m.copy().isl("copying a map")).transpose()?,
+                Some((_, m)) => m
+                    .as_ref()
+                    .map(|m| m.copy().isl("copying a map"))
+                    .transpose()?,
                 None => {
                     let m = relate_to_tiles(&sched_rev, &p.inst)?;
-                    let copy = m.as_ref().map(|m| m.copy().isl("copying a map")).transpose()?;
+                    let copy = m
+                        .as_ref()
+                        .map(|m| m.copy().isl("copying a map"))
+                        .transpose()?;
                     related.push((key, m));
                     copy
                 }
