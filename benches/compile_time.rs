@@ -101,10 +101,14 @@ fn fitted_exponent(points: &[(f64, f64)]) -> f64 {
     sxy / sxx
 }
 
+/// A program of the scaling group: name, text, sizes, and its statement count when it is
+/// one of the chains the exponent is fitted over.
+type ScalingCase = (String, String, Vec<(String, i64)>, Option<usize>);
+
 fn scaling(target: &str) {
     let dir = std::env::temp_dir().join(format!("polyc-scaling-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let mut cases: Vec<(String, String, Vec<(String, i64)>, Option<usize>)> = Vec::new();
+    let mut cases: Vec<ScalingCase> = Vec::new();
     for n in [40, 80, 160, 320] {
         let sizes = vec![("N".to_string(), 1024), ("M".to_string(), 1024)];
         cases.push((format!("chain{n}"), chain(n), sizes, Some(n)));

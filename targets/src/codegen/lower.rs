@@ -28,7 +28,7 @@ use std::ffi::CString;
 
 use isl_rs::{
     ASTExpr, ASTExprOpType, ASTExprType, ASTNode, DimType, Id, Map, PwAff, PwMultiAff, Schedule,
-    ScheduleNode, ScheduleNodeType, Set, UnionMap, Val,
+    ScheduleNode, ScheduleNodeType, Set, Space, UnionMap, Val,
 };
 use miette::{miette, Result};
 use polyhedral::ir::Program;
@@ -500,6 +500,50 @@ fn build_schedule(build: usize) -> Result<UnionMap> {
     })
 }
 
+/// Each needed tile's offset as a function of the build's schedule (whose range space
+/// `space` may be nested); `None` for the tiles not needed.
+fn offsets_in_build(
+    space: Space,
+    active: &[&ActiveTile],
+    needed: &[bool],
+) -> Result<Vec<Option<PwMultiAff>>> {
+    // From the build's schedule space to its flat dimensions.
+    let ident = Map::identity(space.map_from_set().isl("building a projection")?)
+        .isl("building a projection")?
+        .flatten_range()
+        .isl("building a projection")?;
+    let n = ident
+        .dim(DimType::Out)
+        .isl("counting schedule dimensions")? as u32;
+    let mut pmas = Vec::with_capacity(active.len());
+    for (p, &need) in active.iter().zip(needed) {
+        if !need {
+            pmas.push(None);
+            continue;
+        }
+        let d = p.outer;
+        if d > n {
+            return Err(miette!(
+                "a promoted tile's depth {d} exceeds the schedule's {n}"
+            ));
+        }
+        let proj = ident
+            .copy()
+            .isl("copying a map")?
+            .project_out(DimType::Out, d, n - d)
+            .isl("projecting the schedule")?
+            .reset_tuple_id(DimType::Out)
+            .isl("projecting the schedule")?;
+        let comp = proj
+            .apply_range(p.offset.copy().isl("copying an offset")?)
+            .isl("composing an offset")?;
+        pmas.push(Some(
+            PwMultiAff::from_map(comp).isl("an offset as a function")?,
+        ));
+    }
+    Ok(pmas)
+}
+
 /// The build's schedule (reversed) composed with a mark's instance → tile map: the tile
 /// coordinates as a relation of the build's flat schedule dimensions; `None` when no
 /// instance below the mark reaches this part of the build.
@@ -625,42 +669,8 @@ impl CallbackState {
             .isl("reading the schedule space")?
             .range()
             .isl("reading the schedule space")?;
-        // From the build's schedule space (which may be nested) to its flat dimensions.
-        let ident = Map::identity(space.map_from_set().isl("building a projection")?)
-            .isl("building a projection")?
-            .flatten_range()
-            .isl("building a projection")?;
-        let n = ident
-            .dim(DimType::Out)
-            .isl("counting schedule dimensions")? as u32;
         let needed = self.needed_tiles(&stmt, &active);
-        // Each needed tile's offset as a function of the build's schedule.
-        let mut pmas = Vec::with_capacity(active.len());
-        for (p, &need) in active.iter().zip(&needed) {
-            if !need {
-                pmas.push(None);
-                continue;
-            }
-            let d = p.outer;
-            if d > n {
-                return Err(miette!(
-                    "a promoted tile's depth {d} exceeds the schedule's {n}"
-                ));
-            }
-            let proj = ident
-                .copy()
-                .isl("copying a map")?
-                .project_out(DimType::Out, d, n - d)
-                .isl("projecting the schedule")?
-                .reset_tuple_id(DimType::Out)
-                .isl("projecting the schedule")?;
-            let comp = proj
-                .apply_range(p.offset.copy().isl("copying an offset")?)
-                .isl("composing an offset")?;
-            pmas.push(Some(
-                PwMultiAff::from_map(comp).isl("an offset as a function")?,
-            ));
-        }
+        let pmas = offsets_in_build(space, &active, &needed)?;
         let pma = |i: usize| {
             pmas[i]
                 .as_ref()
