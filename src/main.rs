@@ -312,10 +312,14 @@ struct CommonArgs {
     #[arg(long = "max-statements", value_name = "N", default_value_t = polyc::pipeline::options::DEFAULT_MAX_STATEMENTS)]
     max_statements: usize,
     /// A compile-time budget in seconds: isl's scheduler gets 40% of it (instead of its
-    /// default 5 s); past that, polyc schedules each strongly connected component apart,
-    /// then falls back to program order, and says so in a note. An explicit
-    /// `--isl-option time_budget_ms=N` wins.
-    #[arg(long = "compile-budget", value_name = "SECONDS")]
+    /// default 5 s); past that, polyc schedules again more cheaply (constant terms bounded
+    /// by 20, then each strongly connected component apart, then program order), and says
+    /// so in a note. An explicit `--isl-option time_budget_ms=N` wins.
+    #[arg(
+        long = "compile-budget",
+        value_name = "SECONDS",
+        allow_hyphen_values = true
+    )]
     compile_budget: Option<String>,
 }
 
@@ -508,7 +512,8 @@ fn with_compile_budget(isl_options: &[String], budget: Option<&str>) -> Result<V
     let ms = ((seconds * 1000.0 * 0.4).round() as u64).max(1);
     eprintln!(
         "polyc: note: --compile-budget {seconds} s: isl's scheduler gets {ms} ms (past it, \
-         each strongly connected component is scheduled apart, then program order is used)"
+         polyc schedules again with constant terms of at most 20, then each strongly \
+         connected component apart, then in program order)"
     );
     let mut all = vec![format!("time_budget_ms={ms}")];
     all.extend(isl_options.iter().cloned());

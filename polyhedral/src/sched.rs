@@ -102,8 +102,9 @@ pub struct IslSchedOptions {
     /// steps (default [`SCHED_MAX_OPERATIONS`]); not an isl option.
     pub max_operations: Option<u64>,
     /// `time_budget_ms`: polyc's wall-clock budget for one run of isl's scheduler, in
-    /// milliseconds (default [`SCHED_TIME_BUDGET_MS`]); past it, polyc schedules each
-    /// strongly connected component apart instead, with a note; not an isl option.
+    /// milliseconds (default [`SCHED_TIME_BUDGET_MS`]); past it, polyc schedules again with
+    /// constant terms bounded ([`SCHED_MAX_CONSTANT_TERM`]), then each strongly connected
+    /// component apart, with a note; not an isl option.
     pub time_budget_ms: Option<u64>,
 }
 
@@ -447,6 +448,9 @@ fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miett
     };
     let run = result.and_then(|()| schedule_deps(ctx, scop, deps, limits));
     let run = match run {
+        Ok(IslRun::OutOfTime) if opts.max_constant_term.is_none() => {
+            bounded_after_timeout(ctx, scop, deps, limits, opts.serialize_sccs != Some(true))
+        }
         Ok(IslRun::OutOfTime) if opts.serialize_sccs != Some(true) => {
             serialized_after_timeout(ctx, scop, deps, limits)
         }
@@ -460,6 +464,44 @@ fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miett
         set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
     }
     run
+}
+
+/// After isl's scheduler ran past its time budget: isl again with its constant terms
+/// bounded by [`SCHED_MAX_CONSTANT_TERM`] (fusion kept), with a note; then, if that runs
+/// out too and `serialize` allows, [`serialized_after_timeout`].
+fn bounded_after_timeout(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    limits: Limits,
+    serialize: bool,
+) -> miette::Result<IslRun> {
+    let _s = crate::substeps::span("schedule:isl_bounded");
+    let old = Options::get_schedule_max_constant_term(&ctx.isl).isl("reading max_constant_term")?;
+    Options::set_schedule_max_constant_term(&ctx.isl, SCHED_MAX_CONSTANT_TERM)
+        .isl("setting max_constant_term")?;
+    let run = schedule_deps(ctx, scop, deps, limits);
+    Options::set_schedule_max_constant_term(&ctx.isl, old).isl("restoring max_constant_term")?;
+    let ms = limits.time.as_millis();
+    Ok(match run? {
+        IslRun::Schedule(s, note) => IslRun::Schedule(
+            s,
+            Some(
+                format!(
+                    "note: isl's scheduler ran past its time budget ({ms} ms); polyc \
+                     scheduled again with constant terms of at most \
+                     {SCHED_MAX_CONSTANT_TERM} (isl's max_constant_term, Polly's default \
+                     bound); raise the budget with `--isl-option time_budget_ms=N` or \
+                     `--compile-budget`"
+                ) + &note.map(|n| format!("\n{n}")).unwrap_or_default(),
+            ),
+        ),
+        IslRun::OutOfTime if serialize => serialized_after_timeout(ctx, scop, deps, limits)?,
+        IslRun::OutOfTime => IslRun::NoSchedule(format!(
+            "it ran past its time budget of {ms} ms, with and without a bound on constant terms"
+        )),
+        other => other,
+    })
 }
 
 /// After isl's scheduler ran past its time budget: isl again with `serialize_sccs` (each
@@ -793,10 +835,18 @@ fn collect_band_flags(node: ScheduleNode, out: &mut Vec<BandFlags>) -> miette::R
 /// `--isl-option max_operations=N` changes it.
 pub const SCHED_MAX_OPERATIONS: u64 = 2_000_000;
 
+/// The largest constant term isl's scheduler may use (`max_constant_term`) when it runs
+/// again after its time budget ran out (unless the user set one), as Polly does always
+/// (its `-polly-opt-max-constant-term` is 20): unbounded constant terms make isl's
+/// problems huge for long chains of reductions (40 chained matrix-vector products: 27 s,
+/// and 0.4 s with the bound). It is not the default: some examples' schedules use larger
+/// constants (`conv_chain_temp.tc` with symbolic kernel sizes: 63).
+pub const SCHED_MAX_CONSTANT_TERM: i32 = 20;
+
 /// The default wall-clock budget of one run of isl's scheduler (`time_budget_ms`): a
 /// scheduling problem that takes longer (40 chained reductions: 27 s on a 2-core machine)
-/// is scheduled again one strongly connected component at a time, which takes a few
-/// milliseconds there.
+/// is scheduled again with bounded constant terms ([`SCHED_MAX_CONSTANT_TERM`]: 0.4 s
+/// there), and if that runs out too, one strongly connected component at a time.
 pub const SCHED_TIME_BUDGET_MS: u64 = 5_000;
 
 /// Past its time budget, isl's scheduler still runs up to this many operations: the

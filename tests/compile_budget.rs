@@ -1,0 +1,79 @@
+//! Compile-time budgets: isl's scheduler stops at its time budget (`--isl-option
+//! time_budget_ms`, `--compile-budget`) and polyc schedules again, more cheaply, with a
+//! note, and the result still matches the reference interpreter.
+
+mod common;
+use common::*;
+
+/// `n` chained matrix-vector products: isl's scheduler needs more than 200 000
+/// operations for them (without a bound on constant terms).
+fn reductions(n: usize) -> String {
+    let mut s = format!("def reductions(f32(N, N) A, f32(N) V0) -> (f32(N) V{n}) {{\n");
+    for k in 1..=n {
+        s.push_str(&format!("  V{k}(i) +=! A(i, j) * V{}(j)\n", k - 1));
+    }
+    s + "}\n"
+}
+
+#[test]
+fn isl_past_its_time_budget_schedules_again() {
+    let dir = tempdir();
+    let prog = write(dir.path(), "reductions.tc", &reductions(40));
+    let o = polyc(&[
+        "run",
+        &prog,
+        "--param",
+        "N=12",
+        "--isl-option",
+        "time_budget_ms=1",
+        "--check",
+    ]);
+    assert_code(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.lines().any(|l| l
+            == "polyc: note: isl's scheduler ran past its time budget (1 ms); polyc scheduled \
+                each strongly connected component apart instead (isl with serialize_sccs=1: no \
+                fusion by the scheduler); raise the budget with `--isl-option time_budget_ms=N` \
+                or `--compile-budget`"),
+        "{err}"
+    );
+    assert_eq!(
+        stdout(&o),
+        "V40: max_abs_err=0.000e0 max_rel_err=0.000e0 ok\n"
+    );
+}
+
+#[test]
+fn compile_budget_gives_the_scheduler_its_share() {
+    let o = polyc(&[
+        "compile",
+        "examples/matmul.tc",
+        "--param",
+        "M=8,K=8,N=8",
+        "--compile-budget",
+        "2",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        "polyc: note: --compile-budget 2 s: isl's scheduler gets 800 ms (past it, polyc \
+         schedules again with constant terms of at most 20, then each strongly connected \
+         component apart, then in program order)\n"
+    );
+}
+
+#[test]
+fn compile_budget_must_be_a_positive_number() {
+    for bad in ["0", "-1", "abc", "inf"] {
+        let err = polyc_err(&["compile", "examples/matmul.tc", "--compile-budget", bad]);
+        assert_eq!(
+            err,
+            format!(
+                "  × --compile-budget: `{bad}` is not a positive number of seconds\n  help: give \
+                 a positive number of seconds, e.g. `--compile-budget 2` or `--compile-budget \
+                 0.5`\n"
+            )
+        );
+    }
+}
