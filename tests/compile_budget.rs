@@ -44,6 +44,36 @@ fn isl_past_its_time_budget_schedules_again() {
     );
 }
 
+/// At N = 1024 the first run needs more than 200 000 operations (about 9 s) and the run with
+/// bounded constant terms about 0.4 s: polyc keeps isl's fused schedule with the bound.
+/// (The budget leaves the bounded run seven times its time.)
+#[test]
+fn isl_past_its_time_budget_bounds_constant_terms_first() {
+    let dir = tempdir();
+    let prog = write(dir.path(), "reductions.tc", &reductions(40));
+    let out = dir.path().join("r.c");
+    let o = polyc(&[
+        "compile",
+        &prog,
+        "--param",
+        "N=1024",
+        "--isl-option",
+        "time_budget_ms=3000",
+        "-o",
+        out.to_str().expect("a path"),
+    ]);
+    assert_code(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.lines().any(|l| l
+            == "polyc: note: isl's scheduler ran past its time budget (3000 ms); polyc scheduled \
+                again with constant terms of at most 20 (isl's max_constant_term, Polly's \
+                default bound); raise the budget with `--isl-option time_budget_ms=N` or \
+                `--compile-budget`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn compile_budget_gives_the_scheduler_its_share() {
     let o = polyc(&[

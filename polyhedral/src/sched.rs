@@ -448,16 +448,23 @@ fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miett
     };
     let run = result.and_then(|()| schedule_deps(ctx, scop, deps, limits));
     let run = match run {
-        Ok(IslRun::OutOfTime) if opts.max_constant_term.is_none() => {
-            bounded_after_timeout(ctx, scop, deps, limits, opts.serialize_sccs != Some(true))
+        Ok(IslRun::OutOfTime) => {
+            // The retries the user's options leave open, cheapest change first.
+            let mut retries = Vec::new();
+            if opts.max_constant_term.is_none() {
+                retries.push(bounded_retry());
+            }
+            if opts.serialize_sccs != Some(true) {
+                retries.push(serialized_retry());
+            }
+            match retry_after_timeout(ctx, scop, deps, limits, &retries)? {
+                IslRun::OutOfTime => Ok(IslRun::NoSchedule(format!(
+                    "it ran past its time budget of {} ms",
+                    limits.time.as_millis()
+                ))),
+                other => Ok(other),
+            }
         }
-        Ok(IslRun::OutOfTime) if opts.serialize_sccs != Some(true) => {
-            serialized_after_timeout(ctx, scop, deps, limits)
-        }
-        Ok(IslRun::OutOfTime) => Ok(IslRun::NoSchedule(format!(
-            "it ran past its time budget of {} ms",
-            limits.time.as_millis()
-        ))),
         other => other,
     };
     for ((name, _, _, set), old) in settings.iter().zip(saved) {
@@ -466,73 +473,93 @@ fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miett
     run
 }
 
-/// After isl's scheduler ran past its time budget: isl again with its constant terms
-/// bounded by [`SCHED_MAX_CONSTANT_TERM`] (fusion kept), with a note; then, if that runs
-/// out too and `serialize` allows, [`serialized_after_timeout`].
-fn bounded_after_timeout(
-    ctx: &Ctx,
-    scop: &Scop,
-    deps: &Deps,
-    limits: Limits,
-    serialize: bool,
-) -> miette::Result<IslRun> {
-    let _s = crate::substeps::span("schedule:isl_bounded");
-    let old = Options::get_schedule_max_constant_term(&ctx.isl).isl("reading max_constant_term")?;
-    Options::set_schedule_max_constant_term(&ctx.isl, SCHED_MAX_CONSTANT_TERM)
-        .isl("setting max_constant_term")?;
-    let run = schedule_deps(ctx, scop, deps, limits);
-    Options::set_schedule_max_constant_term(&ctx.isl, old).isl("restoring max_constant_term")?;
-    let ms = limits.time.as_millis();
-    Ok(match run? {
-        IslRun::Schedule(s, note) => IslRun::Schedule(
-            s,
-            Some(
-                format!(
-                    "note: isl's scheduler ran past its time budget ({ms} ms); polyc \
-                     scheduled again with constant terms of at most \
-                     {SCHED_MAX_CONSTANT_TERM} (isl's max_constant_term, Polly's default \
-                     bound); raise the budget with `--isl-option time_budget_ms=N` or \
-                     `--compile-budget`"
-                ) + &note.map(|n| format!("\n{n}")).unwrap_or_default(),
-            ),
-        ),
-        IslRun::OutOfTime if serialize => serialized_after_timeout(ctx, scop, deps, limits)?,
-        IslRun::OutOfTime => IslRun::NoSchedule(format!(
-            "it ran past its time budget of {ms} ms, with and without a bound on constant terms"
-        )),
-        other => other,
-    })
+/// A cheaper run of isl's scheduler after one ran past its time budget: an isl option set
+/// for the run, and what the note says polyc did.
+struct Retry {
+    /// The sub-step it is timed as.
+    step: &'static str,
+    /// The option's name (for error contexts), getter, setter and value.
+    option: &'static str,
+    get: Getter,
+    set: Setter,
+    value: i32,
+    /// What polyc did, for the note ("scheduled again with …").
+    did: String,
+    /// What the first run lacked, for the error when the retry runs out too.
+    without: &'static str,
 }
 
-/// After isl's scheduler ran past its time budget: isl again with `serialize_sccs` (each
-/// strongly connected component scheduled apart: small problems, no fusion by the
-/// scheduler), with a note; program order if that runs out of time too.
-fn serialized_after_timeout(
+/// Isl's constant terms bounded by [`SCHED_MAX_CONSTANT_TERM`] (fusion kept).
+fn bounded_retry() -> Retry {
+    Retry {
+        step: "schedule:isl_bounded",
+        option: "max_constant_term",
+        get: Options::get_schedule_max_constant_term,
+        set: Options::set_schedule_max_constant_term,
+        value: SCHED_MAX_CONSTANT_TERM,
+        did: format!(
+            "scheduled again with constant terms of at most {SCHED_MAX_CONSTANT_TERM} \
+             (isl's max_constant_term, Polly's default bound)"
+        ),
+        without: "a bound on constant terms",
+    }
+}
+
+/// Each strongly connected component scheduled apart (`serialize_sccs`: small problems,
+/// no fusion by the scheduler).
+fn serialized_retry() -> Retry {
+    Retry {
+        step: "schedule:isl_serialized",
+        option: "serialize_sccs",
+        get: Options::get_schedule_serialize_sccs,
+        set: Options::set_schedule_serialize_sccs,
+        value: 1,
+        did: "scheduled each strongly connected component apart instead (isl with \
+              serialize_sccs=1: no fusion by the scheduler)"
+            .into(),
+        without: "serialize_sccs",
+    }
+}
+
+/// After isl's scheduler ran past its time budget: the first of `retries` (with a note),
+/// then, if that runs out too, the next; none left: no schedule (program order follows).
+fn retry_after_timeout(
     ctx: &Ctx,
     scop: &Scop,
     deps: &Deps,
     limits: Limits,
+    retries: &[Retry],
 ) -> miette::Result<IslRun> {
-    let _s = crate::substeps::span("schedule:isl_serialized");
-    let old = Options::get_schedule_serialize_sccs(&ctx.isl).isl("reading serialize_sccs")?;
-    Options::set_schedule_serialize_sccs(&ctx.isl, 1).isl("setting serialize_sccs")?;
-    let run = schedule_deps(ctx, scop, deps, limits);
-    Options::set_schedule_serialize_sccs(&ctx.isl, old).isl("restoring serialize_sccs")?;
     let ms = limits.time.as_millis();
-    Ok(match run? {
+    let Some((r, rest)) = retries.split_first() else {
+        return Ok(IslRun::OutOfTime);
+    };
+    let run = {
+        let _s = crate::substeps::span(r.step);
+        let old = (r.get)(&ctx.isl).isl(&format!("reading isl option {}", r.option))?;
+        (r.set)(&ctx.isl, r.value).isl(&format!("setting isl option {}", r.option))?;
+        let run = schedule_deps(ctx, scop, deps, limits);
+        (r.set)(&ctx.isl, old).isl(&format!("restoring isl option {}", r.option))?;
+        run?
+    };
+    Ok(match run {
         IslRun::Schedule(s, note) => IslRun::Schedule(
             s,
             Some(
                 format!(
-                    "note: isl's scheduler ran past its time budget ({ms} ms); polyc \
-                     scheduled each strongly connected component apart instead (isl with \
-                     serialize_sccs=1: no fusion by the scheduler); raise the budget with \
-                     `--isl-option time_budget_ms=N` or `--compile-budget`"
+                    "note: isl's scheduler ran past its time budget ({ms} ms); polyc {}; \
+                     raise the budget with `--isl-option time_budget_ms=N` or \
+                     `--compile-budget`",
+                    r.did
                 ) + &note.map(|n| format!("\n{n}")).unwrap_or_default(),
             ),
         ),
+        IslRun::OutOfTime if !rest.is_empty() => {
+            retry_after_timeout(ctx, scop, deps, limits, rest)?
+        }
         IslRun::OutOfTime => IslRun::NoSchedule(format!(
-            "it ran past its time budget of {ms} ms, with and without serialize_sccs"
+            "it ran past its time budget of {ms} ms, with and without {}",
+            r.without
         )),
         other => other,
     })
