@@ -133,14 +133,7 @@ fn scaling(target: &str) {
         };
         let c = compile(&opts, Mode::Optimised).expect("compiles");
         let ms: f64 = c.timings.iter().map(|t| t.ms).sum();
-        let mut parts: Vec<(&str, f64)> = Vec::new();
-        for p in c.timings.iter().flat_map(|t| &t.parts) {
-            match parts.iter_mut().find(|(n, _)| *n == p.name) {
-                Some(e) => e.1 += p.ms,
-                None => parts.push((p.name, p.ms)),
-            }
-        }
-        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let parts = polyc::pipeline::timing_report::slowest_sub_steps(&c.timings);
         let top: Vec<String> = parts
             .iter()
             .take(3)

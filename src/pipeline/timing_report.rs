@@ -25,14 +25,7 @@ pub fn timing_report(timings: &[Timing]) -> String {
         }
     }
     out.push_str(&format!("polyc: {:>10} {:8.2} ms\n", "total", total));
-    let mut parts: Vec<(&str, f64)> = Vec::new();
-    for p in timings.iter().flat_map(|t| &t.parts) {
-        match parts.iter_mut().find(|(n, _)| *n == p.name) {
-            Some(e) => e.1 += p.ms,
-            None => parts.push((p.name, p.ms)),
-        }
-    }
-    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let parts = slowest_sub_steps(timings);
     if !parts.is_empty() && total > 0.0 {
         let named: Vec<String> = parts
             .iter()
@@ -45,6 +38,19 @@ pub fn timing_report(timings: &[Timing]) -> String {
         ));
     }
     out
+}
+
+/// Every sub-step with its milliseconds summed over the steps, slowest first.
+pub fn slowest_sub_steps(timings: &[Timing]) -> Vec<(&'static str, f64)> {
+    let mut parts: Vec<(&'static str, f64)> = Vec::new();
+    for p in timings.iter().flat_map(|t| &t.parts) {
+        match parts.iter_mut().find(|(n, _)| *n == p.name) {
+            Some(e) => e.1 += p.ms,
+            None => parts.push((p.name, p.ms)),
+        }
+    }
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    parts
 }
 
 #[cfg(test)]
