@@ -308,6 +308,56 @@ fn cuda_of_every_example_compiles_without_spills() {
     }
 }
 
+/// Attention at its benchmark size (L = 1024, D = 64): one kernel's shared tiles (160 KiB)
+/// exceed CUDA's 48 KiB static limit, so they live in dynamic shared memory, the launcher
+/// raises the kernel's limit to the same bytes and passes them, and nvcc accepts it
+/// (ptxas rejected the static arrays: "uses too much shared data").
+#[test]
+fn shared_tiles_over_the_static_limit_are_dynamic() {
+    let src = polyc_ok(&[
+        "examples/attention.tc",
+        "--param",
+        "L=1024,D=64",
+        "--target",
+        "h100",
+    ]);
+    let declared: Vec<&str> = src
+        .lines()
+        .filter(|l| l.contains("extern __shared__"))
+        .collect();
+    assert_eq!(
+        declared,
+        ["  extern __shared__ __align__(16) unsigned char polyc_dynamic_shared[];"],
+        "{src}"
+    );
+    assert!(
+        src.contains("/* 163904 bytes of shared memory, over CUDA's 49152-byte limit for static arrays: dynamic, sized by the launch */"),
+        "{src}"
+    );
+    let kernel = "attention_k7_S_7_S_8_S_9";
+    assert!(
+        src.contains(&format!(
+            "cudaFuncSetAttribute((const void *){kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, 163904);"
+        )) && src.contains(&format!("{kernel}<<<polyc_grid, polyc_block, 163904, stream>>>")),
+        "{src}"
+    );
+    // Kernels under the limit keep static arrays and launch with no dynamic memory.
+    assert!(src.contains("__shared__ float polyc_tile0["), "{src}");
+    assert!(
+        src.contains("attention_k2_S_1<<<polyc_grid, polyc_block, 0, stream>>>"),
+        "{src}"
+    );
+    let Some(nvcc) = nvcc() else { return };
+    let dir = tempdir();
+    let cu = write(dir.path(), "attention.cu", &src);
+    let o = std::process::Command::new(&nvcc)
+        .args(["-arch=sm_90", "-c", &cu, "-o"])
+        .arg(dir.path().join("attention.o"))
+        .output()
+        .expect("nvcc runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 #[test]
 fn errors_are_exact() {
     let e = polyc_err(&[

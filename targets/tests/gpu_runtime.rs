@@ -39,6 +39,7 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 
 fn launch(kernel: &str, grid: [usize; 3], block: [usize; 3], args: Vec<LaunchArg>) -> Launch {
     Launch {
+        dynamic_shared: 0,
         kernel: kernel.into(),
         grid,
         block,

@@ -14,6 +14,7 @@ fn no_opencl_platform_is_an_error_with_the_install_hint() {
         grid: [1, 1, 1],
         block: [1, 1, 1],
         args: vec![],
+        dynamic_shared: 0,
     }];
     let e = run_opencl("__kernel void k(void) {}", &plan, &mut [])
         .unwrap_err()

@@ -936,6 +936,9 @@ pub(crate) struct Emitter<'a> {
     /// Inside a sum-reduction loop ([`Emitter::reduction`]): the statement's target is
     /// this scalar instead of its access.
     red_lhs: RefCell<Option<(*const Stmt, String)>>,
+    /// The block (threads per dimension x, y, z) of the GPU kernel being printed: a
+    /// block-stride loop with at most that many iterations runs once per thread.
+    block: Option<[i64; 3]>,
 }
 
 /// Loops with fewer iterations than this are never emitted as vectorised reductions: a
@@ -1072,6 +1075,7 @@ impl<'a> Emitter<'a> {
             in_tile: std::cell::Cell::new(0),
             unrolled: std::cell::Cell::new(1),
             red_lhs: RefCell::new(None),
+            block: None,
             shared: HashSet::new(),
         }
     }
@@ -1478,8 +1482,65 @@ impl<'a> Emitter<'a> {
         out.push_str("}\n");
     }
 
+    /// Sets the block of the GPU kernel being printed (see `block`).
+    pub(crate) fn set_block(&mut self, block: [i64; 3]) {
+        self.block = Some(block);
+    }
+
+    /// A block-stride loop that runs at most once per thread (its constant trip count is
+    /// at most the block's extent along its dimension) as straight code: the iterator is
+    /// the thread's index, guarded when some threads have no iteration. A guarded body
+    /// with a barrier keeps its loop (every thread must reach the barrier).
+    fn single_thread_iteration(&self, out: &mut String, n: &KNode, level: usize) -> bool {
+        let KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            kind,
+        } = n
+        else {
+            return false;
+        };
+        let (Some(block), Some(trip)) = (self.block, const_trip(iter, init, cond, *step)) else {
+            return false;
+        };
+        let (idx, extent) = match kind {
+            LoopKind::Thread(d) if (*d as usize) < 3 => {
+                (format!("polyc_tid{d}"), block[*d as usize])
+            }
+            LoopKind::ThreadFlat => ("polyc_tidf".to_string(), block.iter().product()),
+            _ => return false,
+        };
+        let mut barrier = false;
+        body.walk(&mut |x| barrier |= matches!(x, KNode::Barrier));
+        if trip > extent || trip < 1 || (trip < extent && barrier) {
+            return false;
+        }
+        indent(out, level);
+        if trip < extent {
+            let _ = writeln!(out, "if ({idx} < {trip}) {{");
+        } else {
+            out.push_str("{\n");
+        }
+        indent(out, level + 1);
+        let _ = writeln!(
+            out,
+            "const int64_t {iter} = {} + {idx} * {step}; /* one iteration per thread */",
+            self.kexpr(init, 1)
+        );
+        self.node(out, body, level + 1);
+        indent(out, level);
+        out.push_str("}\n");
+        true
+    }
+
     /// A loop: its pragmas (parallel, unrolled), then the loop, spread over blocks or threads where it is mapped.
     fn for_node(&self, out: &mut String, n: &KNode, level: usize) {
+        if self.single_thread_iteration(out, n, level) {
+            return;
+        }
         let KNode::For {
             iter,
             init,

@@ -404,7 +404,7 @@ enum Scalar {
 ///
 /// Same contract as [`crate::gpu::opencl_runner::run_opencl`]: one device buffer per host
 /// buffer (at least 1 byte), filled from the host; launches in order with
-/// `grid`/`block` as CUDA's grid and block dimensions and no dynamic shared memory; every
+/// `grid`/`block` as CUDA's grid and block dimensions and [`Launch::dynamic_shared`] bytes of dynamic shared memory; every
 /// buffer copied back. Without a driver: an error starting with [`NO_DRIVER`], never a
 /// panic.
 pub fn run_cuda(ptx: &str, launches: &[Launch], buffers: &mut [&mut [u8]]) -> Result<CudaRun> {
@@ -426,7 +426,13 @@ pub fn run_cuda(ptx: &str, launches: &[Launch], buffers: &mut [&mut [u8]]) -> Re
             Ok(LaunchConfig {
                 grid_dim: to_u32(l, l.grid, "grid")?,
                 block_dim: to_u32(l, l.block, "block")?,
-                shared_mem_bytes: 0,
+                shared_mem_bytes: u32::try_from(l.dynamic_shared).map_err(|_| {
+                    miette!(
+                        "kernel `{}`: {} bytes of dynamic shared memory do not fit CUDA's limits",
+                        l.kernel,
+                        l.dynamic_shared
+                    )
+                })?,
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -457,6 +463,19 @@ pub fn run_cuda(ptx: &str, launches: &[Launch], buffers: &mut [&mut [u8]]) -> Re
                         l.kernel
                     )
                 })?;
+                if l.dynamic_shared > 0 {
+                    f.set_attribute(
+                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        l.dynamic_shared as i32,
+                    )
+                    .map_err(|e| {
+                        miette!(
+                            "kernel `{}`: the device refused {} bytes of dynamic shared memory: {e}",
+                            l.kernel,
+                            l.dynamic_shared
+                        )
+                    })?;
+                }
                 functions.insert(l.kernel.as_str(), f);
             }
         }

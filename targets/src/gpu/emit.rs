@@ -11,9 +11,13 @@
 //!
 //! whose parameters are the C function's (symbolic sizes as `int64_t`, tensors as device
 //! pointers, scalars by value), plus the stream. It allocates the temporaries the kernels
-//! need with `cudaMalloc` (filled with `0xFF` bytes, NaN, when compiled with
-//! `-DPOLYC_POISON`), launches the kernels in order on `stream` (host loops around
-//! launches included), frees the temporaries and returns `cudaGetLastError()`.
+//! need with `cudaMallocAsync` on `stream` (filled with `0xFF` bytes, NaN, when compiled
+//! with `-DPOLYC_POISON`), launches the kernels in order on `stream` (host loops around
+//! launches included), frees the temporaries with `cudaFreeAsync` (stream-ordered: no
+//! device-wide synchronisation, so back-to-back calls queue) and returns
+//! `cudaGetLastError()`. A kernel whose shared tiles exceed CUDA's 48 KB static limit
+//! takes them from dynamic shared memory, which the host function sizes and enables
+//! (`cudaFuncSetAttribute`) before the launch.
 //! A program that divides integers by a value that may be 0 has one more parameter,
 //! `int *polyc_fault_status` (a host pointer, or `NULL`): the function waits for the
 //! kernels and stores there 0, or 1 + `k` when statement `S_k` divided by zero first
@@ -219,6 +223,7 @@ fn kernel_fn(
 ) {
     let mut e = Emitter::new(prog, param_texts, &dialect);
     e.register_tiles(&k.body);
+    e.set_block(k.block);
     for b in &k.shared {
         e.register_buf(b);
     }
@@ -262,22 +267,88 @@ fn kernel_fn(
             );
         }
     }
-    for b in &k.shared {
+    let dynamic = match dialect {
+        GpuDialect::Cuda => dynamic_shared_layout(prog, &e, k),
+        _ => None,
+    };
+    if let Some(layout) = &dynamic {
+        let _ = writeln!(
+            out,
+            "  /* {} bytes of shared memory, over CUDA's {CUDA_STATIC_SHARED_BYTES}-byte limit for static arrays: dynamic, sized by the launch */
+  extern __shared__ __align__(16) unsigned char {DYNAMIC_SHARED}[];",
+            layout.bytes
+        );
+    }
+    for (i, b) in k.shared.iter().enumerate() {
         let ten = &prog.tensors[b.tensor];
         let space = dialect.shared_space();
         let dims = crate::passes::promote::dims_text(&b.sizes);
-        let _ = writeln!(
-            out,
-            "  {space} {} {}[{}]; /* tile of {} ({}) in shared memory */",
-            ten.dtype.c_type(),
-            crate::codegen::cfamily::tile_name(b.promo),
-            e.tile_elems(b.promo, b.tensor),
-            ten.name,
-            dims
-        );
+        let c = ten.dtype.c_type();
+        let name = crate::codegen::cfamily::tile_name(b.promo);
+        match &dynamic {
+            Some(layout) => {
+                let _ = writeln!(
+                    out,
+                    "  {c} *const {name} = ({c} *)({DYNAMIC_SHARED} + {}); /* tile of {} ({}) in shared memory */",
+                    layout.offsets[i], ten.name, dims
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  {space} {c} {name}[{}]; /* tile of {} ({}) in shared memory */",
+                    e.tile_elems(b.promo, b.tensor),
+                    ten.name,
+                    dims
+                );
+            }
+        }
     }
     e.node(out, &k.body, 1);
     out.push_str("}\n\n");
+}
+
+/// CUDA's limit on statically declared `__shared__` arrays per block, on every
+/// architecture: a kernel that needs more declares one `extern __shared__` array, and its
+/// launch passes the size and raises `cudaFuncAttributeMaxDynamicSharedMemorySize` (up to
+/// the description's shared-memory capacity per block, which tiling already respects).
+pub const CUDA_STATIC_SHARED_BYTES: u64 = 48 * 1024;
+
+/// The name of the dynamic shared-memory array.
+const DYNAMIC_SHARED: &str = "polyc_dynamic_shared";
+
+/// Where each shared tile of a kernel lies in its dynamic shared memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DynamicShared {
+    /// The byte offset of each of `DeviceKernel::shared`, in order (multiples of 16, so
+    /// that 128-bit accesses stay aligned).
+    pub offsets: Vec<u64>,
+    /// The bytes the launch asks for.
+    pub bytes: u64,
+}
+
+fn dynamic_shared_layout(prog: &Program, e: &Emitter, k: &DeviceKernel) -> Option<DynamicShared> {
+    let mut offsets = Vec::with_capacity(k.shared.len());
+    let mut at = 0u64;
+    for b in &k.shared {
+        offsets.push(at);
+        let bytes = e.tile_elems(b.promo, b.tensor).max(0) as u64
+            * prog.tensors[b.tensor].dtype.size_bytes() as u64;
+        at += bytes.div_ceil(16) * 16;
+    }
+    (at > CUDA_STATIC_SHARED_BYTES).then_some(DynamicShared { offsets, bytes: at })
+}
+
+/// The dynamic shared memory a CUDA kernel's launch must pass, in bytes: 0 when its
+/// shared tiles fit CUDA's static limit ([`CUDA_STATIC_SHARED_BYTES`]) and are declared
+/// as `__shared__` arrays.
+pub fn dynamic_shared_bytes(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> u64 {
+    let mut e = Emitter::new(prog, param_texts, &GpuDialect::Cuda);
+    e.register_tiles(&k.body);
+    for b in &k.shared {
+        e.register_buf(b);
+    }
+    dynamic_shared_layout(prog, &e, k).map_or(0, |l| l.bytes)
 }
 
 /// The OpenCL C source of a module's kernels.
@@ -371,7 +442,7 @@ fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &Gp
         let _ = writeln!(out, "  {c} *{name} = NULL;");
         let _ = writeln!(
             out,
-            "  if (cudaMalloc((void **)&{name}, {bytes}) != cudaSuccess) return cudaErrorMemoryAllocation;"
+            "  if (cudaMallocAsync((void **)&{name}, {bytes}, stream) != cudaSuccess) return cudaErrorMemoryAllocation;"
         );
         let _ = writeln!(
             out,
@@ -386,7 +457,11 @@ fn host_fn(out: &mut String, prog: &Program, param_texts: &[String], module: &Gp
         );
     }
     for &t in &temps {
-        let _ = writeln!(out, "  cudaFree({});", c_ident(&prog.tensors[t].name));
+        let _ = writeln!(
+            out,
+            "  cudaFreeAsync({}, stream);",
+            c_ident(&prog.tensors[t].name)
+        );
     }
     out.push_str("  return cudaGetLastError();\n}\n");
 }
@@ -494,8 +569,9 @@ fn host_node(
                           block: [i64; 3],
                           lo: &str,
                           hi: &str| {
+                let (attr, smem) = shared_launch_text(prog, param_texts, k, &format!("{pad}    "));
                 format!(
-                    "{{\n{pad}    dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}    dim3 polyc_block({}, {}, {});\n{pad}    {}<<<polyc_grid, polyc_block, 0, stream>>>({});\n{pad}  }}",
+                    "{{\n{pad}    dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}    dim3 polyc_block({}, {}, {});\n{attr}{pad}    {}<<<polyc_grid, polyc_block, {smem}, stream>>>({});\n{pad}  }}",
                     grid[0],
                     grid[1],
                     grid[2],
@@ -509,9 +585,11 @@ fn host_node(
             match &k.shapes {
                 None => {
                     indent(out, level);
+                    let (attr, smem) =
+                        shared_launch_text(prog, param_texts, k, &format!("{pad}  "));
                     let _ = writeln!(
                         out,
-                        "{{ /* kernel {id} */\n{pad}  dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}  dim3 polyc_block({}, {}, {});\n{pad}  {}<<<polyc_grid, polyc_block, 0, stream>>>({});\n{pad}}}",
+                        "{{ /* kernel {id} */\n{pad}  dim3 polyc_grid((unsigned)({}), (unsigned)({}), (unsigned)({}));\n{pad}  dim3 polyc_block({}, {}, {});\n{attr}{pad}  {}<<<polyc_grid, polyc_block, {smem}, stream>>>({});\n{pad}}}",
                         grid[0],
                         grid[1],
                         grid[2],
@@ -533,6 +611,27 @@ fn host_node(
             let _ = writeln!(out, "/* unexpected host node {other:?} */");
         }
     }
+}
+
+/// A launch's dynamic shared memory: the line that raises the kernel's limit (empty when
+/// it needs none) and the bytes for `<<<grid, block, bytes, stream>>>`.
+fn shared_launch_text(
+    prog: &Program,
+    param_texts: &[String],
+    k: &DeviceKernel,
+    pad: &str,
+) -> (String, u64) {
+    let bytes = dynamic_shared_bytes(prog, param_texts, k);
+    if bytes == 0 {
+        return (String::new(), 0);
+    }
+    (
+        format!(
+            "{pad}cudaFuncSetAttribute((const void *){}, cudaFuncAttributeMaxDynamicSharedMemorySize, {bytes});\n",
+            k.name
+        ),
+        bytes,
+    )
 }
 
 /// Prints one launch: kernel, grid, block, and the block range's two arguments.

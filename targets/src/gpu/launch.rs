@@ -35,6 +35,10 @@ pub struct Launch {
     pub block: [usize; 3],
     /// The kernel's arguments, in parameter order.
     pub args: Vec<LaunchArg>,
+    /// Dynamic shared memory in bytes (CUDA: the launch's third parameter, with the
+    /// kernel's `MAX_DYNAMIC_SHARED_SIZE_BYTES` raised to it; 0 for kernels whose shared
+    /// arrays are static). OpenCL kernels declare their local arrays and ignore it.
+    pub dynamic_shared: usize,
 }
 
 /// One kernel argument.
@@ -157,6 +161,7 @@ mod tests {
 
     fn launch(kernel: &str, grid: [usize; 3], block: [usize; 3], args: Vec<LaunchArg>) -> Launch {
         Launch {
+            dynamic_shared: 0,
             kernel: kernel.into(),
             grid,
             block,

@@ -11,7 +11,7 @@ use polyhedral::data::{Buffer as Data, TensorData};
 use polyhedral::ir::{Program, TensorRole};
 
 use crate::gpu::device::{each_launch, GpuModule};
-use crate::gpu::emit::{emit_cuda, emit_opencl, kernel_params, KernelParam};
+use crate::gpu::emit::{dynamic_shared_bytes, emit_cuda, emit_opencl, kernel_params, KernelParam};
 use crate::gpu::launch::{Launch, LaunchArg};
 use crate::target::BuildInput;
 use crate::target::{Device, Executable, RunStats};
@@ -103,6 +103,7 @@ pub fn launch_plan(
                 grid: grid.map(|g| g as usize),
                 block: k.block.map(|b| b as usize),
                 args: args(k, 0, 0)?,
+                dynamic_shared: dynamic_shared_bytes(prog, param_texts, k) as usize,
             }),
             Some(sh) => {
                 let d = sh.grid_dim as usize;
@@ -121,6 +122,7 @@ pub fn launch_plan(
                         grid: g.map(|x| x as usize),
                         block: sh.block_of(l.shape).map(|b| b as usize),
                         args: args(kernel, l.first, l.first + l.count)?,
+                        dynamic_shared: dynamic_shared_bytes(prog, param_texts, kernel) as usize,
                     });
                 }
             }
