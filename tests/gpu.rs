@@ -209,7 +209,7 @@ fn explain_reports_kernels() {
     );
     assert!(
         out.contains(
-            "    shared memory 8192 bytes per block; register tiles 16 registers per thread"
+            "    shared memory 8448 bytes per block; register tiles 16 registers per thread"
         ),
         "{out}"
     );
@@ -331,14 +331,14 @@ fn shared_tiles_over_the_static_limit_are_dynamic() {
         "{src}"
     );
     assert!(
-        src.contains("/* 163904 bytes of shared memory, over CUDA's 49152-byte limit for static arrays: dynamic, sized by the launch */"),
+        src.contains("/* 164032 bytes of shared memory, over CUDA's 49152-byte limit for static arrays: dynamic, sized by the launch */"),
         "{src}"
     );
     let kernel = "attention_k7_S_7_S_8_S_9";
     assert!(
         src.contains(&format!(
-            "cudaFuncSetAttribute((const void *){kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, 163904);"
-        )) && src.contains(&format!("{kernel}<<<polyc_grid, polyc_block, 163904, stream>>>")),
+            "cudaFuncSetAttribute((const void *){kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, 164032);"
+        )) && src.contains(&format!("{kernel}<<<polyc_grid, polyc_block, 164032, stream>>>")),
         "{src}"
     );
     // Kernels under the limit keep static arrays and launch with no dynamic memory.

@@ -918,6 +918,9 @@ pub(crate) struct Emitter<'a> {
     tiles: HashMap<usize, Vec<i64>>,
     /// Block extents of the local buffers stored in blocks, by promotion number.
     blocks: HashMap<usize, Vec<i64>>,
+    /// Elements from one block to the next of each buffer stored in blocks (see
+    /// [`block_stride`]).
+    block_strides: HashMap<usize, i64>,
     /// The order each local buffer's dimensions are stored in (within each block), by
     /// promotion number, when it is not the tensor's own.
     orders: HashMap<usize, Vec<usize>>,
@@ -1029,6 +1032,20 @@ fn padded_shared_row(last: i64, elem_bytes: i64) -> i64 {
     }
 }
 
+/// Elements from one block of a buffer stored in blocks to the next. In shared memory, a
+/// block of a multiple of 128 bytes is followed by 16 bytes of padding: the threads of a
+/// quarter warp that read one 128-bit vector each from consecutive blocks then hit
+/// different banks (a 64-float block would put all eight in the same four banks), and
+/// every block stays 16-byte aligned.
+fn block_stride(block: &[i64], elem_bytes: i64, shared: bool) -> i64 {
+    let per_block: i64 = block.iter().product();
+    if shared && elem_bytes > 0 && (per_block * elem_bytes) % 128 == 0 {
+        per_block + (16 / elem_bytes).max(1)
+    } else {
+        per_block
+    }
+}
+
 /// The C name of promotion `k`'s local buffer.
 pub(crate) fn tile_name(k: usize) -> String {
     format!("polyc_tile{k}")
@@ -1069,6 +1086,7 @@ impl<'a> Emitter<'a> {
             bound,
             tiles: HashMap::new(),
             blocks: HashMap::new(),
+            block_strides: HashMap::new(),
             orders: HashMap::new(),
             cur: RefCell::new(Vec::new()),
             poison: false,
@@ -1098,6 +1116,11 @@ impl<'a> Emitter<'a> {
         self.tiles.insert(b.promo, b.sizes.clone());
         if let Some(blk) = &b.block {
             self.blocks.insert(b.promo, blk.clone());
+            let elem = self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
+            self.block_strides.insert(
+                b.promo,
+                block_stride(blk, elem, b.space == MemSpace::Shared),
+            );
         }
         if let Some(o) = &b.order {
             self.orders.insert(b.promo, o.clone());
@@ -1227,7 +1250,11 @@ impl<'a> Emitter<'a> {
         within: &[String],
     ) -> String {
         let sizes = self.tiles.get(&promo).cloned().unwrap_or_default();
-        let per_block: i64 = b.iter().product();
+        let per_block: i64 = self
+            .block_strides
+            .get(&promo)
+            .copied()
+            .unwrap_or_else(|| b.iter().product());
         let mut outer = String::new();
         let mut inner = String::new();
         for d in 0..within.len() {
@@ -1277,11 +1304,19 @@ impl<'a> Emitter<'a> {
     /// Elements of a local buffer as laid out: [`Emitter::tile_dims`], or whole blocks.
     pub(crate) fn tile_elems(&self, promo: usize, tensor: TensorId) -> i64 {
         match (self.blocks.get(&promo), self.tiles.get(&promo)) {
-            (Some(b), Some(s)) => b
-                .iter()
-                .zip(s)
-                .map(|(&b, &s)| (s + b - 1) / b.max(1) * b)
-                .product(),
+            (Some(b), Some(s)) => {
+                let blocks: i64 = b
+                    .iter()
+                    .zip(s)
+                    .map(|(&b, &s)| (s + b - 1) / b.max(1))
+                    .product();
+                let stride = self
+                    .block_strides
+                    .get(&promo)
+                    .copied()
+                    .unwrap_or_else(|| b.iter().product());
+                blocks * stride
+            }
             _ => self.tile_dims(promo, tensor).iter().product(),
         }
     }

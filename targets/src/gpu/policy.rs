@@ -11,10 +11,8 @@ pub const GPU_POLICY: &str = "\
 every outermost band is tiled over its permutable prefix when that prefix has a coincident \
 member; c is its innermost coincident member and r the coincident member just outside it, \
 if any. With a reduction member (not coincident) in the prefix (GEMM, convolution): a \
-block tile of 128 x 128 (r x c) in shared memory with an 8 x 8 register tile per thread \
-(16 x 16 = 256 threads) and 8 iterations of each reduction per shared-memory step, when \
-that makes at least one block per SM (the description's `sms`, else 1); otherwise a block \
-tile of 64 x 64 with a 4 x 4 register tile and 16 iterations per step. \
+block tile of 64 x 64 (r x c) in shared memory with a 4 x 4 register tile per thread \
+(16 x 16 = 256 threads), and 16 iterations of each reduction per shared-memory step. \
 Without one (element-wise): a block tile of 8 x 32 in shared memory, one element per \
 thread (256 threads). With one coincident member only: 256 of it per block. Other \
 coincident members get blocks of 1 (they map to further grid dimensions). Sizes are \
@@ -30,13 +28,6 @@ untiled (they still run, mapped as they are).";
 
 /// Threads per block the policy aims at.
 const THREADS: i64 = 256;
-
-/// A GEMM-like band's large tile: block tile, register tile (per coincident member) and
-/// K-step. 8 x 8 register tiles make 4 FMAs per float read from shared memory.
-const GEMM_LARGE: (i64, i64, i64) = (128, 8, 8);
-
-/// A GEMM-like band's tile when the large one would leave SMs idle.
-const GEMM_SMALL: (i64, i64, i64) = (64, 4, 16);
 
 /// Threads of a block tile: per coincident member, its block (shared) size over its
 /// register size.
@@ -69,13 +60,12 @@ fn fit_threads(sizes: &mut [(i64, Option<i64>)], coincident: &[bool], limit: i64
 }
 
 /// Builds a spec for the bands `given` leaves untouched (see [`GPU_POLICY`]), for a target
-/// that allows `max_threads` threads per block and has `sms` multiprocessors.
+/// that allows `max_threads` threads per block.
 pub fn default_spec(
     tree: &ScheduleTree,
     cx: &TileCx,
     given: Option<&TileSpec>,
     max_threads: i64,
-    sms: i64,
 ) -> Result<TileSpec> {
     let buffers: Vec<Buffer> = cx.levels.iter().map(|l| l.buffer).collect();
     let mut out = TileSpec {
@@ -126,38 +116,22 @@ pub fn default_spec(
         let r = coincident.iter().rev().nth(1).copied();
         let reduction = (0..tilable).any(|m| !band.coincident[m]);
         let ext = |m: usize| extents[m].unwrap_or(1).max(1);
-        // A GEMM-like band takes the large tile when it still makes a block per SM.
-        let gemm = match r {
-            Some(r) if reduction => {
-                let blocks: i64 = (0..tilable)
-                    .filter(|&m| band.coincident[m])
-                    .map(|m| {
-                        if m == c || m == r {
-                            (ext(m) + GEMM_LARGE.0 - 1) / GEMM_LARGE.0
-                        } else {
-                            ext(m)
-                        }
-                    })
-                    .product();
-                Some(if blocks >= sms.max(1) {
-                    GEMM_LARGE
-                } else {
-                    GEMM_SMALL
-                })
-            }
-            _ => None,
-        };
         // (shared size, register size) per member.
         let mut sizes: Vec<(i64, Option<i64>)> = (0..tilable)
             .map(|m| {
                 if !band.coincident[m] {
-                    (gemm.map_or(16, |g| g.2), None)
-                } else if m == c || Some(m) == r {
-                    match gemm {
-                        Some((block, reg, _)) => (block, Some(reg)),
-                        None if r.is_some() && m == c => (32, None),
-                        None if r.is_some() => (THREADS / 32, None),
-                        None => (THREADS, None),
+                    (16, None)
+                } else if m == c {
+                    match (reduction, r.is_some()) {
+                        (true, true) => (64, Some(4)),
+                        (false, true) => (32, None),
+                        _ => (THREADS, None),
+                    }
+                } else if Some(m) == r {
+                    if reduction {
+                        (64, Some(4))
+                    } else {
+                        (THREADS / 32, None)
                     }
                 } else {
                     (1, None)

@@ -111,13 +111,7 @@ impl Target for GpuTarget {
         given: Option<&tiling::TileSpec>,
     ) -> Result<tiling::DefaultPlan> {
         Ok(tiling::DefaultPlan {
-            spec: policy::default_spec(
-                tree,
-                cx,
-                given,
-                self.max_threads(),
-                self.desc.sms.unwrap_or(1) as i64,
-            )?,
+            spec: policy::default_spec(tree, cx, given, self.max_threads())?,
             fusion: Vec::new(),
         })
     }
