@@ -347,15 +347,104 @@ fn shared_tiles_over_the_static_limit_are_dynamic() {
         src.contains("attention_k2_S_1<<<polyc_grid, polyc_block, 0, stream>>>"),
         "{src}"
     );
+    nvcc_compiles_for_sm_90(&src);
+}
+
+/// nvcc compiles `src` (kernels and launcher) for sm_90 (nothing to do when
+/// `POLYC_SKIP_NVCC` is set and nvcc is missing).
+fn nvcc_compiles_for_sm_90(src: &str) {
     let Some(nvcc) = nvcc() else { return };
     let dir = tempdir();
-    let cu = write(dir.path(), "attention.cu", &src);
+    let cu = write(dir.path(), "k.cu", src);
     let o = std::process::Command::new(&nvcc)
         .args(["-arch=sm_90", "-c", &cu, "-o"])
-        .arg(dir.path().join("attention.o"))
+        .arg(dir.path().join("k.o"))
         .output()
         .expect("nvcc runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A GEMM's K loop is pipelined in two stages: CUDA issues the next step's copies with
+/// `cp.async` (`__pipeline_memcpy_async`) before waiting for its own, and the shared
+/// tiles are doubled.
+#[test]
+fn gemm_k_loop_is_pipelined_in_two_stages() {
+    let src = polyc_ok(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=4096,N=4096,K=4096",
+        "--target",
+        "h100",
+    ]);
+    for want in [
+        "#include <cuda_pipeline.h>",
+        "  __shared__ float polyc_tile0[2048]; /* tile of A (64 x 16) in shared memory */",
+        "  __shared__ float polyc_tile1[2176]; /* tile of B (16 x 64) in shared memory */",
+        "{ /* pipelined, 2 stages: the copies of step c2 + 1 load while step c2 computes */",
+        "const int64_t polyc_stage_c2 = ((c2 - (0)) / 1) % 2;",
+        "const int64_t c2_next = c2 + 1;",
+        "if (c2_next <= 255) {",
+        "__pipeline_memcpy_async(&polyc_tile0[(1 - polyc_stage_c2) * 1024 + ",
+        "__pipeline_commit();\n            __pipeline_wait_prior(1);\n            __syncthreads();",
+    ] {
+        assert!(src.contains(want), "missing `{want}` in\n{src}");
+    }
+    assert_eq!(src.matches("__pipeline_commit();").count(), 2, "{src}");
+    nvcc_compiles_for_sm_90(&src);
+}
+
+/// Pipelined kernels run the same schedule on OpenCL (plain copies into the other stage),
+/// checked against the interpreter at trip counts of 1, 2, 3 and many K steps, partial
+/// tiles in every dimension, f32 and f64; and a pipeline that writes the next step into the
+/// stage being read (`POLYC_PIPELINE_FAULT=same-stage`) fails the check.
+#[test]
+fn pipelined_kernels_check_at_odd_sizes_and_a_broken_pipeline_fails() {
+    // (program, sizes, pipelined loops: one per kind of block tile the code generator
+    // separates; 0 where the K loop has a single step and no loop is left)
+    for (prog, params, loops) in [
+        ("examples/matmul.tc", "M=67,N=45,K=53", 1),
+        ("examples/matmul.tc", "M=65,N=64,K=17", 3),
+        ("examples/matmul.tc", "M=70,N=66,K=32", 3),
+        ("examples/matmul.tc", "M=70,N=66,K=16", 0),
+        ("examples/matmul.tc", "M=1,N=1,K=1", 0),
+        ("examples/matmul_at.tc", "M=33,N=40,K=47", 1),
+        ("examples/batch_matmul.tc", "BS=3,M=17,N=29,K=41", 1),
+        ("examples/attention.tc", "L=50,D=37", 1),
+    ] {
+        let opencl = polyc_ok(&[
+            prog, "--param", params, "--target", "gpu", "--emit", "opencl",
+        ]);
+        assert_eq!(
+            opencl.matches("pipelined, 2 stages").count(),
+            loops,
+            "{prog} {params}:\n{opencl}"
+        );
+        run_gpu(prog, params, &[]);
+    }
+    let dir = tempdir();
+    let f64_prog = write(
+        dir.path(),
+        "mm64.tc",
+        "def mm64(f64(M, K) A, f64(K, N) B) -> (f64(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
+    );
+    run_gpu(&f64_prog, "M=37,N=71,K=45", &[]);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
+        .args([
+            "run",
+            "examples/matmul.tc",
+            "--param",
+            "M=67,N=45,K=53",
+            "--target",
+            "gpu",
+            "--check",
+        ])
+        .current_dir(root())
+        .env("POLYC_PIPELINE_FAULT", "same-stage")
+        .output()
+        .expect("polyc runs");
+    assert_code(&o, 3);
+    assert!(stdout(&o).contains("C: max_abs_err="), "{}", stdout(&o));
+    assert!(stdout(&o).contains(" MISMATCH ("), "{}", stdout(&o));
 }
 
 #[test]

@@ -448,6 +448,22 @@ pub trait Dialect {
     fn block_sync(&self) -> &'static str {
         "/* barrier */"
     }
+    /// A statement that starts an asynchronous copy of one `bytes`-byte element from
+    /// global `src` into shared `dst` (software pipelining, [`crate::codegen::pipeline`]),
+    /// or `None` (the default) to copy with a plain store.
+    fn async_copy(&self, _dst: &str, _src: &str, _bytes: usize) -> Option<String> {
+        None
+    }
+    /// Closes the group of asynchronous copies issued since the last one (`None`: nothing
+    /// to print).
+    fn async_commit(&self) -> Option<&'static str> {
+        None
+    }
+    /// Waits until every group of asynchronous copies but the most recent has landed
+    /// (this thread's copies; a barrier then makes all threads' copies visible).
+    fn async_wait_prior_one(&self) -> Option<&'static str> {
+        None
+    }
     /// How the integer-division helpers record the first statement that divided by zero
     /// (by default in a static the entry returns, [`HOST_DIVISION_FAULT`]).
     fn division_fault(&self) -> DivisionFault {
@@ -942,6 +958,17 @@ pub(crate) struct Emitter<'a> {
     /// The block (threads per dimension x, y, z) of the GPU kernel being printed: a
     /// block-stride loop with at most that many iterations runs once per thread.
     block: Option<[i64; 3]>,
+    /// The tensor of each registered local buffer, by promotion number.
+    promo_tensor: HashMap<usize, TensorId>,
+    /// Pipelined loops of the kernel being printed (by address, see
+    /// [`crate::codegen::pipeline`]) and the promotions each stages.
+    pipelined: HashMap<*const KNode, Vec<usize>>,
+    /// Promotions with two stages: the elements of one stage.
+    staged: HashMap<usize, i64>,
+    /// The stage the code being printed uses, per staged promotion (a C expression).
+    stage_expr: RefCell<HashMap<usize, String>>,
+    /// Copy-ins being printed start asynchronous copies (the dialect's `async_copy`).
+    async_copies: std::cell::Cell<bool>,
 }
 
 /// Loops with fewer iterations than this are never emitted as vectorised reductions: a
@@ -1046,6 +1073,9 @@ fn block_stride(block: &[i64], elem_bytes: i64, shared: bool) -> i64 {
     }
 }
 
+#[path = "pipeline_print.rs"]
+mod pipeline_print;
+
 /// The C name of promotion `k`'s local buffer.
 pub(crate) fn tile_name(k: usize) -> String {
     format!("polyc_tile{k}")
@@ -1094,6 +1124,11 @@ impl<'a> Emitter<'a> {
             unrolled: std::cell::Cell::new(1),
             red_lhs: RefCell::new(None),
             block: None,
+            promo_tensor: HashMap::new(),
+            pipelined: HashMap::new(),
+            staged: HashMap::new(),
+            stage_expr: RefCell::new(HashMap::new()),
+            async_copies: std::cell::Cell::new(false),
             shared: HashSet::new(),
         }
     }
@@ -1114,9 +1149,14 @@ impl<'a> Emitter<'a> {
     /// Records one local buffer's extents (and, for shared memory, its padding rule).
     pub(crate) fn register_buf(&mut self, b: &crate::codegen::kir::LocalBuf) {
         self.tiles.insert(b.promo, b.sizes.clone());
+        self.promo_tensor.insert(b.promo, b.tensor);
         if let Some(blk) = &b.block {
             self.blocks.insert(b.promo, blk.clone());
-            let elem = self.prog.tensors[b.tensor].dtype.size_bytes() as i64;
+            let elem = self
+                .prog
+                .tensors
+                .get(b.tensor)
+                .map_or(4, |t| t.dtype.size_bytes() as i64);
             self.block_strides.insert(
                 b.promo,
                 block_stride(blk, elem, b.space == MemSpace::Shared),
@@ -1190,7 +1230,7 @@ impl<'a> Emitter<'a> {
         if flat.is_empty() {
             flat = "0".into();
         }
-        format!("{}[{flat}]", tile_name(l.promo))
+        self.tile_index(l.promo, flat)
     }
 
     /// `polyc_tileK[flat]` in a buffer stored in blocks of extents `b`, read through the
@@ -1289,7 +1329,7 @@ impl<'a> Emitter<'a> {
             (true, false) => inner,
             (false, _) => format!("({outer}) * {per_block} + {inner}"),
         };
-        format!("{}[{flat}]", tile_name(promo))
+        self.tile_index(promo, flat)
     }
 
     /// The tensor dimensions of local buffer `promo` (of `rank` dimensions) in the order
@@ -1301,8 +1341,57 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Elements of a local buffer as laid out: [`Emitter::tile_dims`], or whole blocks.
+    /// Elements of a local buffer as laid out: [`Emitter::stage_elems`], twice for a
+    /// buffer with two pipeline stages.
     pub(crate) fn tile_elems(&self, promo: usize, tensor: TensorId) -> i64 {
+        let one = self.stage_elems(promo, tensor);
+        if self.staged.contains_key(&promo) {
+            2 * one
+        } else {
+            one
+        }
+    }
+
+    /// Stages the tiles of pipelined loops (see [`crate::codegen::pipeline`]): their
+    /// buffers hold two copies, and the loops print as pipelines.
+    pub(crate) fn set_pipelines(&mut self, pipes: &[crate::codegen::pipeline::Pipeline]) {
+        for p in pipes {
+            for &promo in &p.promos {
+                let tensor = self
+                    .tiles
+                    .contains_key(&promo)
+                    .then(|| self.tensor_of_promo(promo))
+                    .flatten();
+                if let Some(t) = tensor {
+                    let one = self.stage_elems(promo, t);
+                    self.staged.insert(promo, one);
+                }
+            }
+            self.pipelined.insert(p.lp, p.promos.clone());
+        }
+    }
+
+    /// The tensor of a registered local buffer.
+    fn tensor_of_promo(&self, promo: usize) -> Option<TensorId> {
+        self.promo_tensor.get(&promo).copied()
+    }
+
+    /// `polyc_tileK[flat]`, offset to the stage in use for a staged buffer.
+    fn tile_index(&self, promo: usize, flat: String) -> String {
+        match (
+            self.staged.get(&promo),
+            self.stage_expr.borrow().get(&promo),
+        ) {
+            (Some(one), Some(stage)) => {
+                format!("{}[({stage}) * {one} + {flat}]", tile_name(promo))
+            }
+            _ => format!("{}[{flat}]", tile_name(promo)),
+        }
+    }
+
+    /// Elements of one stage of a local buffer as laid out: [`Emitter::tile_dims`], or
+    /// whole blocks.
+    fn stage_elems(&self, promo: usize, tensor: TensorId) -> i64 {
         match (self.blocks.get(&promo), self.tiles.get(&promo)) {
             (Some(b), Some(s)) => {
                 let blocks: i64 = b
@@ -1573,7 +1662,7 @@ impl<'a> Emitter<'a> {
 
     /// A loop: its pragmas (parallel, unrolled), then the loop, spread over blocks or threads where it is mapped.
     fn for_node(&self, out: &mut String, n: &KNode, level: usize) {
-        if self.single_thread_iteration(out, n, level) {
+        if self.pipelined_for(out, n, level) || self.single_thread_iteration(out, n, level) {
             return;
         }
         let KNode::For {
@@ -1818,7 +1907,13 @@ impl<'a> Emitter<'a> {
                     None => self.tensor_access(*tensor, &idx),
                 };
                 indent(out, level);
-                if *copy_in {
+                let bytes = self.prog.tensors[*tensor].dtype.size_bytes();
+                let started = (*copy_in && self.async_copies.get())
+                    .then(|| self.dialect.async_copy(&tile, &global, bytes))
+                    .flatten();
+                if let Some(start) = started {
+                    let _ = writeln!(out, "{start}");
+                } else if *copy_in {
                     let _ = writeln!(out, "{tile} = {global};");
                 } else {
                     let _ = writeln!(out, "{global} = {tile};");
@@ -2321,6 +2416,35 @@ fn math(f: Func, ct: DType, a: &str, exp_f32: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The most distinct 16-byte words that the 8 threads of a quarter warp touch in one
+    /// group of 4 banks, when thread `t` reads the 128-bit vector at float `base(t)`
+    /// (shared memory serves a 128-bit access one quarter warp at a time).
+    fn quarter_warp_degree(base: impl Fn(i64) -> i64) -> usize {
+        let mut per_group: std::collections::HashMap<i64, std::collections::HashSet<i64>> =
+            std::collections::HashMap::new();
+        for t in 0..8 {
+            let word = base(t);
+            per_group.entry((word / 4) % 8).or_default().insert(word);
+        }
+        per_group.values().map(|s| s.len()).max().unwrap_or(0)
+    }
+
+    /// A GEMM's B tile in blocks of 16 x 4 floats (one 128-bit vector per thread and k): 64
+    /// floats per block put the 8 threads of a quarter warp in the same 4 banks; the 68-float
+    /// stride spreads them over all 32.
+    #[test]
+    fn shared_blocks_of_128_bytes_are_padded_to_conflict_free_strides() {
+        assert_eq!(super::block_stride(&[16, 4], 4, true), 68);
+        assert_eq!(super::block_stride(&[16, 4], 4, false), 64);
+        assert_eq!(super::block_stride(&[8, 8], 8, true), 66);
+        assert_eq!(super::block_stride(&[5, 4], 4, true), 20);
+        for k in 0..16 {
+            assert_eq!(quarter_warp_degree(|t| t * 64 + 4 * k), 8);
+            let stride = super::block_stride(&[16, 4], 4, true);
+            assert_eq!(quarter_warp_degree(|t| t * stride + 4 * k), 1);
+        }
+    }
+
     use super::*;
 
     /// [`EXP_F32`] against libm's `expf` on every 97th float in range, built with the

@@ -9,3 +9,4 @@ pub mod kir;
 pub mod lower;
 pub mod microkernel;
 pub mod normalize;
+pub mod pipeline;

@@ -400,6 +400,52 @@ enum Scalar {
     F16(u16),
 }
 
+/// The kernels a plan launches, from a loaded module, each with its dynamic
+/// shared-memory limit raised to what its launches ask for.
+fn load_functions<'a>(
+    module: &Arc<cudarc::driver::CudaModule>,
+    launches: &'a [Launch],
+) -> Result<std::collections::HashMap<&'a str, cudarc::driver::CudaFunction>> {
+    let mut functions = std::collections::HashMap::new();
+    for l in launches {
+        if functions.contains_key(l.kernel.as_str()) {
+            continue;
+        }
+        let f = module.load_function(&l.kernel).map_err(|e| {
+            miette!(
+                "kernel `{}` is not in the PTX ({e}); declare kernels extern \"C\"",
+                l.kernel
+            )
+        })?;
+        let most = launches
+            .iter()
+            .filter(|x| x.kernel == l.kernel)
+            .map(|x| x.dynamic_shared)
+            .max()
+            .unwrap_or(0);
+        if most > 0 {
+            let bytes = i32::try_from(most).map_err(|_| {
+                miette!(
+                    "kernel `{}`: {most} bytes of dynamic shared memory",
+                    l.kernel
+                )
+            })?;
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes,
+            )
+            .map_err(|e| {
+                miette!(
+                    "kernel `{}`: the device refused {most} bytes of dynamic shared memory: {e}",
+                    l.kernel
+                )
+            })?;
+        }
+        functions.insert(l.kernel.as_str(), f);
+    }
+    Ok(functions)
+}
+
 /// Runs a launch plan on CUDA device 0 from PTX (e.g. from [`compile_ptx`]).
 ///
 /// Same contract as [`crate::gpu::opencl_runner::run_opencl`]: one device buffer per host
@@ -454,31 +500,7 @@ pub fn run_cuda(ptx: &str, launches: &[Launch], buffers: &mut [&mut [u8]]) -> Re
                 )
             })?;
         let load_time = t_load.elapsed();
-        let mut functions = std::collections::HashMap::new();
-        for l in launches {
-            if !functions.contains_key(l.kernel.as_str()) {
-                let f = module.load_function(&l.kernel).map_err(|e| {
-                    miette!(
-                        "kernel `{}` is not in the PTX ({e}); declare kernels extern \"C\"",
-                        l.kernel
-                    )
-                })?;
-                if l.dynamic_shared > 0 {
-                    f.set_attribute(
-                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        l.dynamic_shared as i32,
-                    )
-                    .map_err(|e| {
-                        miette!(
-                            "kernel `{}`: the device refused {} bytes of dynamic shared memory: {e}",
-                            l.kernel,
-                            l.dynamic_shared
-                        )
-                    })?;
-                }
-                functions.insert(l.kernel.as_str(), f);
-            }
-        }
+        let functions = load_functions(&module, launches)?;
         let stream = ctx.default_stream();
         let mut dev_bufs: Vec<CudaSlice<u8>> = Vec::with_capacity(buffers.len());
         for (i, host) in buffers.iter().enumerate() {

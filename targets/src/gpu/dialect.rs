@@ -68,6 +68,28 @@ impl Dialect for GpuDialect {
             GpuDialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
         }
     }
+    fn async_copy(&self, dst: &str, src: &str, bytes: usize) -> Option<String> {
+        match self {
+            // cp.async copies 4, 8 or 16 bytes (sm_80 and later; cuda_pipeline.h copies
+            // synchronously on older devices).
+            GpuDialect::Cuda if matches!(bytes, 4 | 8 | 16) => {
+                Some(format!("__pipeline_memcpy_async(&{dst}, &{src}, {bytes});"))
+            }
+            _ => None,
+        }
+    }
+    fn async_commit(&self) -> Option<&'static str> {
+        match self {
+            GpuDialect::Cuda => Some("__pipeline_commit();"),
+            GpuDialect::OpenCl => None,
+        }
+    }
+    fn async_wait_prior_one(&self) -> Option<&'static str> {
+        match self {
+            GpuDialect::Cuda => Some("__pipeline_wait_prior(1);"),
+            GpuDialect::OpenCl => None,
+        }
+    }
     fn division_fault(&self) -> DivisionFault {
         match self {
             GpuDialect::Cuda => DivisionFault {

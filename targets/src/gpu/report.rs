@@ -208,14 +208,12 @@ pub fn count_kernels(
 
 /// Bytes of shared memory a kernel declares (rows padded as printed).
 pub fn shared_bytes(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> u64 {
-    let mut e = crate::codegen::cfamily::Emitter::new(
+    let e = crate::gpu::emit::kernel_emitter(
         prog,
         param_texts,
         &crate::gpu::dialect::GpuDialect::Cuda,
+        k,
     );
-    for b in &k.shared {
-        e.register_buf(b);
-    }
     k.shared
         .iter()
         .map(|b| {

@@ -1,0 +1,145 @@
+//! Printing a pipelined loop (see [`crate::codegen::pipeline`]): prologue copies, then per
+//! step the next step's copies into the other stage, a wait, a barrier and the compute.
+
+use std::fmt::Write;
+
+use super::{indent, Emitter};
+use crate::codegen::kir::{KExpr, KNode};
+
+impl Emitter<'_> {
+    /// Prints `n` as a two-stage pipeline when it is one of the kernel's pipelined loops;
+    /// `false` (nothing printed) otherwise.
+    pub(super) fn pipelined_for(&self, out: &mut String, n: &KNode, level: usize) -> bool {
+        let Some(promos) = self.pipelined.get(&(n as *const KNode)) else {
+            return false;
+        };
+        let KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            ..
+        } = n
+        else {
+            return false;
+        };
+        let shared = |p: usize| self.shared.contains(&p);
+        let Some((copies, rest, _)) = crate::codegen::pipeline::split(n, &shared) else {
+            return false;
+        };
+        let stage = format!("polyc_stage_{iter}");
+        let next = format!("{iter}_next");
+        let init_c = self.kexpr(init, 0);
+        indent(out, level);
+        let _ = writeln!(
+            out,
+            "{{ /* pipelined, 2 stages: the copies of step {iter} + {step} load while step {iter} computes */"
+        );
+        // Prologue: the first step's copies into stage 0.
+        indent(out, level + 1);
+        out.push_str("{\n");
+        indent(out, level + 2);
+        let _ = writeln!(out, "const int64_t {iter} = {init_c};");
+        self.staged_copies(out, &copies, promos, "0", cond, level + 2);
+        indent(out, level + 1);
+        out.push_str("}\n");
+        self.commit(out, level + 1);
+        indent(out, level + 1);
+        let _ = writeln!(
+            out,
+            "for (int64_t {iter} = {init_c}; {}; {iter} += {step}) {{",
+            self.kexpr(cond, 0)
+        );
+        indent(out, level + 2);
+        let _ = writeln!(
+            out,
+            "const int64_t {stage} = (({iter} - ({init_c})) / {step}) % 2;"
+        );
+        // The next step's copies into the other stage.
+        indent(out, level + 2);
+        out.push_str("{\n");
+        indent(out, level + 3);
+        let _ = writeln!(out, "const int64_t {next} = {iter} + {step};");
+        let renamed: Vec<KNode> = copies.iter().map(|c| rename(c, iter, &next)).collect();
+        let renamed_refs: Vec<&KNode> = renamed.iter().collect();
+        let next_cond = cond.substitute(&|v| (v == iter.as_str()).then(|| KExpr::var(&next)));
+        // `POLYC_PIPELINE_FAULT=same-stage` (tests only) writes the next step into the
+        // stage being read, to show that `run --check` catches a broken pipeline.
+        let next_stage = if std::env::var("POLYC_PIPELINE_FAULT").as_deref() == Ok("same-stage") {
+            stage.clone()
+        } else {
+            format!("1 - {stage}")
+        };
+        self.staged_copies(
+            out,
+            &renamed_refs,
+            promos,
+            &next_stage,
+            &next_cond,
+            level + 3,
+        );
+        indent(out, level + 2);
+        out.push_str("}\n");
+        self.commit(out, level + 2);
+        if let Some(wait) = self.dialect.async_wait_prior_one() {
+            indent(out, level + 2);
+            let _ = writeln!(out, "{wait}");
+        }
+        indent(out, level + 2);
+        let _ = writeln!(out, "{}", self.dialect.block_sync());
+        for p in promos {
+            self.stage_expr.borrow_mut().insert(*p, stage.clone());
+        }
+        for r in rest {
+            self.node(out, r, level + 2);
+        }
+        for p in promos {
+            self.stage_expr.borrow_mut().remove(p);
+        }
+        indent(out, level + 1);
+        out.push_str("}\n");
+        indent(out, level);
+        out.push_str("}\n");
+        true
+    }
+
+    /// The copies of one step into stage `stage`, under the loop's condition `cond`.
+    fn staged_copies(
+        &self,
+        out: &mut String,
+        copies: &[&KNode],
+        promos: &[usize],
+        stage: &str,
+        cond: &KExpr,
+        level: usize,
+    ) {
+        indent(out, level);
+        let _ = writeln!(out, "if ({}) {{", self.kexpr(cond, 0));
+        for p in promos {
+            self.stage_expr.borrow_mut().insert(*p, stage.to_string());
+        }
+        self.async_copies.set(true);
+        for c in copies {
+            self.node(out, c, level + 1);
+        }
+        self.async_copies.set(false);
+        for p in promos {
+            self.stage_expr.borrow_mut().remove(p);
+        }
+        indent(out, level);
+        out.push_str("}\n");
+    }
+
+    fn commit(&self, out: &mut String, level: usize) {
+        if let Some(c) = self.dialect.async_commit() {
+            indent(out, level);
+            let _ = writeln!(out, "{c}");
+        }
+    }
+}
+
+/// `n` with loop iterator `from` read as `to` (the next step's copies).
+fn rename(n: &KNode, from: &str, to: &str) -> KNode {
+    n.clone()
+        .map_exprs(&|e| e.substitute(&|v| (v == from).then(|| KExpr::var(to))))
+}
