@@ -209,7 +209,7 @@ fn explain_reports_kernels() {
     );
     assert!(
         out.contains(
-            "    shared memory 8448 bytes per block; register tiles 16 registers per thread"
+            "    shared memory 33792 bytes per block; register tiles 16 registers per thread\n    pipelined: 1 shared-memory loop(s) in 4 stages (the copies of step k + 3 load while step k computes)"
         ),
         "{out}"
     );
@@ -350,6 +350,16 @@ fn shared_tiles_over_the_static_limit_are_dynamic() {
     nvcc_compiles_for_sm_90(&src);
 }
 
+/// Runs polyc from the repository root with one more environment variable.
+fn polyc_env(args: &[&str], var: (&str, &str)) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
+        .args(args)
+        .current_dir(root())
+        .env(var.0, var.1)
+        .output()
+        .expect("polyc runs")
+}
+
 /// nvcc compiles `src` (kernels and launcher) for sm_90 (nothing to do when
 /// `POLYC_SKIP_NVCC` is set and nvcc is missing).
 fn nvcc_compiles_for_sm_90(src: &str) {
@@ -364,11 +374,12 @@ fn nvcc_compiles_for_sm_90(src: &str) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// A GEMM's K loop is pipelined in two stages: CUDA issues the next step's copies with
-/// `cp.async` (`__pipeline_memcpy_async`) before waiting for its own, and the shared
-/// tiles are doubled.
+/// A GEMM's K loop is pipelined in 4 stages (the most whose tiles fit 48 KiB of static
+/// shared memory): CUDA issues the copies 3 steps ahead with `cp.async`
+/// (`__pipeline_memcpy_async`) and waits for all but the 3 most recent groups, and the
+/// shared tiles hold 4 steps.
 #[test]
-fn gemm_k_loop_is_pipelined_in_two_stages() {
+fn gemm_k_loop_is_pipelined_in_four_stages() {
     let src = polyc_ok(&[
         "examples/matmul.tc",
         "--param",
@@ -378,48 +389,79 @@ fn gemm_k_loop_is_pipelined_in_two_stages() {
     ]);
     for want in [
         "#include <cuda_pipeline.h>",
-        "  __shared__ float polyc_tile0[2048]; /* tile of A (64 x 16) in shared memory */",
-        "  __shared__ float polyc_tile1[2176]; /* tile of B (16 x 64) in shared memory */",
-        "{ /* pipelined, 2 stages: the copies of step c2 + 1 load while step c2 computes */",
-        "const int64_t polyc_stage_c2 = ((c2 - (0)) / 1) % 2;",
-        "const int64_t c2_next = c2 + 1;",
+        "  __shared__ float polyc_tile0[4096]; /* tile of A (64 x 16) in shared memory */",
+        "  __shared__ float polyc_tile1[4352]; /* tile of B (16 x 64) in shared memory */",
+        "{ /* pipelined, 4 stages: the copies of step c2 + 3 load while step c2 computes */",
+        "const int64_t c2 = 0 + 2;",
+        "const int64_t polyc_stage_c2 = ((c2 - (0)) / 1) % 4;",
+        "const int64_t c2_next = c2 + 3;",
         "if (c2_next <= 255) {",
-        "__pipeline_memcpy_async(&polyc_tile0[(1 - polyc_stage_c2) * 1024 + ",
-        "__pipeline_commit();\n            __pipeline_wait_prior(1);\n            __syncthreads();",
+        "__pipeline_memcpy_async(&polyc_tile0[((polyc_stage_c2 + 3) % 4) * 1024 + ",
+        "__pipeline_commit();\n            __pipeline_wait_prior(3);\n            __syncthreads();",
     ] {
         assert!(src.contains(want), "missing `{want}` in\n{src}");
     }
-    assert_eq!(src.matches("__pipeline_commit();").count(), 2, "{src}");
+    assert_eq!(src.matches("__pipeline_commit();").count(), 4, "{src}");
     nvcc_compiles_for_sm_90(&src);
 }
 
-/// Pipelined kernels run the same schedule on OpenCL (plain copies into the other stage),
-/// checked against the interpreter at trip counts of 1, 2, 3 and many K steps, partial
-/// tiles in every dimension, f32 and f64; and a pipeline that writes the next step into the
-/// stage being read (`POLYC_PIPELINE_FAULT=same-stage`) fails the check.
+/// Pipelined kernels run the same schedule on OpenCL (plain copies into the stages),
+/// checked against the interpreter with 2, 3 and 4 stages at trip counts of 1, 2, 3 and
+/// many K steps, partial tiles in every dimension, f32 and f64; and a pipeline that writes
+/// the next step into the stage being read (`POLYC_PIPELINE_FAULT=same-stage`) fails the
+/// check.
 #[test]
 fn pipelined_kernels_check_at_odd_sizes_and_a_broken_pipeline_fails() {
     // (program, sizes, pipelined loops: one per kind of block tile the code generator
     // separates; 0 where the K loop has a single step and no loop is left)
-    for (prog, params, loops) in [
+    let cases = [
         ("examples/matmul.tc", "M=67,N=45,K=53", 1),
         ("examples/matmul.tc", "M=65,N=64,K=17", 3),
         ("examples/matmul.tc", "M=70,N=66,K=32", 3),
+        ("examples/matmul.tc", "M=13,N=29,K=97", 1),
         ("examples/matmul.tc", "M=70,N=66,K=16", 0),
         ("examples/matmul.tc", "M=1,N=1,K=1", 0),
         ("examples/matmul_at.tc", "M=33,N=40,K=47", 1),
         ("examples/batch_matmul.tc", "BS=3,M=17,N=29,K=41", 1),
         ("examples/attention.tc", "L=50,D=37", 1),
-    ] {
-        let opencl = polyc_ok(&[
-            prog, "--param", params, "--target", "gpu", "--emit", "opencl",
-        ]);
-        assert_eq!(
-            opencl.matches("pipelined, 2 stages").count(),
-            loops,
-            "{prog} {params}:\n{opencl}"
-        );
-        run_gpu(prog, params, &[]);
+    ];
+    for stages in ["2", "3", "4"] {
+        for (prog, params, loops) in cases {
+            let o = polyc_env(
+                &[
+                    prog, "--param", params, "--target", "gpu", "--emit", "opencl",
+                ],
+                ("POLYC_PIPELINE_STAGES", stages),
+            );
+            assert_code(&o, 0);
+            let opencl = stdout(&o);
+            // The most stages that fit (CUDA's static limit), at most the number asked.
+            let got: Vec<i64> = opencl
+                .split("pipelined, ")
+                .skip(1)
+                .map(|t| t.split(' ').next().unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(
+                got.len(),
+                loops,
+                "{prog} {params}, {stages} stages:\n{opencl}"
+            );
+            let most: i64 = stages.parse().unwrap();
+            assert!(
+                got.iter().all(|&g| (2..=most).contains(&g)),
+                "{prog} {params}: {got:?}"
+            );
+            let o = polyc_env(
+                &["run", prog, "--param", params, "--target", "gpu", "--check"],
+                ("POLYC_PIPELINE_STAGES", stages),
+            );
+            assert_code(&o, 0);
+            assert!(
+                stdout(&o).lines().all(|l| l.ends_with(" ok")),
+                "{}",
+                stdout(&o)
+            );
+        }
     }
     let dir = tempdir();
     let f64_prog = write(
@@ -428,8 +470,8 @@ fn pipelined_kernels_check_at_odd_sizes_and_a_broken_pipeline_fails() {
         "def mm64(f64(M, K) A, f64(K, N) B) -> (f64(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
     );
     run_gpu(&f64_prog, "M=37,N=71,K=45", &[]);
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
-        .args([
+    let o = polyc_env(
+        &[
             "run",
             "examples/matmul.tc",
             "--param",
@@ -437,11 +479,9 @@ fn pipelined_kernels_check_at_odd_sizes_and_a_broken_pipeline_fails() {
             "--target",
             "gpu",
             "--check",
-        ])
-        .current_dir(root())
-        .env("POLYC_PIPELINE_FAULT", "same-stage")
-        .output()
-        .expect("polyc runs");
+        ],
+        ("POLYC_PIPELINE_FAULT", "same-stage"),
+    );
     assert_code(&o, 3);
     assert!(stdout(&o).contains("C: max_abs_err="), "{}", stdout(&o));
     assert!(stdout(&o).contains(" MISMATCH ("), "{}", stdout(&o));

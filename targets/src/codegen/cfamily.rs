@@ -459,9 +459,9 @@ pub trait Dialect {
     fn async_commit(&self) -> Option<&'static str> {
         None
     }
-    /// Waits until every group of asynchronous copies but the most recent has landed
-    /// (this thread's copies; a barrier then makes all threads' copies visible).
-    fn async_wait_prior_one(&self) -> Option<&'static str> {
+    /// Waits until every group of asynchronous copies but the `pending` most recent has
+    /// landed (this thread's copies; a barrier then makes all threads' copies visible).
+    fn async_wait_prior(&self, _pending: i64) -> Option<String> {
         None
     }
     /// How the integer-division helpers record the first statement that divided by zero
@@ -961,10 +961,10 @@ pub(crate) struct Emitter<'a> {
     /// The tensor of each registered local buffer, by promotion number.
     promo_tensor: HashMap<usize, TensorId>,
     /// Pipelined loops of the kernel being printed (by address, see
-    /// [`crate::codegen::pipeline`]) and the promotions each stages.
-    pipelined: HashMap<*const KNode, Vec<usize>>,
-    /// Promotions with two stages: the elements of one stage.
-    staged: HashMap<usize, i64>,
+    /// [`crate::codegen::pipeline`]): the promotions each stages, and its stages.
+    pipelined: HashMap<*const KNode, (Vec<usize>, i64)>,
+    /// Staged promotions: the elements of one stage, and the number of stages.
+    staged: HashMap<usize, (i64, i64)>,
     /// The stage the code being printed uses, per staged promotion (a C expression).
     stage_expr: RefCell<HashMap<usize, String>>,
     /// Copy-ins being printed start asynchronous copies (the dialect's `async_copy`).
@@ -1341,19 +1341,15 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Elements of a local buffer as laid out: [`Emitter::stage_elems`], twice for a
-    /// buffer with two pipeline stages.
+    /// Elements of a local buffer as laid out: [`Emitter::stage_elems`] times its pipeline
+    /// stages.
     pub(crate) fn tile_elems(&self, promo: usize, tensor: TensorId) -> i64 {
         let one = self.stage_elems(promo, tensor);
-        if self.staged.contains_key(&promo) {
-            2 * one
-        } else {
-            one
-        }
+        one * self.staged.get(&promo).map_or(1, |(_, stages)| *stages)
     }
 
     /// Stages the tiles of pipelined loops (see [`crate::codegen::pipeline`]): their
-    /// buffers hold two copies, and the loops print as pipelines.
+    /// buffers hold one copy per stage, and the loops print as pipelines.
     pub(crate) fn set_pipelines(&mut self, pipes: &[crate::codegen::pipeline::Pipeline]) {
         for p in pipes {
             for &promo in &p.promos {
@@ -1364,11 +1360,16 @@ impl<'a> Emitter<'a> {
                     .flatten();
                 if let Some(t) = tensor {
                     let one = self.stage_elems(promo, t);
-                    self.staged.insert(promo, one);
+                    self.staged.insert(promo, (one, p.stages));
                 }
             }
-            self.pipelined.insert(p.lp, p.promos.clone());
+            self.pipelined.insert(p.lp, (p.promos.clone(), p.stages));
         }
+    }
+
+    /// The stages of each pipelined loop of the kernel being printed.
+    pub(crate) fn pipeline_stages(&self) -> Vec<i64> {
+        self.pipelined.values().map(|(_, s)| *s).collect()
     }
 
     /// The tensor of a registered local buffer.
@@ -1382,7 +1383,7 @@ impl<'a> Emitter<'a> {
             self.staged.get(&promo),
             self.stage_expr.borrow().get(&promo),
         ) {
-            (Some(one), Some(stage)) => {
+            (Some((one, _)), Some(stage)) => {
                 format!("{}[({stage}) * {one} + {flat}]", tile_name(promo))
             }
             _ => format!("{}[{flat}]", tile_name(promo)),

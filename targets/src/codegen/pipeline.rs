@@ -1,5 +1,5 @@
-//! Two-stage software pipelining of a kernel's shared-memory K loop (ALCOP's load–compute
-//! overlap), found on the kernel IR.
+//! Multi-stage software pipelining of a kernel's shared-memory K loop (ALCOP's
+//! load–compute overlap), found on the kernel IR.
 //!
 //! A sequential loop inside a kernel whose body is, after flattening nested blocks,
 //!
@@ -7,11 +7,12 @@
 //! copies into shared tiles P (copy-in only), barrier, compute, barrier
 //! ```
 //!
-//! is printed with each tile of P doubled (two stages): the copies of the first step run
-//! before the loop, and each step first issues the copies of the next step into the other
-//! stage, then waits for its own copies, synchronises, computes and synchronises again
-//! (see `Emitter::pipelined_for`). The trailing barrier of step `k - 1` guarantees that no
-//! thread still reads the stage that step `k` overwrites. On CUDA the copies are
+//! is printed with `s` copies (stages) of each tile of P: the copies of the first `s - 1`
+//! steps run before the loop, and step `k` first issues the copies of step `k + s - 1`
+//! into stage `(k + s - 1) mod s`, then waits until its own copies have landed (all but
+//! the `s - 1` most recent groups), synchronises, computes and synchronises again (see
+//! `Emitter::pipelined_for`). The stage step `k` overwrites is the one step `k - 1` read,
+//! and the trailing barrier of step `k - 1` guarantees that no thread still reads it. On CUDA the copies are
 //! asynchronous (`__pipeline_memcpy_async`, `cp.async` on sm_80 and later), so the loads of
 //! step `k + 1` overlap the arithmetic of step `k`; elsewhere they are plain stores, and the
 //! same schedule runs (and is checked) on OpenCL.
@@ -31,9 +32,14 @@ use crate::codegen::kir::{KNode, LoopKind, MemSpace};
 pub struct Pipeline {
     /// The `For` node (identity: its address in the kernel body being printed).
     pub lp: *const KNode,
-    /// The promotions whose tiles get two stages.
+    /// The promotions whose tiles get `stages` copies.
     pub promos: Vec<usize>,
+    /// How many steps' tiles are in shared memory at once (2 to [`MAX_STAGES`]).
+    pub stages: i64,
 }
+
+/// The most stages a pipeline gets.
+pub const MAX_STAGES: i64 = 4;
 
 /// The body of a loop with nested blocks flattened, and scopes of shared tiles opened
 /// (a kernel declares its shared tiles once, at its top: such a scope only delimits them).
@@ -180,6 +186,7 @@ pub fn find(prog: &Program, body: &KNode, shared: &dyn Fn(usize) -> bool) -> Vec
         .map(|(x, promos)| Pipeline {
             lp: x as *const KNode,
             promos,
+            stages: 2,
         })
         .collect()
 }

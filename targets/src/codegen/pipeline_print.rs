@@ -1,5 +1,6 @@
 //! Printing a pipelined loop (see [`crate::codegen::pipeline`]): prologue copies, then per
-//! step the next step's copies into the other stage, a wait, a barrier and the compute.
+//! step the copies `s - 1` steps ahead into the stage read last, a wait, a barrier and the
+//! compute.
 
 use std::fmt::Write;
 
@@ -7,12 +8,13 @@ use super::{indent, Emitter};
 use crate::codegen::kir::{KExpr, KNode};
 
 impl Emitter<'_> {
-    /// Prints `n` as a two-stage pipeline when it is one of the kernel's pipelined loops;
-    /// `false` (nothing printed) otherwise.
+    /// Prints `n` as a pipeline when it is one of the kernel's pipelined loops; `false`
+    /// (nothing printed) otherwise.
     pub(super) fn pipelined_for(&self, out: &mut String, n: &KNode, level: usize) -> bool {
-        let Some(promos) = self.pipelined.get(&(n as *const KNode)) else {
+        let Some((promos, stages)) = self.pipelined.get(&(n as *const KNode)) else {
             return false;
         };
+        let stages = *stages;
         let KNode::For {
             iter,
             init,
@@ -33,17 +35,20 @@ impl Emitter<'_> {
         indent(out, level);
         let _ = writeln!(
             out,
-            "{{ /* pipelined, 2 stages: the copies of step {iter} + {step} load while step {iter} computes */"
+            "{{ /* pipelined, {stages} stages: the copies of step {iter} + {} load while step {iter} computes */",
+            (stages - 1) * step
         );
-        // Prologue: the first step's copies into stage 0.
-        indent(out, level + 1);
-        out.push_str("{\n");
-        indent(out, level + 2);
-        let _ = writeln!(out, "const int64_t {iter} = {init_c};");
-        self.staged_copies(out, &copies, promos, "0", cond, level + 2);
-        indent(out, level + 1);
-        out.push_str("}\n");
-        self.commit(out, level + 1);
+        // Prologue: the first `stages - 1` steps' copies, one group each.
+        for j in 0..stages - 1 {
+            indent(out, level + 1);
+            out.push_str("{\n");
+            indent(out, level + 2);
+            let _ = writeln!(out, "const int64_t {iter} = {init_c} + {};", j * step);
+            self.staged_copies(out, &copies, promos, &j.to_string(), cond, level + 2);
+            indent(out, level + 1);
+            out.push_str("}\n");
+            self.commit(out, level + 1);
+        }
         indent(out, level + 1);
         let _ = writeln!(
             out,
@@ -53,22 +58,26 @@ impl Emitter<'_> {
         indent(out, level + 2);
         let _ = writeln!(
             out,
-            "const int64_t {stage} = (({iter} - ({init_c})) / {step}) % 2;"
+            "const int64_t {stage} = (({iter} - ({init_c})) / {step}) % {stages};"
         );
-        // The next step's copies into the other stage.
+        // The copies `stages - 1` steps ahead, into the stage the last step read.
         indent(out, level + 2);
         out.push_str("{\n");
         indent(out, level + 3);
-        let _ = writeln!(out, "const int64_t {next} = {iter} + {step};");
+        let _ = writeln!(
+            out,
+            "const int64_t {next} = {iter} + {};",
+            (stages - 1) * step
+        );
         let renamed: Vec<KNode> = copies.iter().map(|c| rename(c, iter, &next)).collect();
         let renamed_refs: Vec<&KNode> = renamed.iter().collect();
         let next_cond = cond.substitute(&|v| (v == iter.as_str()).then(|| KExpr::var(&next)));
-        // `POLYC_PIPELINE_FAULT=same-stage` (tests only) writes the next step into the
-        // stage being read, to show that `run --check` catches a broken pipeline.
+        // `POLYC_PIPELINE_FAULT=same-stage` (tests only) writes the copies into the stage
+        // being read, to show that `run --check` catches a broken pipeline.
         let next_stage = if std::env::var("POLYC_PIPELINE_FAULT").as_deref() == Ok("same-stage") {
             stage.clone()
         } else {
-            format!("1 - {stage}")
+            format!("({stage} + {}) % {stages}", stages - 1)
         };
         self.staged_copies(
             out,
@@ -81,7 +90,7 @@ impl Emitter<'_> {
         indent(out, level + 2);
         out.push_str("}\n");
         self.commit(out, level + 2);
-        if let Some(wait) = self.dialect.async_wait_prior_one() {
+        if let Some(wait) = self.dialect.async_wait_prior(stages - 1) {
             indent(out, level + 2);
             let _ = writeln!(out, "{wait}");
         }

@@ -84,9 +84,9 @@ impl Dialect for GpuDialect {
             GpuDialect::OpenCl => None,
         }
     }
-    fn async_wait_prior_one(&self) -> Option<&'static str> {
+    fn async_wait_prior(&self, pending: i64) -> Option<String> {
         match self {
-            GpuDialect::Cuda => Some("__pipeline_wait_prior(1);"),
+            GpuDialect::Cuda => Some(format!("__pipeline_wait_prior({pending});")),
             GpuDialect::OpenCl => None,
         }
     }

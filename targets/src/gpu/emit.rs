@@ -342,9 +342,14 @@ pub fn dynamic_shared_bytes(prog: &Program, param_texts: &[String], k: &DeviceKe
     dynamic_shared_layout(prog, &e, k).map_or(0, |l| l.bytes)
 }
 
+/// The stages of each pipelined loop of a kernel (empty when none is pipelined).
+pub fn pipeline_stages(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> Vec<i64> {
+    kernel_emitter(prog, param_texts, &GpuDialect::Cuda, k).pipeline_stages()
+}
+
 /// The printer of one kernel: its register and shared tiles registered, its block set,
-/// and its pipelined loops staged ([`crate::codegen::pipeline`]) when their doubled tiles
-/// keep the kernel's shared memory within CUDA's static limit.
+/// and its pipelined loops staged ([`crate::codegen::pipeline`]) with the most stages
+/// (at most 4) whose tiles keep the kernel's shared memory within CUDA's static limit.
 pub(crate) fn kernel_emitter<'a>(
     prog: &'a Program,
     param_texts: &[String],
@@ -364,15 +369,24 @@ pub(crate) fn kernel_emitter<'a>(
     };
     let single: u64 = k.shared.iter().map(bytes).sum();
     let mut pipes = crate::codegen::pipeline::find(prog, &k.body, &|p| shared.contains(&p));
-    let extra: u64 = pipes
+    let staged: u64 = pipes
         .iter()
         .flat_map(|p| p.promos.iter())
         .filter_map(|p| k.shared.iter().find(|b| b.promo == *p))
         .map(bytes)
         .sum();
-    if single + extra > CUDA_STATIC_SHARED_BYTES || std::env::var_os("POLYC_NO_PIPELINE").is_some()
-    {
-        pipes.clear();
+    // The most stages (up to MAX_STAGES, or POLYC_PIPELINE_STAGES; 1: no pipelining) whose
+    // copies keep the kernel's shared memory within CUDA's static limit.
+    let most = std::env::var("POLYC_PIPELINE_STAGES")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(crate::codegen::pipeline::MAX_STAGES);
+    let stages = (2..=most)
+        .rev()
+        .find(|s| single + (*s as u64 - 1) * staged <= CUDA_STATIC_SHARED_BYTES);
+    match stages {
+        Some(s) => pipes.iter_mut().for_each(|p| p.stages = s),
+        None => pipes.clear(),
     }
     e.set_pipelines(&pipes);
     e

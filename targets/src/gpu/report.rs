@@ -289,6 +289,16 @@ pub fn explain(
             shared_bytes(prog, param_texts, k),
             tile_registers(prog, k)
         );
+        let stages = crate::gpu::emit::pipeline_stages(prog, param_texts, k);
+        if !stages.is_empty() {
+            let _ = writeln!(
+                out,
+                "    pipelined: {} shared-memory loop(s) in {} stages (the copies of step k + {} load while step k computes)",
+                stages.len(),
+                stages[0],
+                stages[0] - 1
+            );
+        }
         if let Some(r) = ptxas.and_then(|p| p.kernel(&k.name)) {
             let _ = writeln!(
                 out,
