@@ -342,6 +342,28 @@ pub fn dynamic_shared_bytes(prog: &Program, param_texts: &[String], k: &DeviceKe
     dynamic_shared_layout(prog, &e, k).map_or(0, |l| l.bytes)
 }
 
+/// The most pipeline stages: `POLYC_PIPELINE_STAGES` (a whole number from 1, for
+/// measuring; 1 turns pipelining off), else [`crate::codegen::pipeline::MAX_STAGES`]. A
+/// value that is not one is ignored with a warning on standard error (once).
+fn stage_cap() -> i64 {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let default = crate::codegen::pipeline::MAX_STAGES;
+    match std::env::var("POLYC_PIPELINE_STAGES") {
+        Err(_) => default,
+        Ok(v) => match v.trim().parse::<i64>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                WARNED.call_once(|| {
+                    eprintln!(
+                        "polyc: warning: POLYC_PIPELINE_STAGES=`{v}` is not a whole number from 1; using {default} stages at most"
+                    )
+                });
+                default
+            }
+        },
+    }
+}
+
 /// The stages of each pipelined loop of a kernel (empty when none is pipelined).
 pub fn pipeline_stages(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> Vec<i64> {
     kernel_emitter(prog, param_texts, &GpuDialect::Cuda, k).pipeline_stages()
@@ -377,10 +399,7 @@ pub(crate) fn kernel_emitter<'a>(
         .sum();
     // The most stages (up to MAX_STAGES, or POLYC_PIPELINE_STAGES; 1: no pipelining) whose
     // copies keep the kernel's shared memory within CUDA's static limit.
-    let most = std::env::var("POLYC_PIPELINE_STAGES")
-        .ok()
-        .and_then(|v| v.parse::<i64>().ok())
-        .unwrap_or(crate::codegen::pipeline::MAX_STAGES);
+    let most = stage_cap();
     let stages = (2..=most)
         .rev()
         .find(|s| single + (*s as u64 - 1) * staged <= CUDA_STATIC_SHARED_BYTES);
