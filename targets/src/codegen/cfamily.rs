@@ -1353,12 +1353,7 @@ impl<'a> Emitter<'a> {
     pub(crate) fn set_pipelines(&mut self, pipes: &[crate::codegen::pipeline::Pipeline]) {
         for p in pipes {
             for &promo in &p.promos {
-                let tensor = self
-                    .tiles
-                    .contains_key(&promo)
-                    .then(|| self.tensor_of_promo(promo))
-                    .flatten();
-                if let Some(t) = tensor {
+                if let Some(&t) = self.promo_tensor.get(&promo) {
                     let one = self.stage_elems(promo, t);
                     self.staged.insert(promo, (one, p.stages));
                 }
@@ -1370,11 +1365,6 @@ impl<'a> Emitter<'a> {
     /// The stages of each pipelined loop of the kernel being printed.
     pub(crate) fn pipeline_stages(&self) -> Vec<i64> {
         self.pipelined.values().map(|(_, s)| *s).collect()
-    }
-
-    /// The tensor of a registered local buffer.
-    fn tensor_of_promo(&self, promo: usize) -> Option<TensorId> {
-        self.promo_tensor.get(&promo).copied()
     }
 
     /// `polyc_tileK[flat]`, offset to the stage in use for a staged buffer.
