@@ -72,6 +72,13 @@ static double bench_time(void (*setup)(void *), void (*run)(void *), void *ctx) 
   return best;
 }
 
+/* BENCH_POLYC_ONLY=1 (scripts/bench's runs of polyc's C built under plain flags): time the
+ * reference and polyc's kernel only, and skip the other peers. */
+static int bench_polyc_only(void) {
+  const char *e = getenv("BENCH_POLYC_ONLY");
+  return e != NULL && e[0] == '1';
+}
+
 static int bench_report(const char *kernel, const char *impl, double flops, double secs,
                         double err, double tol) {
   int ok = err <= tol;

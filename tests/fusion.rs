@@ -290,7 +290,7 @@ fn row_sums_are_vector_reductions() {
             {
               const int64_t r = c2;
               const int64_t j = c3 - 255;
-              polyc_red = fmaf(polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_red);
+              polyc_red = polyc_fma_f32(polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_red);
             }
           }
           polyc_tile4[(r - 0)] = polyc_red;

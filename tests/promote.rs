@@ -95,7 +95,7 @@ fn register_tile_c_has_local_accumulators() {
         "{c}"
     );
     assert!(
-        c.contains("polyc_tile0[((i - (32 * c0 + 4 * c3))) * 64 + (j - 0)] = fmaf(A[i * 64 + k], B[k * 64 + j], polyc_tile0[((i - (32 * c0 + 4 * c3))) * 64 + (j - 0)]);"),
+        c.contains("polyc_tile0[((i - (32 * c0 + 4 * c3))) * 64 + (j - 0)] = polyc_fma_f32(A[i * 64 + k], B[k * 64 + j], polyc_tile0[((i - (32 * c0 + 4 * c3))) * 64 + (j - 0)]);"),
         "{c}"
     );
     assert!(

@@ -1,10 +1,11 @@
 //! The CPU's C: host C (the [`Dialect`] defaults: gcc's unroll pragma, a vectorisable
 //! `expf` of polyc's own, a static fault status for integer division by zero) with OpenMP
-//! for parallel loops and vector reductions.
+//! for parallel loops and vector reductions, and multiply-accumulates that clang keeps in
+//! registers ([`FMA_HELPERS`]).
 
 use polyhedral::ir::Program;
 
-use crate::codegen::cfamily::{emit_translation_unit, Dialect, EmitOptions};
+use crate::codegen::cfamily::{emit_translation_unit, Dialect, EmitOptions, FMA_HELPERS};
 use crate::codegen::kir::Kernel;
 
 /// C11 (GNU) with OpenMP, for the CPU.
@@ -17,6 +18,12 @@ impl Dialect for CDialect {
     }
     fn simd_reduction_pragma(&self) -> Option<&'static str> {
         Some(OMP_SIMD_REDUCTION)
+    }
+    fn fma_names(&self) -> [&'static str; 2] {
+        ["polyc_fma_f32", "polyc_fma_f64"]
+    }
+    fn fma_helper(&self) -> Option<&'static str> {
+        Some(FMA_HELPERS)
     }
 }
 
