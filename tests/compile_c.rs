@@ -316,3 +316,137 @@ fn clang_keeps_the_gemm_register_tile_in_registers() {
     let spills = hot.iter().filter(|l| l.contains("Spill")).count();
     assert_eq!(spills, 0, "{}", hot.join("\n"));
 }
+
+/// `polyc ARGS -o DIR/NAME.c`; returns the C file's path.
+fn emit_to(dir: &std::path::Path, name: &str, args: &[&str]) -> std::path::PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    let cs = c.display().to_string();
+    let mut all = args.to_vec();
+    all.extend(["-o", &cs]);
+    polyc_ok(&all);
+    c
+}
+
+/// Issue 25: a row sum is vectorised by gcc at plain `-O3 -march=native`, with no OpenMP
+/// flag: both lane loops of layer norm's mean and variance are reported as vectorised
+/// loops (under `#pragma omp simd`, which needs `-fopenmp`, gcc kept the sums scalar).
+#[test]
+fn row_sums_vectorise_without_openmp() {
+    let dir = tempdir();
+    let c = emit_to(
+        dir.path(),
+        "ln",
+        &["examples/layernorm.tc", "--param", "R=2048,N=2048"],
+    );
+    let text = std::fs::read_to_string(&c).unwrap();
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.trim_start()
+                .starts_with("for (int64_t polyc_l = 0; polyc_l < 32; polyc_l += 1) {")
+        })
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    // (clang unrolls the plain sum's lane loop completely and vectorises the straight
+    // code, so only gcc's notes name both loops.)
+    for (cc, flag, says) in [("gcc", "-fopt-info-vec-optimized", "loop vectorized")] {
+        let out = Command::new(cc)
+            .args(["-O3", "-march=native", flag, "-c", "-o", "/dev/null"])
+            .arg(&c)
+            .output()
+            .expect("compiler starts");
+        assert!(
+            out.status.success(),
+            "{cc}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let notes = String::from_utf8_lossy(&out.stderr);
+        for l in &lines {
+            let at = format!("ln.c:{l}:");
+            assert!(
+                notes.lines().any(|n| n.contains(&at) && n.contains(says)),
+                "{cc} did not vectorise the lane loop at line {l}:\n{notes}"
+            );
+        }
+    }
+}
+
+/// Issue 25: the file asks gcc for wrapping signed arithmetic itself, so plain
+/// `gcc -O3 -march=native` compiles it exactly as with polyc's `-fwrapv` (without the
+/// pragma, gcc left the conv chain's last column block of full register tiles scalar).
+#[test]
+fn gcc_compiles_the_same_code_without_fwrapv() {
+    let dir = tempdir();
+    let c = emit_to(
+        dir.path(),
+        "cc",
+        &[
+            "examples/conv_chain_temp.tc",
+            "--param",
+            "H=2048,W=2048,KH=5,KW=5",
+            "--tile-spec",
+            "bench/conv_chain_temp_l1.tiles",
+        ],
+    );
+    let asm = |extra: &[&str]| {
+        let out = Command::new("gcc")
+            .args(["-O3", "-march=native", "-S", "-o", "-"])
+            .args(extra)
+            .arg(&c)
+            .output()
+            .expect("gcc starts");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let plain = asm(&[]);
+    assert!(plain.matches("vfmadd").count() > 0);
+    assert!(
+        plain == asm(&["-fwrapv"]),
+        "gcc's code differs with -fwrapv"
+    );
+}
+
+/// Row sums in lanes (16 f64 or 32 f32 partial sums, then the iterations left over) agree
+/// with the interpreter in f64 and f32, at sizes that leave a remainder and sizes below
+/// one block, under gcc and clang.
+#[test]
+fn row_sums_in_lanes_check_in_f64_and_f32() {
+    let dir = tempdir();
+    for t in ["f64", "f32"] {
+        let prog = write(
+            dir.path(),
+            &format!("rowvar_{t}.tc"),
+            &format!(
+                "def rowvar({t}(R, N) X) -> ({t}(R, N) D, {t}(R) v) {{\n  m(r) +=! X(r, j)\n  D(r, j) = X(r, j) - m(r) / N\n  v(r) +=! D(r, j) * D(r, j)\n}}\n"
+            ),
+        );
+        let lanes = if t == "f64" { 16 } else { 32 };
+        let c = polyc_ok(&[&prog, "--param", "R=7,N=131"]);
+        assert!(
+            c.contains(
+                &format!("{t} polyc_lane[{lanes}]")
+                    .replace("f64", "double")
+                    .replace("f32", "float")
+            ),
+            "{c}"
+        );
+        for cc in ["cc", "clang"] {
+            for params in ["R=7,N=131", "R=3,N=70", "R=2,N=1000"] {
+                let o = polyc_with_cc(cc, &["run", &prog, "--param", params, "--check"]);
+                let out = stdout(&o);
+                assert!(
+                    o.status.success() && out.lines().count() == 2,
+                    "CC={cc} {t} {params}:\n{out}\n{}",
+                    stderr(&o)
+                );
+                assert!(out.lines().all(|l| l.ends_with(" ok")), "{out}");
+            }
+        }
+    }
+}

@@ -61,7 +61,8 @@
 //!   (`((int32_t)(int8_t)x)`; literals too), arithmetic happens in `int32_t` as C's
 //!   integer promotion does, and the result is converted to `int8_t` only at the store
 //!   (wrapping modulo 2⁸; gcc and clang define this conversion).
-//! - Integer `+ - *` wrap (the runner compiles with `-fwrapv`); `/` truncates and `%` is
+//! - Integer `+ - *` wrap (the file says so to gcc with `#pragma GCC optimize("wrapv")`,
+//!   and the runner compiles with `-fwrapv`); `/` truncates and `%` is
 //!   C's remainder. Integer division by zero (and `MIN / -1`) is undefined in C, as it
 //!   is not checked.
 //! - Float `%` is `fmodf`/`fmod`.
@@ -266,10 +267,19 @@ static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 /// `-fno-tree-loop-distribution` and `-O2` both compile it right). polyc's schedule has
 /// already distributed and fused the loops, and the benchmarks run as fast without the
 /// pass. A pragma rather than a flag, so that the C compiles right wherever it is built.
+///
+/// The same pragma makes signed integer arithmetic wrap (`wrapv`, as `-fwrapv` does),
+/// which the module's contract promises for integer `+ - *` and which polyc's runners
+/// also ask for on the command line. Under plain `gcc -O3 -march=native` it is also
+/// faster (issue 25): without it gcc 12 leaves the full register tiles of the conv chain's
+/// last column block scalar (600 instead of 800 vector FMAs in the file), and the chain
+/// with a temporary under its two-level spec ran at half the speed of polyc's own build.
 const GCC_NO_LOOP_DISTRIBUTION: &str = r#"/* gcc 12 can misorder a zero-fill it distributes into memset; polyc's loops are already
-   distributed as scheduled, so gcc's loop distribution is off in this file. */
+   distributed as scheduled, so gcc's loop distribution is off in this file. Signed
+   integer arithmetic wraps, as polyc's semantics say (and gcc then vectorises every
+   register tile of polyc's loops without -fwrapv on the command line). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-tree-loop-distribution")
+#pragma GCC optimize("no-tree-loop-distribution", "wrapv")
 #endif
 
 "#;
@@ -451,9 +461,11 @@ pub trait Dialect {
     fn parallel_pragma(&self) -> Option<&'static str> {
         None
     }
-    /// The pragma before a sum over a sequential loop that lets the compiler add in
-    /// vector lanes (the sum is kept in `polyc_red`); `None`, the default: no such
-    /// reductions.
+    /// Whether sums over a sequential loop are emitted as vector reductions
+    /// ([`Emitter::reduction_loop`]: partial sums in lanes), and the pragma that lets the
+    /// compiler add in vector lanes where the loop's bound does not allow blocks of lanes
+    /// (the sum is then kept in `polyc_red` under this pragma); `None`, the default: no
+    /// such reductions.
     fn simd_reduction_pragma(&self) -> Option<&'static str> {
         None
     }
@@ -1030,6 +1042,24 @@ pub(crate) struct Emitter<'a> {
 /// 5-tap window is better unrolled around the vector loop outside it.
 const MIN_REDUCTION_TRIP: i64 = 64;
 
+/// The bytes of partial sums a vector-lane reduction keeps (two 512-bit vectors: 32 f32
+/// lanes, 16 f64), so that the adds of one block do not wait for each other.
+const REDUCTION_LANE_BYTES: usize = 128;
+
+/// True when the loop bound `cond` holds for a prefix of the iterations of an ascending
+/// loop over `iter`: upper bounds on `iter` alone (`iter <= e`, `iter < e`, `e >= iter`,
+/// `e > iter`, with `e` free of `iter`) and conjunctions of them. Then the bound at a
+/// block's last iteration holds for the whole block.
+fn ascending_bound(iter: &str, cond: &KExpr) -> bool {
+    let is_iter = |e: &KExpr| matches!(e, KExpr::Var(v) if v == iter);
+    match cond {
+        KExpr::And(a, b) => ascending_bound(iter, a) && ascending_bound(iter, b),
+        KExpr::Cmp(KCmp::Le | KCmp::Lt, a, b) => is_iter(a) && !b.mentions(iter),
+        KExpr::Cmp(KCmp::Ge | KCmp::Gt, a, b) => is_iter(b) && !a.mentions(iter),
+        _ => false,
+    }
+}
+
 /// Inside a promoted tile, loops with a constant trip count up to this that enclose
 /// another loop, and no tile of their own, get `#pragma GCC unroll`: the register tile's reduction loops over a
 /// small window (a 5 × 5 filter, around the tile's row and column loops) then leave the
@@ -1601,10 +1631,13 @@ impl<'a> Emitter<'a> {
         red
     }
 
-    /// Emits a [`Emitter::reduction`] loop: the target in a scalar, the loop under the
-    /// dialect's [`Dialect::simd_reduction_pragma`] (which lets the compiler add in vector
-    /// lanes: the sums are reassociated, within the interpreter's tolerance), then the
-    /// scalar stored back.
+    /// Emits a [`Emitter::reduction`] loop: the target in a scalar `polyc_red`; where the
+    /// loop's bound is an upper bound on its iterator ([`ascending_bound`]), blocks of
+    /// lanes with a partial sum each ([`Emitter::lane_loop`], vectorised by any C compiler
+    /// at `-O3` with no OpenMP or reassociation flag), then the iterations left into the
+    /// scalar, then the lanes added to it; elsewhere the whole loop under the dialect's
+    /// [`Dialect::simd_reduction_pragma`]. Either way the sums are reassociated, within
+    /// the interpreter's tolerance. Then the scalar is stored back.
     fn reduction_loop(
         &self,
         out: &mut String,
@@ -1630,15 +1663,21 @@ impl<'a> Emitter<'a> {
         let c = st.dtype.c_type();
         indent(out, level + 1);
         let _ = writeln!(out, "{c} polyc_red = {lhs};");
-        indent(out, level + 1);
-        if let Some(pragma) = self.dialect.simd_reduction_pragma() {
-            let _ = writeln!(out, "{pragma}");
-        }
+        let lanes = (REDUCTION_LANE_BYTES / st.dtype.size_bytes().max(1)) as i64;
+        let first = if *step > 0 && ascending_bound(iter, cond) {
+            self.lane_loop(out, n, st, lanes, level + 1);
+            "polyc_v".to_string()
+        } else {
+            if let Some(pragma) = self.dialect.simd_reduction_pragma() {
+                indent(out, level + 1);
+                let _ = writeln!(out, "{pragma}");
+            }
+            self.kexpr(init, 0)
+        };
         indent(out, level + 1);
         let _ = writeln!(
             out,
-            "for (int64_t {iter} = {}; {}; {iter} += {step}) {{",
-            self.kexpr(init, 0),
+            "for (int64_t {iter} = {first}; {}; {iter} += {step}) {{",
             self.kexpr(cond, 0)
         );
         *self.red_lhs.borrow_mut() = Some((st as *const Stmt, "polyc_red".into()));
@@ -1646,8 +1685,76 @@ impl<'a> Emitter<'a> {
         *self.red_lhs.borrow_mut() = None;
         indent(out, level + 1);
         out.push_str("}\n");
+        if first == "polyc_v" {
+            indent(out, level + 1);
+            let _ = writeln!(
+                out,
+                "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) polyc_red += polyc_lane[polyc_l];"
+            );
+        }
         indent(out, level + 1);
         let _ = writeln!(out, "{lhs} = polyc_red;");
+        indent(out, level);
+        out.push_str("}\n");
+    }
+
+    /// The vector part of a [`Emitter::reduction_loop`]: `lanes` partial sums in a local
+    /// array `polyc_lane`, the loop over blocks of `lanes` consecutive iterations (from
+    /// `polyc_v`, while the block's last iteration satisfies the loop's bound), and inside
+    /// it a loop over the lanes whose body adds into `polyc_lane[polyc_l]`. Every lane is
+    /// its own sum, so gcc and clang vectorise the lane loop at any flags (no
+    /// reassociation, no OpenMP): the sums are reassociated only by this split, within
+    /// the interpreter's tolerance. The iterations left after the last block run in the
+    /// loop that follows, from `polyc_v`, into `polyc_red`.
+    fn lane_loop(&self, out: &mut String, n: &KNode, st: &Stmt, lanes: i64, level: usize) {
+        let KNode::For {
+            iter,
+            init,
+            cond,
+            step,
+            body,
+            ..
+        } = n
+        else {
+            return;
+        };
+        let c = st.dtype.c_type();
+        let last = KExpr::Add(
+            Box::new(KExpr::Var("polyc_v".into())),
+            Box::new(KExpr::Int((lanes - 1) * step)),
+        );
+        let last_cond = cond.substitute(&|v| (v == iter.as_str()).then(|| last.clone()));
+        indent(out, level);
+        let _ = writeln!(
+            out,
+            "{c} polyc_lane[{lanes}] __attribute__((aligned(64))) = {{0}};"
+        );
+        indent(out, level);
+        let _ = writeln!(out, "int64_t polyc_v = {};", self.kexpr(init, 0));
+        indent(out, level);
+        let _ = writeln!(
+            out,
+            "for (; {}; polyc_v += {}) {{",
+            self.kexpr(&last_cond, 0),
+            lanes * step
+        );
+        indent(out, level + 1);
+        let _ = writeln!(
+            out,
+            "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) {{"
+        );
+        indent(out, level + 2);
+        let at = if *step == 1 {
+            "polyc_l".to_string()
+        } else {
+            format!("polyc_l * {step}")
+        };
+        let _ = writeln!(out, "const int64_t {iter} = polyc_v + {at};");
+        *self.red_lhs.borrow_mut() = Some((st as *const Stmt, "polyc_lane[polyc_l]".into()));
+        self.node(out, body, level + 2);
+        *self.red_lhs.borrow_mut() = None;
+        indent(out, level + 1);
+        out.push_str("}\n");
         indent(out, level);
         out.push_str("}\n");
     }
