@@ -362,6 +362,11 @@ fn prelude(prog: &Program, dialect: &dyn Dialect) -> String {
     s.push_str(
         "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <math.h>\n\n",
     );
+    // Helpers a kernel does not call are normal here; clang warns of them under -Wall.
+    s.push_str("#if defined(__clang__)\n#pragma clang diagnostic ignored \"-Wunused-function\"\n#endif\n\n");
+    if let Some((open, _)) = dialect.vector_width_pragmas() {
+        s.push_str(&open);
+    }
     s.push_str(GCC_NO_LOOP_DISTRIBUTION);
     s.push_str(&helpers(prog, dialect));
     if let (true, Some(exp)) = (uses_exp(prog), dialect.exp_f32_helper()) {
@@ -440,6 +445,12 @@ pub trait Dialect {
     /// ([`EXP_F32`]); `None` where the language has a fast one.
     fn exp_f32_helper(&self) -> Option<&'static str> {
         Some(EXP_F32)
+    }
+    /// The text that asks the C compiler for the dialect's vector width, before the file's
+    /// first function, and the text that ends that request after its last; `None` (the
+    /// default): the compiler's own choice.
+    fn vector_width_pragmas(&self) -> Option<(String, &'static str)> {
+        None
     }
     /// The functions a multiply-accumulate `lhs += a * b` calls in f32 and f64, with one
     /// rounding (by default the C library's `fmaf` and `fma`).
@@ -986,6 +997,9 @@ pub fn emit_translation_unit(
         out.push_str("  if (polyc_status == 0 && polyc_fault != 0) return -999 - polyc_fault;\n");
     }
     out.push_str("  return polyc_status;\n}\n");
+    if let Some((_, close)) = dialect.vector_width_pragmas() {
+        out.push_str(close);
+    }
     out
 }
 
@@ -2670,7 +2684,11 @@ int main(void) {
     #[test]
     fn index_expressions_print_with_minimal_correct_parentheses() {
         let p = prog();
-        let e = Emitter::new(&p, &["N".to_string()], &crate::cpu::CDialect);
+        let e = Emitter::new(
+            &p,
+            &["N".to_string()],
+            &crate::cpu::CDialect { vector_bytes: 64 },
+        );
         let cases: Vec<(KExpr, &str)> = vec![
             (
                 KExpr::Sub(v("a"), Box::new(KExpr::Add(v("b"), v("c")))),
@@ -2722,7 +2740,11 @@ int main(void) {
             assert_eq!(e.kexpr(&k, 0), want);
         }
         // A bound size prints as its value.
-        let e = Emitter::new(&p, &["-5".to_string()], &crate::cpu::CDialect);
+        let e = Emitter::new(
+            &p,
+            &["-5".to_string()],
+            &crate::cpu::CDialect { vector_bytes: 64 },
+        );
         assert_eq!(e.kexpr(&KExpr::Sub(i(1), v("N")), 0), "1 - (-5)");
     }
 
@@ -2765,7 +2787,11 @@ int main(void) {
         let p = prog();
         let (sizes, block, off) = ([5i64, 7], [2i64, 3], [10i64, 20]);
         for order in [None, Some(vec![1, 0])] {
-            let mut e = Emitter::new(&p, &["N".to_string()], &crate::cpu::CDialect);
+            let mut e = Emitter::new(
+                &p,
+                &["N".to_string()],
+                &crate::cpu::CDialect { vector_bytes: 64 },
+            );
             e.register_buf(&crate::codegen::kir::LocalBuf {
                 space: MemSpace::Private,
                 promo: 0,

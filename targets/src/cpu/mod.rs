@@ -17,7 +17,7 @@ use crate::codegen::kir::Kernel;
 use crate::desc::TargetDesc;
 use crate::passes::{Fuse, PassCx, Promote, Tile};
 use crate::target::{BuildInput, Executable, RunStats, Target};
-pub use dialect::{emit_c, CDialect};
+pub use dialect::{emit_c, emit_c_for, CDialect};
 use parallel::MarkParallel;
 pub use runner::{compile_c, run, CcOptions, CompiledKernel};
 
@@ -95,7 +95,8 @@ impl Target for CpuTarget {
         _format: &str,
         opts: &EmitOptions,
     ) -> Result<String> {
-        Ok(emit_c(prog, param_texts, kernel, opts))
+        let vector_bytes = self.desc.vector_bytes.unwrap_or(64);
+        Ok(emit_c_for(prog, param_texts, kernel, opts, vector_bytes))
     }
     fn build(&self, input: &BuildInput) -> Result<Box<dyn Executable>> {
         if input.poison {
