@@ -1679,7 +1679,7 @@ impl<'a> Emitter<'a> {
         let _ = writeln!(out, "{c} polyc_red = {lhs};");
         let lanes = (REDUCTION_LANE_BYTES / st.dtype.size_bytes().max(1)) as i64;
         let first = if *step > 0 && ascending_bound(iter, cond) {
-            self.lane_loop(out, n, st, lanes, level + 1);
+            self.lane_loop(out, (iter, init, cond, *step, body), st, lanes, level + 1);
             "polyc_v".to_string()
         } else {
             if let Some(pragma) = self.dialect.simd_reduction_pragma() {
@@ -1720,24 +1720,20 @@ impl<'a> Emitter<'a> {
     /// reassociation, no OpenMP): the sums are reassociated only by this split, within
     /// the interpreter's tolerance. The iterations left after the last block run in the
     /// loop that follows, from `polyc_v`, into `polyc_red`.
-    fn lane_loop(&self, out: &mut String, n: &KNode, st: &Stmt, lanes: i64, level: usize) {
-        let KNode::For {
-            iter,
-            init,
-            cond,
-            step,
-            body,
-            ..
-        } = n
-        else {
-            return;
-        };
+    fn lane_loop(
+        &self,
+        out: &mut String,
+        (iter, init, cond, step, body): (&str, &KExpr, &KExpr, i64, &KNode),
+        st: &Stmt,
+        lanes: i64,
+        level: usize,
+    ) {
         let c = st.dtype.c_type();
         let last = KExpr::Add(
             Box::new(KExpr::Var("polyc_v".into())),
             Box::new(KExpr::Int((lanes - 1) * step)),
         );
-        let last_cond = cond.substitute(&|v| (v == iter.as_str()).then(|| last.clone()));
+        let last_cond = cond.substitute(&|v| (v == iter).then(|| last.clone()));
         indent(out, level);
         let _ = writeln!(
             out,
@@ -1758,7 +1754,7 @@ impl<'a> Emitter<'a> {
             "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) {{"
         );
         indent(out, level + 2);
-        let at = if *step == 1 {
+        let at = if step == 1 {
             "polyc_l".to_string()
         } else {
             format!("polyc_l * {step}")
