@@ -107,7 +107,7 @@ fn conv_chain_with_a_temporary_fuses_per_block() {
     let src = polyc_ok(&args);
     assert!(
         src.contains(
-            "__shared__ float polyc_tile0[4624]; /* tile of Ab (68 x 68) in shared memory */"
+            "__shared__ __align__(16) float polyc_tile0[5440]; /* tile of Ab (68 x 68) in shared memory */"
         ),
         "{src}"
     );
@@ -148,7 +148,10 @@ fn matmul_spec_with_shared_and_register_levels_runs_on_odd_sizes() {
         src.contains("reqd_work_group_size") || src.contains("__launch_bounds__(64, 1)"),
         "{src}"
     );
-    assert!(src.contains("__shared__ float polyc_tile0["), "{src}");
+    assert!(
+        src.contains("__shared__ __align__(16) float polyc_tile0["),
+        "{src}"
+    );
     assert!(src.contains("__syncthreads();"), "{src}");
     assert!(src.contains("float polyc_tile2[64];"), "{src}");
 }
@@ -185,7 +188,10 @@ fn opencl_source_is_written_with_emit() {
         ),
         "{src}"
     );
-    assert!(src.contains("__local float polyc_tile0["), "{src}");
+    assert!(
+        src.contains("__local __attribute__((aligned(16))) float polyc_tile0["),
+        "{src}"
+    );
     assert!(
         src.contains("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"),
         "{src}"
@@ -209,7 +215,7 @@ fn explain_reports_kernels() {
     );
     assert!(
         out.contains(
-            "    shared memory 33792 bytes per block; register tiles 16 registers per thread\n    pipelined: 1 shared-memory loop(s) in 4 stages (the copies of step k + 3 load while step k computes)"
+            "    shared memory 33792 bytes per block; register tiles 16 registers per thread\n    indices: 32-bit (every value provably within ±2^29)\n    shared-memory accesses (bank-conflict degree: the most distinct words one bank serves in a warp's request; 1 = conflict-free):\n      copy of A into shared memory: 32-bit, degree 1\n      copy of B into shared memory: 128-bit, degree 1\n      S_1 reads A: 128-bit, degree 1\n      S_1 reads B: 128-bit, degree 1\n    pipelined: 1 shared-memory loop(s) in 4 stages (the copies of step k + 3 load while step k computes)"
         ),
         "{out}"
     );
@@ -331,18 +337,21 @@ fn shared_tiles_over_the_static_limit_are_dynamic() {
         "{src}"
     );
     assert!(
-        src.contains("/* 164032 bytes of shared memory, over CUDA's 49152-byte limit for static arrays: dynamic, sized by the launch */"),
+        src.contains("/* 164128 bytes of shared memory, over CUDA's 49152-byte limit for static arrays: dynamic, sized by the launch */"),
         "{src}"
     );
     let kernel = "attention_k7_S_7_S_8_S_9";
     assert!(
         src.contains(&format!(
-            "cudaFuncSetAttribute((const void *){kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, 164032);"
-        )) && src.contains(&format!("{kernel}<<<polyc_grid, polyc_block, 164032, stream>>>")),
+            "cudaFuncSetAttribute((const void *){kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, 164128);"
+        )) && src.contains(&format!("{kernel}<<<polyc_grid, polyc_block, 164128, stream>>>")),
         "{src}"
     );
     // Kernels under the limit keep static arrays and launch with no dynamic memory.
-    assert!(src.contains("__shared__ float polyc_tile0["), "{src}");
+    assert!(
+        src.contains("__shared__ __align__(16) float polyc_tile0["),
+        "{src}"
+    );
     assert!(
         src.contains("attention_k2_S_1<<<polyc_grid, polyc_block, 0, stream>>>"),
         "{src}"
@@ -389,12 +398,12 @@ fn gemm_k_loop_is_pipelined_in_four_stages() {
     ]);
     for want in [
         "#include <cuda_pipeline.h>",
-        "  __shared__ float polyc_tile0[4096]; /* tile of A (64 x 16) in shared memory */",
-        "  __shared__ float polyc_tile1[4352]; /* tile of B (16 x 64) in shared memory */",
+        "  __shared__ __align__(16) float polyc_tile0[4096]; /* tile of A (64 x 16) in shared memory */",
+        "  __shared__ __align__(16) float polyc_tile1[4352]; /* tile of B (16 x 64) in shared memory */",
         "{ /* pipelined, 4 stages: the copies of step c2 + 3 load while step c2 computes */",
-        "const int64_t c2 = 0 + 2;",
-        "const int64_t polyc_stage_c2 = ((c2 - (0)) / 1) % 4;",
-        "const int64_t c2_next = c2 + 3;",
+        "const int c2 = 0 + 2;",
+        "const int polyc_stage_c2 = ((c2 - (0)) / 1) % 4;",
+        "const int c2_next = c2 + 3;",
         "if (c2_next <= 255) {",
         "__pipeline_memcpy_async(&polyc_tile0[((polyc_stage_c2 + 3) % 4) * 1024 + ",
         "__pipeline_commit();\n            __pipeline_wait_prior(3);\n            __syncthreads();",
@@ -753,4 +762,183 @@ fn integer_division_by_data_has_a_fault_status() {
         .output()
         .expect("nvcc runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Indices are 32-bit `int` where every value a kernel computes provably lies within
+/// ±2^29 (bound sizes), and stay `int64_t` under symbolic sizes or where a tensor holds
+/// more elements (30000² > 2^29); `explain` says which per kernel.
+#[test]
+fn indices_are_32_bit_only_where_every_value_fits() {
+    let kernel = |src: &str| {
+        let at = src.find("__global__").expect("a kernel");
+        let end = src.find("/* Launches the kernels").expect("a launcher");
+        src[at..end].to_string()
+    };
+    let small = polyc_ok(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=4096,N=4096,K=4096",
+        "--target",
+        "h100",
+    ]);
+    let k = kernel(&small);
+    assert!(
+        k.contains("for (int c0 = 0 + polyc_bid1 * 1; c0 <= 63;"),
+        "{k}"
+    );
+    assert!(!k.contains("int64_t"), "{k}");
+    nvcc_compiles_for_sm_90(&small);
+    for params in [None, Some("M=30000,N=30000,K=64")] {
+        let mut args = vec!["examples/matmul.tc", "--target", "h100"];
+        args.extend(params.iter().flat_map(|p| ["--param", p]));
+        let k = kernel(&polyc_ok(&args));
+        assert!(k.contains("for (int64_t c0 = "), "{k}");
+        assert!(!k.contains("for (int "), "{k}");
+        let mut explain = vec!["explain"];
+        explain.extend(&args);
+        let out = polyc_ok(&explain);
+        assert!(
+            out.contains(
+                "    indices: 64-bit (a symbolic size, or a value not proven within ±2^29)"
+            ),
+            "{out}"
+        );
+    }
+}
+
+/// The bank-conflict degree of every shared-memory access, at benchmark sizes under the
+/// default policy (`explain`): 1 everywhere, 128-bit reads in the inner loops, and
+/// 128-bit copies where rows allow, except the copies into tiles stored transposed
+/// (`matmul_bt`'s B and attention's K are stored `k`-major so that the register tiles
+/// read 128-bit vectors; writing a column of such a tile is 2-way, and no row padding
+/// makes both sides conflict-free, see `gpu::banks`).
+#[test]
+fn shared_accesses_are_conflict_free_at_benchmark_sizes() {
+    let gemm = [
+        "copy of A into shared memory: 32-bit, degree 1",
+        "copy of B into shared memory: 128-bit, degree 1",
+        "S_1 reads A: 128-bit, degree 1",
+        "S_1 reads B: 128-bit, degree 1",
+    ];
+    let conv = [
+        "copy of A into shared memory: 128-bit, degree 1",
+        "copy of B into shared memory: 32-bit, degree 1",
+        "S_2 reads A: 128-bit, degree 1",
+        "S_2 reads B: 128-bit, degree 1",
+    ];
+    let conv_temp = [
+        "copy of B into shared memory: 32-bit, degree 1",
+        "S_0 writes Ab: 32-bit, degree 1",
+        "S_2 reads Ab: 128-bit, degree 1",
+        "S_2 reads B: 128-bit, degree 1",
+    ];
+    let bt = [
+        "copy of A into shared memory: 32-bit, degree 1",
+        "copy of B into shared memory: 32-bit, degree 2",
+        "S_1 reads A: 128-bit, degree 1",
+        "S_1 reads B: 128-bit, degree 1",
+    ];
+    let attention = [
+        "copy of K into shared memory: 32-bit, degree 2",
+        "copy of Q into shared memory: 32-bit, degree 1",
+        "S_1 reads Q: 128-bit, degree 1",
+        "S_1 reads K: 128-bit, degree 1",
+        "copy of mx into shared memory: 32-bit, degree 1",
+        "S_4 reads mx: 32-bit, degree 1",
+        "copy of P into shared memory: 128-bit, degree 1",
+        "copy of V into shared memory: 128-bit, degree 1",
+        "copy of l into shared memory: 32-bit, degree 1",
+        "S_8 reads P: 32-bit, degree 1",
+        "S_8 reads V: 128-bit, degree 1",
+        "S_9 reads l: 32-bit, degree 1",
+    ];
+    let cases: [(&str, &str, &[&str]); 6] = [
+        ("examples/matmul.tc", "M=4096,N=4096,K=4096", &gemm),
+        ("examples/batch_matmul.tc", "BS=12,M=512,K=64,N=512", &gemm),
+        ("examples/conv_chain.tc", "H=2048,W=2048,KH=5,KW=5", &conv),
+        (
+            "examples/conv_chain_temp.tc",
+            "H=2048,W=2048,KH=5,KW=5",
+            &conv_temp,
+        ),
+        ("examples/matmul_bt.tc", "M=1024,N=1024,K=1024", &bt),
+        ("examples/attention.tc", "L=1024,D=64", &attention),
+    ];
+    for (prog, params, want) in cases {
+        let out = polyc_ok(&["explain", prog, "--param", params, "--target", "h100"]);
+        let got: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("-bit, degree "))
+            .map(str::trim)
+            .collect();
+        assert_eq!(got, want, "{prog}:\n{out}");
+    }
+    // Symbolic sizes: no addresses to compute.
+    let out = polyc_ok(&[
+        "explain",
+        "examples/matmul.tc",
+        "--target",
+        "h100",
+        "--tile-spec",
+        "bench/gpu/gemm128.tiles",
+    ]);
+    assert!(
+        out.contains("    shared-memory bank conflicts: computed at bound sizes only (give every size with --param)"),
+        "{out}"
+    );
+}
+
+/// Copies into shared tiles move 16 bytes at a time (`cp.async` of 16 bytes in a
+/// pipeline) where the tile's rows hold whole vectors; the element-by-element path takes
+/// a tile's edge and misaligned rows. `--check` on OpenCL sees the vector copies (one
+/// that reads one element further fails), and both paths pass at aligned and odd sizes,
+/// f32 and f64.
+#[test]
+fn shared_copies_move_16_bytes_where_rows_allow() {
+    let src = polyc_ok(&[
+        "examples/matmul.tc",
+        "--param",
+        "M=4096,N=4096,K=4096",
+        "--target",
+        "h100",
+    ]);
+    assert!(
+        src.contains("for (int c4 = 0 + polyc_tid0 * 4; c4 <= 63; c4 += polyc_ntid0 * 4) { /* 16 bytes at a time */"),
+        "{src}"
+    );
+    assert!(
+        src.contains("&B[(16 * c2 + c3) * 4096 + (64 * c1 + (c4 + 0))], 16);"),
+        "{src}"
+    );
+    nvcc_compiles_for_sm_90(&src);
+    for params in ["M=64,N=64,K=64", "M=67,N=68,K=53", "M=67,N=45,K=53"] {
+        run_gpu("examples/matmul.tc", params, &[]);
+    }
+    run_gpu("examples/conv_chain.tc", "H=71,W=68,KH=5,KW=5", &[]);
+    let dir = tempdir();
+    let f64_prog = write(
+        dir.path(),
+        "mm64.tc",
+        "def mm64(f64(M, K) A, f64(K, N) B) -> (f64(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
+    );
+    run_gpu(&f64_prog, "M=33,N=66,K=40", &[]);
+    let fault = |params: &str| {
+        polyc_env(
+            &[
+                "run",
+                "examples/matmul.tc",
+                "--param",
+                params,
+                "--target",
+                "gpu",
+                "--check",
+            ],
+            ("POLYC_VECTOR_COPY_FAULT", "1"),
+        )
+    };
+    let o = fault("M=64,N=64,K=64");
+    assert_code(&o, 3);
+    assert!(stdout(&o).contains(" MISMATCH ("), "{}", stdout(&o));
+    // Rows of 45 floats are never 16-byte aligned: every copy is element by element.
+    assert_code(&fault("M=67,N=45,K=53"), 0);
 }

@@ -260,6 +260,16 @@ static inline int64_t polyc_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t polyc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 "#;
 
+/// The 32-bit index helpers of device code, for kernels whose indices are `int` (see
+/// [`crate::codegen::ranges`]).
+const INDEX32_HELPERS: &str = r#"static inline int polyc_ifloord(int a, int b) {
+  int q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int polyc_imin(int a, int b) { return a < b ? a : b; }
+static inline int polyc_imax(int a, int b) { return a > b ? a : b; }
+"#;
+
 /// Turns off gcc's loop distribution for the file. gcc 12.2 (Debian 12's) at `-O3` with
 /// the CPU runner's flags and AVX-512 distributes a scheduled loop whose body zero-fills an element
 /// and then accumulates into it, turns the fill into a `memset`, and places the `memset`
@@ -489,6 +499,12 @@ pub trait Dialect {
     /// global `src` into shared `dst` (software pipelining, [`crate::codegen::pipeline`]),
     /// or `None` (the default) to copy with a plain store.
     fn async_copy(&self, _dst: &str, _src: &str, _bytes: usize) -> Option<String> {
+        None
+    }
+    /// A statement that copies 16 bytes from `src` to `dst` (C lvalues, both 16-byte
+    /// aligned) as one vector access, or `None` (the default) where the dialect has none
+    /// (then copies stay element by element, see [`Emitter::vector_copy_width`]).
+    fn vector_copy(&self, _dst: &str, _src: &str) -> Option<String> {
         None
     }
     /// Closes the group of asynchronous copies issued since the last one (`None`: nothing
@@ -798,6 +814,9 @@ fn int_division_helpers(prog: &Program, dialect: &dyn Dialect) -> String {
 pub(crate) fn helpers(prog: &Program, dialect: &dyn Dialect) -> String {
     let mut s = String::new();
     s.push_str(INDEX_HELPERS);
+    if dialect.device_code() {
+        s.push_str(INDEX32_HELPERS);
+    }
     let mut types: Vec<DType> = Vec::new();
     for st in &prog.stmts {
         let t = compute_type(st.dtype);
@@ -1018,6 +1037,9 @@ pub(crate) struct Emitter<'a> {
     /// Elements from one block to the next of each buffer stored in blocks (see
     /// [`block_stride`]).
     block_strides: HashMap<usize, i64>,
+    /// Elements of padding after each row of a shared buffer, by promotion number, where
+    /// the target chose them (see [`Emitter::set_row_pad`]); else [`padded_shared_row`].
+    row_pads: HashMap<usize, i64>,
     /// The order each local buffer's dimensions are stored in (within each block), by
     /// promotion number, when it is not the tensor's own.
     orders: HashMap<usize, Vec<usize>>,
@@ -1050,6 +1072,8 @@ pub(crate) struct Emitter<'a> {
     stage_expr: RefCell<HashMap<usize, String>>,
     /// Copy-ins being printed start asynchronous copies (the dialect's `async_copy`).
     async_copies: std::cell::Cell<bool>,
+    /// Integer indices are 32-bit `int` (see [`crate::codegen::ranges`]), not `int64_t`.
+    index32: bool,
 }
 
 /// Loops with fewer iterations than this are never emitted as vectorised reductions: a
@@ -1059,6 +1083,19 @@ const MIN_REDUCTION_TRIP: i64 = 64;
 /// The bytes of partial sums a vector-lane reduction keeps (two 512-bit vectors: 32 f32
 /// lanes, 16 f64), so that the adds of one block do not wait for each other.
 const REDUCTION_LANE_BYTES: usize = 128;
+
+/// True when `e` is `iter` plus terms free of `iter` (one step of `iter` moves `e` by
+/// exactly one).
+fn unit_in(e: &KExpr, iter: &str) -> bool {
+    match e {
+        KExpr::Var(v) => v == iter,
+        KExpr::Add(a, b) => {
+            (unit_in(a, iter) && !b.mentions(iter)) || (unit_in(b, iter) && !a.mentions(iter))
+        }
+        KExpr::Sub(a, b) => unit_in(a, iter) && !b.mentions(iter),
+        _ => false,
+    }
+}
 
 /// True when the loop bound `cond` holds for a prefix of the iterations of an ascending
 /// loop over `iter`: upper bounds on `iter` alone (`iter <= e`, `iter < e`, `e >= iter`,
@@ -1216,6 +1253,7 @@ impl<'a> Emitter<'a> {
             tiles: HashMap::new(),
             blocks: HashMap::new(),
             block_strides: HashMap::new(),
+            row_pads: HashMap::new(),
             orders: HashMap::new(),
             cur: RefCell::new(Vec::new()),
             poison: false,
@@ -1228,6 +1266,7 @@ impl<'a> Emitter<'a> {
             staged: HashMap::new(),
             stage_expr: RefCell::new(HashMap::new()),
             async_copies: std::cell::Cell::new(false),
+            index32: false,
             shared: HashSet::new(),
         }
     }
@@ -1296,6 +1335,52 @@ impl<'a> Emitter<'a> {
             Some(l) => self.tile_access(&l, index),
             None => self.tensor_access(t, index),
         }
+    }
+
+    /// Pads each row of shared buffer `promo` with `pad` elements (instead of
+    /// [`padded_shared_row`]'s rule); a buffer of one dimension or stored in blocks keeps
+    /// its layout.
+    pub(crate) fn set_row_pad(&mut self, promo: usize, pad: i64) {
+        self.row_pads.insert(promo, pad);
+    }
+
+    /// Returns shared buffer `promo` to the default row padding.
+    pub(crate) fn clear_row_pad(&mut self, promo: usize) {
+        self.row_pads.remove(&promo);
+    }
+
+    /// The shared buffers whose rows can be padded: two dimensions or more, not stored
+    /// in blocks.
+    pub(crate) fn paddable_shared(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .shared
+            .iter()
+            .copied()
+            .filter(|p| !self.blocks.contains_key(p))
+            .filter(|p| self.tiles.get(p).is_some_and(|t| t.len() >= 2))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Whether promotion `promo`'s buffer is in shared memory.
+    pub(crate) fn is_shared(&self, promo: usize) -> bool {
+        self.shared.contains(&promo)
+    }
+
+    /// The C text of the flat element index into tile `l`'s buffer (one stage of it) of
+    /// the element at tensor coordinates `index` (C texts), as the kernel prints it.
+    pub(crate) fn tile_index_text(&self, l: &LocalRef, index: &[String]) -> String {
+        let text = self.tile_access(l, index);
+        let open = text.find('[').map_or(0, |i| i + 1);
+        let close = text.rfind(']').unwrap_or(text.len());
+        text[open..close].to_string()
+    }
+
+    /// The C text of a size-and-iterator expression, with the statement iterators named
+    /// `names`.
+    pub(crate) fn aff_text(&self, a: &polyhedral::ir::Aff, names: &[String]) -> String {
+        a.to_c(names, &self.texts)
     }
 
     /// `polyc_tileK[flat]` for the element at tensor coordinates `index` of tile `l`.
@@ -1513,7 +1598,9 @@ impl<'a> Emitter<'a> {
         let shared = self.shared.contains(&promo);
         if sizes.len() >= 2 {
             if let Some(last) = sizes.last_mut() {
-                *last = if shared {
+                *last = if let (true, Some(pad)) = (shared, self.row_pads.get(&promo)) {
+                    *last + pad
+                } else if shared {
                     padded_shared_row(*last, elem)
                 } else {
                     padded_row(*last, elem)
@@ -1691,7 +1778,8 @@ impl<'a> Emitter<'a> {
         indent(out, level + 1);
         let _ = writeln!(
             out,
-            "for (int64_t {iter} = {first}; {}; {iter} += {step}) {{",
+            "for ({} {iter} = {first}; {}; {iter} += {step}) {{",
+            self.ix(),
             self.kexpr(cond, 0)
         );
         *self.red_lhs.borrow_mut() = Some((st as *const Stmt, "polyc_red".into()));
@@ -1774,6 +1862,235 @@ impl<'a> Emitter<'a> {
         self.block = Some(block);
     }
 
+    /// Elements per 16-byte vector copy of the copy loop `n` when it copies one element
+    /// of a tensor into its shared tile per iteration, consecutive iterations moving to
+    /// consecutive elements of the tensor's last dimension (which the tile stores last
+    /// too), under an upper bound on its iterator, with a constant trip count that gives
+    /// every thread of a block-stride loop at least one whole vector; `None` otherwise, or
+    /// where the dialect has no vector copy.
+    pub(crate) fn vector_copy_width<'n>(&self, n: &'n KNode) -> Option<(i64, &'n KNode)> {
+        let KNode::For {
+            iter,
+            init,
+            cond,
+            step: 1,
+            body,
+            kind,
+        } = n
+        else {
+            return None;
+        };
+        let mut copy: &KNode = body;
+        while let KNode::Block(v) = copy {
+            match v.as_slice() {
+                [one] => copy = one,
+                _ => return None,
+            }
+        }
+        let KNode::Copy {
+            promo,
+            tensor,
+            copy_in: true,
+            args,
+            locals,
+        } = copy
+        else {
+            return None;
+        };
+        // `POLYC_VECTOR_COPIES=0` (measurements only) copies element by element.
+        if self.dialect.vector_copy("d", "s").is_none()
+            || std::env::var("POLYC_VECTOR_COPIES").as_deref() == Ok("0")
+            || !self.is_shared(*promo)
+            || locals
+                .iter()
+                .any(|l| l.tensor == *tensor && l.promo != *promo)
+            || self.blocks.contains_key(promo) && self.orders.contains_key(promo)
+            || !ascending_bound(iter, cond)
+        {
+            return None;
+        }
+        let rank = args.len();
+        let (last, rest) = args.split_last()?;
+        if rest.iter().any(|a| a.mentions(iter)) || !unit_in(last, iter) {
+            return None;
+        }
+        if self.stored_order(*promo, rank).last() != Some(&(rank - 1)) {
+            return None;
+        }
+        let esize = self.prog.tensors[*tensor].dtype.size_bytes() as i64;
+        if !matches!(esize, 2 | 4 | 8) {
+            return None;
+        }
+        let w = 16 / esize;
+        // Rows (or a block's rows) start 16-byte aligned and hold whole vectors, so that
+        // an aligned first element inside the loop's bound puts all `w` in one row.
+        let row_ok = match self.blocks.get(promo) {
+            Some(b) => {
+                let stride = self.block_strides.get(promo).copied().unwrap_or(0);
+                b.last().is_some_and(|l| l % w == 0) && (stride * esize) % 16 == 0
+            }
+            None => self
+                .tile_dims(*promo, *tensor)
+                .last()
+                .is_some_and(|l| (l * esize) % 16 == 0),
+        };
+        if !row_ok {
+            return None;
+        }
+        let trip = const_trip(iter, init, cond, 1)?;
+        let lanes = match kind {
+            LoopKind::Thread(d) => self.block?[*d as usize],
+            LoopKind::ThreadFlat => self.block?.iter().product(),
+            LoopKind::Seq | LoopKind::Unrolled => 1,
+            LoopKind::Parallel | LoopKind::Block(_) => return None,
+        };
+        (trip >= w * lanes).then_some((w, copy))
+    }
+
+    /// A copy loop of [`Emitter::vector_copy_width`] as 16-byte copies: each thread takes
+    /// `w` consecutive iterations at a time and copies them as one vector where the
+    /// whole vector is inside the loop's bound and both addresses are 16-byte aligned
+    /// (then the tile holds the `w` elements in one row: its rows start aligned and hold
+    /// whole vectors); else (a tile's edge, a misaligned row) element by element.
+    fn vector_copy_loop(&self, out: &mut String, n: &KNode, level: usize) -> bool {
+        let Some((w, copy)) = self.vector_copy_width(n) else {
+            return false;
+        };
+        let (
+            KNode::For {
+                iter,
+                init,
+                cond,
+                kind,
+                ..
+            },
+            KNode::Copy {
+                promo,
+                tensor,
+                args,
+                locals,
+                ..
+            },
+        ) = (n, copy)
+        else {
+            return false;
+        };
+        let Some(own) = locals.iter().rev().find(|l| l.promo == *promo) else {
+            return false;
+        };
+        let ix = self.ix();
+        let (first, stride) = match kind {
+            LoopKind::Thread(d) => (
+                format!("polyc_tid{d} * {w}"),
+                format!("polyc_ntid{d} * {w}"),
+            ),
+            LoopKind::ThreadFlat => (format!("polyc_tidf * {w}"), format!("polyc_ntidf * {w}")),
+            _ => ("0".to_string(), w.to_string()),
+        };
+        indent(out, level);
+        let _ = writeln!(
+            out,
+            "for ({ix} {iter} = {} + {first}; {}; {iter} += {stride}) {{ /* {} bytes at a time */",
+            self.kexpr(init, 1),
+            self.kexpr(cond, 0),
+            16
+        );
+        let at = |shift: i64| -> Vec<String> {
+            args.iter()
+                .map(|a| {
+                    let e = a.substitute(&|v| {
+                        (v == iter.as_str()).then(|| {
+                            KExpr::Add(Box::new(KExpr::var(iter)), Box::new(KExpr::Int(shift)))
+                        })
+                    });
+                    self.kexpr(&e, 0)
+                })
+                .collect()
+        };
+        let tile = self.tile_access(own, &at(0));
+        let global = self.tensor_access(*tensor, &at(0));
+        let last_cond = cond.substitute(&|v| {
+            (v == iter.as_str())
+                .then(|| KExpr::Add(Box::new(KExpr::var(iter)), Box::new(KExpr::Int(w - 1))))
+        });
+        indent(out, level + 1);
+        let _ = writeln!(
+            out,
+            "if ({} && polyc_aligned16(&{tile}) && polyc_aligned16(&{global})) {{",
+            self.kexpr(&last_cond, 3),
+        );
+        let started = self
+            .async_copies
+            .get()
+            .then(|| self.dialect.async_copy(&tile, &global, 16))
+            .flatten()
+            .or_else(|| self.dialect.vector_copy(&tile, &global));
+        indent(out, level + 2);
+        let _ = writeln!(out, "{}", started.unwrap_or_default());
+        indent(out, level + 1);
+        out.push_str(
+            "} else {
+",
+        );
+        // Element by element: the same copy over iterations iter .. iter + w - 1.
+        let each = format!("{iter}_e");
+        let scalar = KNode::For {
+            iter: each.clone(),
+            init: KExpr::var(iter),
+            cond: KExpr::And(
+                Box::new(cond.substitute(&|v| (v == iter.as_str()).then(|| KExpr::var(&each)))),
+                Box::new(KExpr::Cmp(
+                    KCmp::Lt,
+                    Box::new(KExpr::var(&each)),
+                    Box::new(KExpr::Add(
+                        Box::new(KExpr::var(iter)),
+                        Box::new(KExpr::Int(w)),
+                    )),
+                )),
+            ),
+            step: 1,
+            body: Box::new(copy.clone().map_exprs(&|e| {
+                e.substitute(&|v| (v == iter.as_str()).then(|| KExpr::var(&each)))
+            })),
+            kind: LoopKind::Seq,
+        };
+        self.node(out, &scalar, level + 2);
+        indent(out, level + 1);
+        out.push_str(
+            "}
+",
+        );
+        indent(out, level);
+        out.push_str(
+            "}
+",
+        );
+        true
+    }
+
+    /// Prints the indices as 32-bit `int`, with the 32-bit index helpers (`polyc_imin`, …) (the caller has
+    /// proven that every value fits, see [`crate::codegen::ranges`]).
+    pub(crate) fn set_index32(&mut self) {
+        self.index32 = true;
+    }
+
+    /// The C type of an index: `int64_t`, or `int` (see [`Emitter::set_index32`]).
+    pub(crate) fn ix(&self) -> &'static str {
+        if self.index32 {
+            "int"
+        } else {
+            "int64_t"
+        }
+    }
+
+    /// The name of an index helper (`polyc_min`, …) for the index type.
+    fn ix_helper(&self, name: &'static str) -> String {
+        match (self.index32, name.strip_prefix("polyc_")) {
+            (true, Some(rest)) => format!("polyc_i{rest}"),
+            _ => name.to_string(),
+        }
+    }
+
     /// A block-stride loop that runs at most once per thread (its constant trip count is
     /// at most the block's extent along its dimension) as straight code: the iterator is
     /// the thread's index, guarded when some threads have no iteration. A guarded body
@@ -1814,7 +2131,8 @@ impl<'a> Emitter<'a> {
         indent(out, level + 1);
         let _ = writeln!(
             out,
-            "const int64_t {iter} = {} + {idx} * {step}; /* one iteration per thread */",
+            "const {} {iter} = {} + {idx} * {step}; /* one iteration per thread */",
+            self.ix(),
             self.kexpr(init, 1)
         );
         self.node(out, body, level + 1);
@@ -1825,7 +2143,10 @@ impl<'a> Emitter<'a> {
 
     /// A loop: its pragmas (parallel, unrolled), then the loop, spread over blocks or threads where it is mapped.
     fn for_node(&self, out: &mut String, n: &KNode, level: usize) {
-        if self.pipelined_for(out, n, level) || self.single_thread_iteration(out, n, level) {
+        if self.pipelined_for(out, n, level)
+            || self.vector_copy_loop(out, n, level)
+            || self.single_thread_iteration(out, n, level)
+        {
             return;
         }
         let KNode::For {
@@ -1879,7 +2200,8 @@ impl<'a> Emitter<'a> {
             Some((idx, n)) => {
                 let _ = writeln!(
                     out,
-                    "for (int64_t {iter} = {} + {idx} * {step}; {}; {iter} += {n} * {step}) {{",
+                    "for ({} {iter} = {} + {idx} * {step}; {}; {iter} += {n} * {step}) {{",
+                    self.ix(),
                     self.kexpr(init, 1),
                     self.kexpr(cond, 0)
                 );
@@ -1887,7 +2209,8 @@ impl<'a> Emitter<'a> {
             None => {
                 let _ = writeln!(
                     out,
-                    "for (int64_t {iter} = {}; {}; {iter} += {step}) {{",
+                    "for ({} {iter} = {}; {}; {iter} += {step}) {{",
+                    self.ix(),
                     self.kexpr(init, 0),
                     self.kexpr(cond, 0)
                 );
@@ -2027,7 +2350,12 @@ impl<'a> Emitter<'a> {
                 indent(out, level);
                 out.push_str("{\n");
                 indent(out, level + 1);
-                let _ = writeln!(out, "const int64_t {name} = {};", self.kexpr(value, 0));
+                let _ = writeln!(
+                    out,
+                    "const {} {name} = {};",
+                    self.ix(),
+                    self.kexpr(value, 0)
+                );
                 self.node(out, body, level + 1);
                 indent(out, level);
                 out.push_str("}\n");
@@ -2102,7 +2430,7 @@ impl<'a> Emitter<'a> {
         for (i, (name, a)) in names.iter().zip(args).enumerate() {
             if !lhs_only || st.lhs_index.iter().any(|x| x.uses_iter(i)) {
                 indent(out, level + 1);
-                let _ = writeln!(out, "const int64_t {name} = {};", self.kexpr(a, 0));
+                let _ = writeln!(out, "const {} {name} = {};", self.ix(), self.kexpr(a, 0));
             }
         }
         let idx: Vec<String> = st
@@ -2370,15 +2698,20 @@ impl<'a> Emitter<'a> {
             KExpr::Rem(a, b) => (format!("{} % {}", self.kexpr(a, 7), self.kexpr(b, 8)), 7),
             KExpr::Neg(a) => (format!("-{}", self.kexpr(a, 9)), 8),
             KExpr::FloorDiv(a, b) => (
-                format!("polyc_floord({}, {})", self.kexpr(a, 0), self.kexpr(b, 0)),
+                format!(
+                    "{}({}, {})",
+                    self.ix_helper("polyc_floord"),
+                    self.kexpr(a, 0),
+                    self.kexpr(b, 0)
+                ),
                 9,
             ),
             KExpr::Min(v) | KExpr::Max(v) => {
-                let f = if matches!(e, KExpr::Min(_)) {
+                let f = self.ix_helper(if matches!(e, KExpr::Min(_)) {
                     "polyc_min"
                 } else {
                     "polyc_max"
-                };
+                });
                 let mut it = v.iter().rev();
                 let mut acc = it
                     .next()

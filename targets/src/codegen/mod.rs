@@ -4,9 +4,11 @@
 //! specialises with its dialect.
 
 pub mod affine;
+pub mod ceval;
 pub mod cfamily;
 pub mod kir;
 pub mod lower;
 pub mod microkernel;
 pub mod normalize;
 pub mod pipeline;
+pub mod ranges;

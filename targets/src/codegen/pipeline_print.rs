@@ -43,7 +43,7 @@ impl Emitter<'_> {
             indent(out, level + 1);
             out.push_str("{\n");
             indent(out, level + 2);
-            let _ = writeln!(out, "const int64_t {iter} = {init_c} + {};", j * step);
+            let _ = writeln!(out, "const {} {iter} = {init_c} + {};", self.ix(), j * step);
             self.staged_copies(out, &copies, promos, &j.to_string(), cond, level + 2);
             indent(out, level + 1);
             out.push_str("}\n");
@@ -52,13 +52,15 @@ impl Emitter<'_> {
         indent(out, level + 1);
         let _ = writeln!(
             out,
-            "for (int64_t {iter} = {init_c}; {}; {iter} += {step}) {{",
+            "for ({} {iter} = {init_c}; {}; {iter} += {step}) {{",
+            self.ix(),
             self.kexpr(cond, 0)
         );
         indent(out, level + 2);
         let _ = writeln!(
             out,
-            "const int64_t {stage} = (({iter} - ({init_c})) / {step}) % {stages};"
+            "const {} {stage} = (({iter} - ({init_c})) / {step}) % {stages};",
+            self.ix()
         );
         // The copies `stages - 1` steps ahead, into the stage the last step read.
         indent(out, level + 2);
@@ -66,7 +68,8 @@ impl Emitter<'_> {
         indent(out, level + 3);
         let _ = writeln!(
             out,
-            "const int64_t {next} = {iter} + {};",
+            "const {} {next} = {iter} + {};",
+            self.ix(),
             (stages - 1) * step
         );
         let renamed: Vec<KNode> = copies.iter().map(|c| rename(c, iter, &next)).collect();

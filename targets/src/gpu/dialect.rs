@@ -78,6 +78,22 @@ impl Dialect for GpuDialect {
             _ => None,
         }
     }
+    fn vector_copy(&self, dst: &str, src: &str) -> Option<String> {
+        // 16 bytes as four 32-bit words, whatever the element type.
+        Some(match self {
+            GpuDialect::Cuda => format!("*(uint4 *)&{dst} = *(const uint4 *)&{src};"),
+            // `POLYC_VECTOR_COPY_FAULT=1` (tests only) reads one element further, to show
+            // that `run --check` sees the vector copies.
+            GpuDialect::OpenCl if std::env::var_os("POLYC_VECTOR_COPY_FAULT").is_some() => {
+                format!(
+                    "vstore4(vload4(0, (__global const uint *)(&{src} + 1)), 0, (__local uint *)&{dst});"
+                )
+            }
+            GpuDialect::OpenCl => format!(
+                "vstore4(vload4(0, (__global const uint *)&{src}), 0, (__local uint *)&{dst});"
+            ),
+        })
+    }
     fn async_commit(&self) -> Option<&'static str> {
         match self {
             GpuDialect::Cuda => Some("__pipeline_commit();"),

@@ -39,7 +39,7 @@
 
 use std::fmt::Write;
 
-use polyhedral::ir::{DType, InputRef, Program};
+use polyhedral::ir::{Aff, DType, InputRef, Program};
 
 use crate::codegen::cfamily::{c_ident, function_params, helpers, Dialect, Emitter, FAULT_PARAM};
 use crate::codegen::kir::{KExpr, KNode};
@@ -163,6 +163,7 @@ const CUDA_INDEX: &str = "\
 #define polyc_ntid2 ((int64_t)blockDim.z)
 #define polyc_tidf (polyc_tid0 + polyc_ntid0 * (polyc_tid1 + polyc_ntid1 * polyc_tid2))
 #define polyc_ntidf (polyc_ntid0 * polyc_ntid1 * polyc_ntid2)
+#define polyc_aligned16(p) ((((size_t)(p)) & 15) == 0)
 ";
 
 const OPENCL_PRELUDE: &str = "\
@@ -199,6 +200,7 @@ typedef char int8_t;
 #define polyc_ntid2 ((int64_t)get_local_size(2))
 #define polyc_tidf (polyc_tid0 + polyc_ntid0 * (polyc_tid1 + polyc_ntid1 * polyc_tid2))
 #define polyc_ntidf (polyc_ntid0 * polyc_ntid1 * polyc_ntid2)
+#define polyc_aligned16(p) ((((size_t)(p)) & 15) == 0)
 ";
 
 fn uses_f16(prog: &Program) -> bool {
@@ -289,9 +291,14 @@ fn kernel_fn(
                 );
             }
             None => {
+                // 16-byte aligned: vector copies and 128-bit reads of its rows.
+                let align = match dialect {
+                    GpuDialect::Cuda => " __align__(16)",
+                    _ => " __attribute__((aligned(16)))",
+                };
                 let _ = writeln!(
                     out,
-                    "  {space} {c} {name}[{}]; /* tile of {} ({}) in shared memory */",
+                    "  {space}{align} {c} {name}[{}]; /* tile of {} ({}) in shared memory */",
                     e.tile_elems(b.promo, b.tensor),
                     ten.name,
                     dims
@@ -381,9 +388,14 @@ pub(crate) fn kernel_emitter<'a>(
     let mut e = Emitter::new(prog, param_texts, dialect);
     e.register_tiles(&k.body);
     e.set_block(k.block);
+    if indices_fit_32_bits(prog, param_texts, k) {
+        e.set_index32();
+    }
     for b in &k.shared {
         e.register_buf(b);
     }
+    // (Before the stages: padding changes the bytes of a stage.)
+    crate::gpu::banks::choose_row_padding(&mut e, prog, param_texts, k);
     let shared: std::collections::HashSet<usize> = k.shared.iter().map(|b| b.promo).collect();
     let bytes = |b: &crate::codegen::kir::LocalBuf| {
         e.tile_elems(b.promo, b.tensor).max(0) as u64
@@ -409,6 +421,59 @@ pub(crate) fn kernel_emitter<'a>(
     }
     e.set_pipelines(&pipes);
     e
+}
+
+/// The value of a size expression, `None` where it uses a symbolic size.
+fn aff_value(a: &Aff, sizes: &[Option<i64>]) -> Option<i128> {
+    Some(match a {
+        Aff::Const(c) => i128::from(*c),
+        Aff::Param(p) => i128::from((*sizes.get(*p)?)?),
+        Aff::Iter(_) => return None,
+        Aff::Add(x, y) => aff_value(x, sizes)? + aff_value(y, sizes)?,
+        Aff::Sub(x, y) => aff_value(x, sizes)? - aff_value(y, sizes)?,
+        Aff::Mul(c, x) => i128::from(*c) * aff_value(x, sizes)?,
+        Aff::Neg(x) => -aff_value(x, sizes)?,
+        Aff::FloorDiv(x, c) => aff_value(x, sizes)?.div_euclid(i128::from(*c)),
+        Aff::Mod(x, c) => aff_value(x, sizes)?.rem_euclid(i128::from(*c)),
+    })
+}
+
+/// Whether kernel `k` can use 32-bit indices: every tensor of the program holds at most
+/// 2²⁹ elements, and every integer value of the kernel provably lies within ±2²⁹
+/// ([`crate::codegen::ranges`]; symbolic sizes have no range, so their kernels keep
+/// `int64_t`).
+pub fn indices_fit_32_bits(prog: &Program, param_texts: &[String], k: &DeviceKernel) -> bool {
+    use crate::codegen::ranges::{fits_in_32_bits, INDEX32_LIMIT};
+    // `POLYC_INDEX64=1` (measurements only) keeps 64-bit indices everywhere.
+    if std::env::var_os("POLYC_INDEX64").is_some() {
+        return false;
+    }
+    let sizes: Vec<Option<i64>> = param_texts
+        .iter()
+        .take(prog.params.len())
+        .map(|t| t.trim().parse::<i64>().ok())
+        .collect();
+    let small = prog.tensors.iter().all(|t| {
+        t.shape
+            .iter()
+            .try_fold(1i128, |n, d| Some(n * aff_value(d, &sizes)?.max(0)))
+            .is_some_and(|n| n <= INDEX32_LIMIT)
+    });
+    let block = k.block;
+    let outer = |n: &str| -> Option<(i64, i64)> {
+        if let Some(p) = prog.param_index(n) {
+            return sizes.get(p).copied().flatten().map(|v| (v, v));
+        }
+        let d = match n {
+            "polyc_tidf" => return Some((0, block.iter().product::<i64>() - 1)),
+            "polyc_tid0" => 0,
+            "polyc_tid1" => 1,
+            "polyc_tid2" => 2,
+            _ => return None,
+        };
+        Some((0, block[d] - 1))
+    };
+    small && fits_in_32_bits(&k.body, &outer)
 }
 
 /// The OpenCL C source of a module's kernels.

@@ -3,6 +3,7 @@
 //! kernels run through OpenCL (PoCL on machines without a GPU) or CUDA where a driver
 //! exists.
 //!
+//! - [`banks`]: bank-conflict degrees of every shared-memory access.
 //! - [`map`]: the `mapped` pass (kernel and thread marks).
 //! - [`policy`]: the default tiling policy.
 //! - [`device`]: the host/device split, block and grid sizes, barriers, guards.
@@ -14,6 +15,7 @@
 //!   tools (nvcc, ptxas, the driver).
 //! - [`target`]: [`GpuTarget`], the pass list and the implementation of the target trait.
 
+pub mod banks;
 pub mod blockshape;
 pub mod cuda_tools;
 pub mod device;

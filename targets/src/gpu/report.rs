@@ -289,6 +289,16 @@ pub fn explain(
             shared_bytes(prog, param_texts, k),
             tile_registers(prog, k)
         );
+        let _ = writeln!(
+            out,
+            "    indices: {}",
+            if crate::gpu::emit::indices_fit_32_bits(prog, param_texts, k) {
+                "32-bit (every value provably within ±2^29)"
+            } else {
+                "64-bit (a symbolic size, or a value not proven within ±2^29)"
+            }
+        );
+        bank_lines(&mut out, prog, param_texts, k);
         let stages = crate::gpu::emit::pipeline_stages(prog, param_texts, k);
         if !stages.is_empty() {
             let _ = writeln!(
@@ -359,4 +369,37 @@ pub fn explain(
         }
     }
     Ok(out)
+}
+
+/// The bank-conflict degree of each shared-memory access of kernel `k`
+/// ([`crate::gpu::banks`]).
+fn bank_lines(out: &mut String, prog: &Program, param_texts: &[String], k: &DeviceKernel) {
+    if k.shared.is_empty() {
+        return;
+    }
+    let dialect = crate::gpu::dialect::GpuDialect::Cuda;
+    let e = crate::gpu::emit::kernel_emitter(prog, param_texts, &dialect, k);
+    match crate::gpu::banks::bank_degrees(&e, prog, param_texts, k) {
+        Some(sites) => {
+            let _ = writeln!(
+                out,
+                "    shared-memory accesses (bank-conflict degree: the most distinct words one bank serves in a warp's request; 1 = conflict-free):"
+            );
+            for s in sites {
+                let _ = writeln!(
+                    out,
+                    "      {}: {}-bit, degree {}",
+                    s.site,
+                    s.bytes * 8,
+                    s.degree
+                );
+            }
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "    shared-memory bank conflicts: computed at bound sizes only (give every size with --param)"
+            );
+        }
+    }
 }

@@ -1043,7 +1043,9 @@ pub fn promote(
                     b.sizes
                 })
             };
-            let order = if !local && level.is_some_and(|l| l.kind == PromoteKind::Pack) {
+            let order = if !local
+                && level.is_some_and(|l| matches!(l.kind, PromoteKind::Pack | PromoteKind::Shared))
+            {
                 vector_order(ctx, prog, scop, &root, &marks, mi, t.tensor, &regs)?
             } else {
                 None
@@ -1741,9 +1743,14 @@ pub fn promotions_in(
                                 ));
                             }
                         }
-                        let cache = levels
-                            .iter()
-                            .any(|l| l.buffer == buf && l.role == schedule_tree::BufferRole::Cache);
+                        let cache = levels.iter().any(|l| {
+                            l.buffer == buf
+                                && matches!(
+                                    l.role,
+                                    schedule_tree::BufferRole::Cache
+                                        | schedule_tree::BufferRole::SharedMemory
+                                )
+                        });
                         let order = if cache {
                             vector_order(ctx, prog, scop, &root, &marks, mi, t.tensor, &regs)?
                         } else {
