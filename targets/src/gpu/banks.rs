@@ -456,7 +456,12 @@ impl Walker<'_> {
         let last = first + (trip - 1) * step;
         self.visits += 1;
         let mut at = vec![first];
-        if last != first && self.visits < VISIT_BUDGET {
+        // (The padding search, which walks once per candidate, sees the last iteration
+        // of short loops only: those whose accesses may be vectors.)
+        if last != first
+            && self.visits < VISIT_BUDGET
+            && (self.only.is_none() || trip <= VECTOR_TRIP)
+        {
             at.push(last);
         }
         for (i, v) in at.into_iter().enumerate() {
