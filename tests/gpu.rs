@@ -942,3 +942,130 @@ fn shared_copies_move_16_bytes_where_rows_allow() {
     // Rows of 45 floats are never 16-byte aligned: every copy is element by element.
     assert_code(&fault("M=67,N=45,K=53"), 0);
 }
+
+/// A shared level of the tile spec takes a stage count (`16@shared:3`): the GPU kernel
+/// pipelines its copies over that many stages (`:1` turns pipelining off; over CUDA's
+/// 48 KiB the stages go to dynamic shared memory), PoCL's `--check` passes at odd sizes,
+/// and bad counts are located errors.
+#[test]
+fn tile_spec_stage_counts_pipeline_the_shared_copies() {
+    let dir = tempdir();
+    let spec = |name: &str, k: &str| {
+        write(
+            dir.path(),
+            name,
+            &format!("S_1: 64@shared 4@register, 64@shared 4@register, {k}\n"),
+        )
+    };
+    let three = spec("s3.tiles", "16@shared:3");
+    let big = "M=4096,N=4096,K=4096";
+    let args = |s: &str| -> Vec<String> {
+        [
+            "examples/matmul.tc",
+            "--param",
+            big,
+            "--target",
+            "h100",
+            "--tile-spec",
+            s,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let run = |v: Vec<String>| polyc_ok(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let src = run(args(&three));
+    for want in [
+        "  __shared__ __align__(16) float polyc_tile0[3072]; /* tile of A (64 x 16) in shared memory */",
+        "{ /* pipelined, 3 stages: the copies of step c2 + 2 load while step c2 computes */",
+        "__pipeline_wait_prior(2);",
+    ] {
+        assert!(src.contains(want), "missing `{want}` in\n{src}");
+    }
+    let mut explain = vec!["explain".to_string()];
+    explain.extend(args(&three));
+    let out = run(explain);
+    assert!(
+        out.contains("S_1: 64@shared 4@register, 64@shared 4@register, 16@shared:3\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    pipelined: 1 shared-memory loop(s) in 3 stages"),
+        "{out}"
+    );
+    let one = spec("s1.tiles", "16@shared:1");
+    assert!(!run(args(&one)).contains("pipelined"));
+    let four = spec("s4.tiles", "32@shared:4");
+    let src = run(args(&four));
+    assert!(
+        src.contains("cudaFuncAttributeMaxDynamicSharedMemorySize, 67584);")
+            && src.contains("{ /* pipelined, 4 stages:"),
+        "{src}"
+    );
+    nvcc_compiles_for_sm_90(&src);
+    for s in [&three, &four] {
+        for params in ["M=67,N=45,K=53", "M=33,N=68,K=16"] {
+            run_gpu("examples/matmul.tc", params, &["--tile-spec", s]);
+        }
+    }
+    // Errors: no count, a level that is not shared memory (GPU and CPU), too many stages
+    // (compared with miette's line wrapping undone).
+    let flat = |e: &str| {
+        e.split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let zero = spec("s0.tiles", "16@shared:0");
+    let e = polyc_err(&[
+        "examples/matmul.tc",
+        "--target",
+        "h100",
+        "--tile-spec",
+        &zero,
+    ]);
+    assert!(
+        flat(&e).contains(&flat(
+            "s0.tiles:1:59: expected a stage count (a whole number from 1) after `:`, found `0`"
+        )),
+        "{e}"
+    );
+    let reg = write(
+        dir.path(),
+        "reg.tiles",
+        "S_1: 64@shared 4@register:2, 64@shared 4@register, 16@shared\n",
+    );
+    let e = polyc_err(&[
+        "examples/matmul.tc",
+        "--target",
+        "h100",
+        "--tile-spec",
+        &reg,
+    ]);
+    assert!(
+        flat(&e).contains(&flat(
+            "reg.tiles:1:26: `register` is not a shared-memory level: its copies are not pipelined"
+        )) && flat(&e).contains(&flat("stage counts go on shared-memory levels (`shared`)")),
+        "{e}"
+    );
+    let cpu = write(dir.path(), "cpu.tiles", "S_1: 32@L1:2, 32@L1\n");
+    let e = polyc_err(&["examples/matmul.tc", "--tile-spec", &cpu]);
+    assert!(
+        flat(&e).contains(&flat(
+            "target `cpu` has no shared memory to pipeline: remove `:2`"
+        )),
+        "{e}"
+    );
+    let many = write(
+        dir.path(),
+        "many.tiles",
+        "S_1: 128@shared 8@register, 128@shared 8@register, 128@shared:8\n",
+    );
+    let mut v = args(&many);
+    v.truncate(7);
+    let e = polyc_err(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        flat(&e).contains(&flat("many.tiles:1:62: kernel 0 needs 1054720 bytes of shared memory per block in 8 pipeline stages"))
+            && flat(&e).contains(&flat("ask for fewer stages, or smaller tiles at this level")),
+        "{e}"
+    );
+}

@@ -260,10 +260,9 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let tile_spec = match &opts.tile_spec {
         Some(path) => {
             let file = SourceFile::read(path)?;
-            Some((
-                tiling::parse_tile_spec(&file, &target.desc().buffer_order())?,
-                file,
-            ))
+            let spec = tiling::parse_tile_spec(&file, &target.desc().buffer_order())?;
+            check_stage_counts(&spec, &file, target.as_ref())?;
+            Some((spec, file))
         }
         None => None,
     };
@@ -1014,4 +1013,49 @@ impl Compiled {
             .map(|(p, _)| p.name.clone())
             .collect()
     }
+}
+
+/// A stage count (`64@shared:3`) is for levels in GPU shared memory, whose copies the
+/// target pipelines; on any other level it is a located error.
+fn check_stage_counts(
+    spec: &tiling::TileSpec,
+    file: &SourceFile,
+    target: &dyn targets::Target,
+) -> Result<()> {
+    let shared: Vec<_> = target
+        .desc()
+        .buffers
+        .iter()
+        .filter(|b| b.role() == schedule_tree::BufferRole::SharedMemory)
+        .map(|b| b.buffer())
+        .collect();
+    for ss in &spec.stmts {
+        for l in ss.dims.iter().flat_map(|d| d.levels.iter()) {
+            if l.stages.is_some() && !shared.contains(&l.buffer) {
+                let names: Vec<String> = shared.iter().map(|b| format!("`{b}`")).collect();
+                let help = if names.is_empty() {
+                    format!(
+                        "target `{}` has no shared memory to pipeline: remove `:{}`",
+                        target.name(),
+                        l.stages.unwrap_or(1)
+                    )
+                } else {
+                    format!(
+                        "stage counts go on shared-memory levels ({})",
+                        names.join(", ")
+                    )
+                };
+                return Err(miette::Report::new(file.error(
+                    l.stages_span,
+                    format!(
+                        "`{}` is not a shared-memory level: its copies are not pipelined",
+                        l.buffer
+                    ),
+                    "stage count on a level that has none",
+                    &help,
+                )));
+            }
+        }
+    }
+    Ok(())
 }

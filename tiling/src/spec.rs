@@ -81,6 +81,11 @@ pub struct LevelSize {
     pub size_span: Span,
     /// The buffer name's text.
     pub buffer_span: Span,
+    /// `size@buffer:stages`: copies into this level's tiles are pipelined over this many
+    /// stages (GPU shared memory; `1`: not pipelined; `None`: the target decides).
+    pub stages: Option<i64>,
+    /// The stage count's text (empty when not given).
+    pub stages_span: Span,
 }
 
 /// The levels of one dimension, outer buffer first (`64@L2 8@L1`).
@@ -155,6 +160,9 @@ impl fmt::Display for StmtSpec {
                     f.write_str(" ")?;
                 }
                 write!(f, "{}@{}", l.size, l.buffer)?;
+                if let Some(st) = l.stages {
+                    write!(f, ":{st}")?;
+                }
             }
         }
         Ok(())
@@ -595,13 +603,37 @@ impl Parser<'_> {
                 ))
             }
         };
+        let (stages, stages_span) = self.stages()?;
         Ok(LevelSize {
             size,
             buffer,
-            span: Span::new(size_span.start, bsp.end),
+            span: Span::new(size_span.start, stages_span.end.max(bsp.end)),
             size_span,
             buffer_span: bsp,
+            stages,
+            stages_span,
         })
+    }
+
+    /// `:N` after a level's buffer: its pipeline stages (a whole number from 1).
+    fn stages(&mut self) -> Result<(Option<i64>, Span), SourceError> {
+        if self.peek().0 != Tok::Colon {
+            return Ok((None, Span::default()));
+        }
+        let (_, colon) = self.bump();
+        let (t, sp) = self.bump();
+        match t {
+            Tok::Int(v) if v >= 1 => Ok((Some(v), Span::new(colon.start, sp.end))),
+            t => Err(self.err(
+                Span::new(colon.start, sp.end),
+                format!(
+                    "expected a stage count (a whole number from 1) after `:`, found {}",
+                    t.describe()
+                ),
+                "not a stage count",
+                "`64@shared:3` pipelines the copies into the shared tiles over 3 stages; `:1` turns pipelining off",
+            )),
+        }
     }
 }
 
@@ -630,5 +662,7 @@ pub fn fixed_level(size: i64, buffer: Buffer) -> LevelSize {
         span: Span::default(),
         size_span: Span::default(),
         buffer_span: Span::default(),
+        stages: None,
+        stages_span: Span::default(),
     }
 }

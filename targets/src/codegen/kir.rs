@@ -661,4 +661,8 @@ pub struct Kernel {
     /// Every loop iterator name used in [`Kernel::body`], in order of first use. Each is
     /// declared by its own `for`; none collides with a name of the program.
     pub loop_iters: Vec<String>,
+    /// Pipeline stages the tile spec asks for (`64@shared:3`), per statement (index into
+    /// `Program::stmts`): a GPU kernel pipelines its shared-memory copies over the most
+    /// stages its statements ask for. Empty: the target decides.
+    pub pipeline_stages: Vec<(usize, i64)>,
 }

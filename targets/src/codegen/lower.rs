@@ -333,6 +333,7 @@ fn lower_raw(
     Ok(Kernel {
         body,
         loop_iters: iters,
+        pipeline_stages: Vec::new(),
     })
 }
 

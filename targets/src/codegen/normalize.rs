@@ -22,6 +22,7 @@ pub fn normalize_loops(kernel: Kernel) -> Kernel {
     Kernel {
         body: split_versions(version_tiles(node(kernel.body))),
         loop_iters: kernel.loop_iters,
+        pipeline_stages: kernel.pipeline_stages,
     }
 }
 
@@ -38,6 +39,7 @@ pub fn normalize_loops_dynamic(
     Kernel {
         body: sink_parallel(split_versions(body)),
         loop_iters: kernel.loop_iters,
+        pipeline_stages: kernel.pipeline_stages,
     }
 }
 
@@ -767,6 +769,7 @@ mod tests {
                 kind: LoopKind::Seq,
             },
             loop_iters: vec!["c6".into()],
+            pipeline_stages: Vec::new(),
         };
         let out = normalize_loops(k);
         let KNode::For {

@@ -86,6 +86,7 @@ impl GemminiTarget {
             Kernel {
                 body: KNode::Block(parts),
                 loop_iters,
+                pipeline_stages: Vec::new(),
             },
             notes,
             tree,

@@ -182,6 +182,18 @@ pub fn prepare_dynamic(
         dynamic,
     };
     let host = split(&cx, &kernel.body, &mut Vec::new(), &mut kernels)?;
+    for k in &mut kernels {
+        k.stages = kernel
+            .pipeline_stages
+            .iter()
+            .filter(|(s, _)| k.stmts.contains(s))
+            .map(|(_, n)| *n)
+            .max();
+        let stages = k.stages;
+        if let Some(sh) = k.shapes.as_mut() {
+            sh.variants.iter_mut().for_each(|v| v.stages = stages);
+        }
+    }
     Ok(GpuModule { host, kernels })
 }
 
@@ -409,6 +421,7 @@ fn device_kernel(
         stmts,
         range_dim: None,
         shapes: None,
+        stages: None,
     })
 }
 

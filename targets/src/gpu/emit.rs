@@ -409,12 +409,16 @@ pub(crate) fn kernel_emitter<'a>(
         .filter_map(|p| k.shared.iter().find(|b| b.promo == *p))
         .map(bytes)
         .sum();
-    // The most stages (up to MAX_STAGES, or POLYC_PIPELINE_STAGES; 1: no pipelining) whose
-    // copies keep the kernel's shared memory within CUDA's static limit.
-    let most = stage_cap();
-    let stages = (2..=most)
-        .rev()
-        .find(|s| single + (*s as u64 - 1) * staged <= CUDA_STATIC_SHARED_BYTES);
+    // The stages the tile spec asks for (`64@shared:3`; over 48 KiB the tiles go to
+    // dynamic shared memory, and the target has checked the capacity), else the most (up
+    // to MAX_STAGES, or POLYC_PIPELINE_STAGES; 1: no pipelining) whose copies keep the
+    // kernel's shared memory within CUDA's static limit.
+    let stages = match k.stages {
+        Some(s) => (s >= 2).then_some(s),
+        None => (2..=stage_cap())
+            .rev()
+            .find(|s| single + (*s as u64 - 1) * staged <= CUDA_STATIC_SHARED_BYTES),
+    };
     match stages {
         Some(s) => pipes.iter_mut().for_each(|p| p.stages = s),
         None => pipes.clear(),

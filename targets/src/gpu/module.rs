@@ -125,6 +125,9 @@ pub struct DeviceKernel {
     /// The block shapes along a dynamic size and their kernels
     /// ([`crate::gpu::blockshape`]), on the full-shape kernel.
     pub shapes: Option<Box<BlockShapes>>,
+    /// The pipeline stages the tile spec asks for (`64@shared:3`): the most that its
+    /// statements' entries give; `None`: the emitter picks them.
+    pub stages: Option<i64>,
 }
 
 /// A program for a GPU: host control flow with [`KNode::Device`] launches, and the

@@ -148,12 +148,14 @@ impl Target for GpuTarget {
     fn rewrite_kernel(
         &self,
         cx: &crate::target::RewriteCx,
-        kernel: Kernel,
+        mut kernel: Kernel,
     ) -> Result<(Kernel, Vec<String>)> {
         if !cx.optimised {
             return Ok((kernel, Vec::new()));
         }
+        kernel.pipeline_stages = spec_stages(cx);
         let module = self.module(cx.program, &kernel)?;
+        self.check_staged_capacity(cx, &module)?;
         let mut notes = Vec::new();
         for k in &module.kernels {
             let Some(t) = k.too_many_threads(self.max_threads()) else {
@@ -274,5 +276,85 @@ impl Target for GpuTarget {
             text.push_str("    (ptxas counts: nvcc not found; scripts/install-deps installs it)\n");
         }
         Ok(Some(text))
+    }
+}
+
+/// The pipeline stages the tile spec's entries ask for (`64@shared:3`), per statement:
+/// the most any level of the statement's entries gives.
+fn spec_stages(cx: &crate::target::RewriteCx) -> Vec<(usize, i64)> {
+    let Some((spec, _)) = cx.spec else {
+        return Vec::new();
+    };
+    cx.program
+        .stmts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, st)| {
+            let ss = spec.get(&st.name)?;
+            let most = ss
+                .dims
+                .iter()
+                .flat_map(|d| d.levels.iter())
+                .filter_map(|l| l.stages)
+                .max()?;
+            Some((i, most))
+        })
+        .collect()
+}
+
+impl GpuTarget {
+    /// A kernel whose statements' entries ask for pipeline stages must keep all its stages
+    /// of shared tiles within the description's shared memory per block (tiling checked
+    /// one stage): else a located error at the stage count.
+    fn check_staged_capacity(
+        &self,
+        cx: &crate::target::RewriteCx,
+        module: &GpuModule,
+    ) -> Result<()> {
+        let Some((spec, file)) = cx.spec else {
+            return Ok(());
+        };
+        let Some(capacity) = self
+            .desc
+            .buffers
+            .iter()
+            .find(|b| b.role() == BufferRole::SharedMemory)
+            .map(|b| b.bytes)
+        else {
+            return Ok(());
+        };
+        let texts: Vec<String> = cx
+            .program
+            .params
+            .iter()
+            .zip(cx.param_values)
+            .map(|(p, v)| v.map_or_else(|| p.name.clone(), |x| x.to_string()))
+            .collect();
+        for k in &module.kernels {
+            let Some(stages) = k.stages.filter(|s| *s >= 2) else {
+                continue;
+            };
+            let bytes = report::shared_bytes(cx.program, &texts, k);
+            if bytes <= capacity {
+                continue;
+            }
+            let at = k
+                .stmts
+                .iter()
+                .filter_map(|&s| spec.get(&cx.program.stmts[s].name))
+                .flat_map(|ss| ss.dims.iter().flat_map(|d| d.levels.iter()))
+                .find(|l| l.stages == Some(stages))
+                .map(|l| l.stages_span);
+            let msg = format!(
+                "kernel {} needs {bytes} bytes of shared memory per block in {stages} pipeline stages, more than the {capacity} bytes the target has",
+                k.id
+            );
+            let help = "ask for fewer stages, or smaller tiles at this level";
+            return Err(match at {
+                Some(span) => miette::Report::new(file.error(span, msg, "too many stages", help)),
+                None => miette::miette!(help = help, "{msg}"),
+            });
+        }
+        Ok(())
     }
 }
