@@ -353,11 +353,19 @@ impl Walker<'_> {
                 *env = None;
             }
         }
+        let per_thread = ((trip + w * extent - 1) / (w * extent)).max(1);
+        self.walk_in_thread(body, &next, per_thread, Some(w));
+    }
+
+    /// Walks the body of a loop spread over threads, each thread running `per_thread`
+    /// iterations: the short loops outside it no longer make vectors, and `width` (a
+    /// vector copy's elements) is the width of the accesses inside.
+    fn walk_in_thread(&mut self, body: &KNode, lanes: &Lanes, per_thread: i64, width: Option<i64>) {
         let saved = std::mem::take(&mut self.loops);
         let weight = self.weight;
-        self.weight *= ((trip + w * extent - 1) / (w * extent)).max(1) as f64;
-        self.forced_width = Some(w);
-        self.walk(body, &next);
+        self.weight *= per_thread as f64;
+        self.forced_width = width;
+        self.walk(body, lanes);
         self.forced_width = None;
         self.weight = weight;
         self.loops = saved;
@@ -418,12 +426,7 @@ impl Walker<'_> {
                 Some(((upper - first) / step.max(&1) + 1).max(1))
             })
             .unwrap_or(1);
-        let saved = std::mem::take(&mut self.loops);
-        let weight = self.weight;
-        self.weight *= ((trip + extent - 1) / extent) as f64;
-        self.walk(body, &next);
-        self.weight = weight;
-        self.loops = saved;
+        self.walk_in_thread(body, &next, (trip + extent - 1) / extent, None);
     }
 
     /// A loop all threads run in step: its first iteration, then its last.
