@@ -114,8 +114,8 @@ fn elements_the_program_never_writes_are_counted() {
 // ---- item 5: a comprehension order that differs from the loop nest's ------------------
 
 #[test]
-fn lu_as_comprehensions_warns_and_names_both_statements() {
-    let o = polyc(&[
+fn lu_as_comprehensions_is_an_error_that_names_both_statements() {
+    let err = polyc_err(&[
         "dump",
         &hostile("lu_comprehension.tc"),
         "--param",
@@ -123,26 +123,23 @@ fn lu_as_comprehensions_warns_and_names_both_statements() {
         "--stage",
         "initial",
     ]);
-    assert_code(&o, 0);
-    let err = stderr(&o);
-    let warnings: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("warning"))
-        .collect::<Vec<_>>();
-    insta::assert_snapshot!(warnings.join("\n"));
+    insta::assert_snapshot!(err);
 }
 
+/// No example (PolyBench's translations included) is refused for its statement order.
 #[test]
-fn no_example_gets_the_order_warning() {
-    for dir in ["examples", "examples/tc"] {
+fn no_example_is_refused_for_its_order() {
+    for dir in ["examples", "examples/tc", "examples/polybench"] {
         for e in std::fs::read_dir(root().join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_none_or(|x| x != "tc") {
                 continue;
             }
             let rel = format!("{dir}/{}", p.file_name().unwrap().to_string_lossy());
+            // At symbolic sizes some kernels are refused for other reasons (deriche's
+            // `y1(i, 1)` is outside `y1` when H = 1); none for its order.
             let o = polyc(&["dump", &rel, "--stage", "initial"]);
-            assert!(!stderr(&o).contains("warning:"), "{rel}: {}", stderr(&o));
+            assert!(!stderr(&o).contains("loop nest"), "{rel}: {}", stderr(&o));
         }
     }
 }

@@ -190,7 +190,13 @@ macro_rules! tc_error {
     };
 }
 
-tc_error!(for_loop_is_refused, "for_loop.tc");
+/// TC's timestep loops run with polyc's loop meaning (checked against the interpreter).
+#[test]
+fn for_loop_runs() {
+    let f = fixture("tc/for_loop.tc");
+    run_checked(&["run", f.as_str(), "--param", "N=8,T=5", "--check"]);
+}
+
 tc_error!(uint8_has_no_polyc_type, "uint8.tc");
 tc_error!(unsupported_builtin, "pow.tc");
 tc_error!(inputs_are_immutable, "input_written.tc");

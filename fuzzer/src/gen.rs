@@ -422,10 +422,26 @@ impl Prog {
             params.join(", "),
             outputs.join(", ")
         );
+        // A statement that writes a tensor an earlier statement reads goes into a loop of
+        // one iteration: the program then says that it runs after the earlier statement
+        // over its whole domain (polyc refuses plain statements a loop nest would
+        // interleave), and the fuzzer exercises loops.
+        let mut read_before = vec![false; self.tensors.len()];
         for s in &self.stmts {
-            text.push_str("  ");
-            text.push_str(&self.stmt_text(s));
-            text.push('\n');
+            if read_before[s.lhs] {
+                text.push_str("  for once in 0:1 {\n    ");
+                text.push_str(&self.stmt_text(s));
+                text.push_str("\n  }\n");
+            } else {
+                text.push_str("  ");
+                text.push_str(&self.stmt_text(s));
+                text.push('\n');
+            }
+            s.rhs.visit(&mut |e| {
+                if let Expr::Read { t, .. } = e {
+                    read_before[*t] = true;
+                }
+            });
         }
         text.push_str("}\n");
         text

@@ -52,7 +52,9 @@
 //! (wrong index counts, references to later iterators, …) are errors too.
 
 use crate::data::{Buffer, TensorData};
-use crate::ir::{Aff, AssignOp, BinOp, CmpOp, DType, Expr, Func, Program, Stmt, StmtBody};
+use crate::ir::{
+    Aff, AssignOp, BinOp, CmpOp, DType, Expr, Func, OrderItem, Program, Stmt, StmtBody,
+};
 use half::f16;
 use miette::{miette, Result};
 
@@ -1200,15 +1202,27 @@ enum Body<T> {
     Mac(CE<T>, CE<T>),
 }
 
-/// Runs one statement in type `T`; returns the instance count.
+/// Runs one statement in type `T` with its loop indices fixed to `prefix` (the values of
+/// the loops around it); returns the instance count.
 fn run_stmt<T: Num>(
     prog: &Program,
     s: &Stmt,
     sizes: &[i64],
     tensors: &mut [TensorData],
     scalars: &[TensorData],
+    prefix: &[i64],
 ) -> Result<u64> {
     let dom = Domain::new(prog, s, sizes)?;
+    let n = s.iters.len();
+    let mut it = vec![0i64; n];
+    it[..prefix.len()].copy_from_slice(prefix);
+    // A statement's own `where` on a loop index narrows the loop for it alone.
+    for k in 0..prefix.len() {
+        let (lo, hi) = dom.bounds(k, &it, sizes);
+        if it[k] < lo || it[k] >= hi {
+            return Ok(0);
+        }
+    }
     let mut c = Compiler {
         prog,
         stmt: s,
@@ -1232,8 +1246,6 @@ fn run_stmt<T: Num>(
         StmtBody::Update(op, e) => Body::Update(*op, c.expr::<T>(e)?),
     };
     let acc = c.acc;
-    let n = s.iters.len();
-    let mut it = vec![0i64; n];
     let mut run = Run {
         dom: &dom,
         body: &body,
@@ -1242,11 +1254,11 @@ fn run_stmt<T: Num>(
         fast: Fast::default(),
         count: 0,
     };
-    let r = if n == 0 {
+    let r = if n == prefix.len() {
         run.count = 1;
         exec::<T, false>(&body, &acc, &it, sizes, &run.fast, tensors)
     } else {
-        run.nest(0, &mut it, tensors)
+        run.nest(prefix.len(), &mut it, tensors)
     };
     match r {
         Ok(()) => Ok(run.count),
@@ -1528,19 +1540,66 @@ pub fn interpret(
     scalars: &[TensorData],
 ) -> Result<InterpStats> {
     check_buffers(prog, sizes, tensors, scalars)?;
+    let all: Vec<usize> = (0..prog.stmts.len()).collect();
+    let items = prog.order_items(&all);
     let mut instances = 0u64;
-    for s in &prog.stmts {
-        let n = match s.dtype {
-            DType::F16 => run_stmt::<f16>(prog, s, sizes, tensors, scalars)?,
-            DType::F32 => run_stmt::<f32>(prog, s, sizes, tensors, scalars)?,
-            DType::F64 => run_stmt::<f64>(prog, s, sizes, tensors, scalars)?,
-            DType::I8 => run_stmt::<I8w>(prog, s, sizes, tensors, scalars)?,
-            DType::I32 => run_stmt::<i32>(prog, s, sizes, tensors, scalars)?,
-            DType::I64 => run_stmt::<i64>(prog, s, sizes, tensors, scalars)?,
-        };
-        instances = instances.saturating_add(n);
-    }
+    let mut data = Data {
+        prog,
+        sizes,
+        tensors,
+        scalars,
+    };
+    run_items(&mut data, &items, &mut Vec::new(), &mut instances)?;
     Ok(InterpStats { instances })
+}
+
+/// What the interpreter runs on.
+struct Data<'a, 'b> {
+    prog: &'a Program,
+    sizes: &'a [i64],
+    tensors: &'b mut [TensorData],
+    scalars: &'a [TensorData],
+}
+
+/// Runs `items` in program order with the enclosing loops' indices at `prefix`: a
+/// statement over its domain, a loop iteration by iteration.
+fn run_items(
+    d: &mut Data,
+    items: &[OrderItem],
+    prefix: &mut Vec<i64>,
+    instances: &mut u64,
+) -> Result<()> {
+    for item in items {
+        match item {
+            OrderItem::Stmt(i) => {
+                let s = &d.prog.stmts[*i];
+                let (p, sz, t, sc) = (d.prog, d.sizes, &mut *d.tensors, d.scalars);
+                let n = match s.dtype {
+                    DType::F16 => run_stmt::<f16>(p, s, sz, t, sc, prefix)?,
+                    DType::F32 => run_stmt::<f32>(p, s, sz, t, sc, prefix)?,
+                    DType::F64 => run_stmt::<f64>(p, s, sz, t, sc, prefix)?,
+                    DType::I8 => run_stmt::<I8w>(p, s, sz, t, sc, prefix)?,
+                    DType::I32 => run_stmt::<i32>(p, s, sz, t, sc, prefix)?,
+                    DType::I64 => run_stmt::<i64>(p, s, sz, t, sc, prefix)?,
+                };
+                *instances = instances.saturating_add(n);
+            }
+            OrderItem::Loop(id, body) => {
+                let l = &d.prog.loops[*id];
+                let lo = l.lower.iter().map(|a| a.eval(prefix, d.sizes)).max();
+                let hi = l.upper.iter().map(|a| a.eval(prefix, d.sizes)).min();
+                let (Some(lo), Some(hi)) = (lo, hi) else {
+                    return Err(miette!("loop `{}` has no lower or no upper bound", l.name));
+                };
+                for v in lo..hi {
+                    prefix.push(v);
+                    run_items(d, body, prefix, instances)?;
+                    prefix.pop();
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The exact number of statement instances for these sizes, saturating at `u64::MAX`;

@@ -522,10 +522,11 @@ pub enum StmtBody {
 pub struct Stmt {
     /// `S_0`, `S_1`, … in textual order over the `def`, inits counted.
     pub name: String,
-    /// Iteration space: left-hand indices, then reduction indices in order of first
-    /// appearance. An init statement has only the left-hand indices.
+    /// Iteration space: the indices of the loops around the statement, then left-hand
+    /// indices, then reduction indices in order of first appearance. An init statement
+    /// has only the loop and left-hand indices.
     pub iters: Vec<Iter>,
-    /// Number of left-hand indices (the prefix of `iters`).
+    /// Number of loop and left-hand indices (the prefix of `iters` that is not reduced).
     pub n_lhs_iters: usize,
     /// The written tensor.
     pub lhs: TensorId,
@@ -539,6 +540,47 @@ pub struct Stmt {
     pub span: Span,
     /// The left-hand access in the source.
     pub lhs_span: Span,
+    /// The sequential loops around the statement ([`Program::loops`] ids), outermost
+    /// first. Their indices are the statement's first iterators: `iters[k]` is the index
+    /// of loop `loops[k]` (and counts among the [`Stmt::n_lhs_iters`]).
+    pub loops: Vec<usize>,
+}
+
+/// A sequential loop `for t in lo:hi { … }`: its body runs iteration by iteration, and
+/// within one iteration its statements (and inner loops) in textual order, each over its
+/// whole domain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    /// The index name.
+    pub name: String,
+    /// Lower bounds (the range starts at their maximum), over the enclosing loops'
+    /// indices (`Aff::Iter(k)` is the index of the `k`-th enclosing loop) and sizes.
+    pub lower: Vec<Aff>,
+    /// Upper bounds, exclusive.
+    pub upper: Vec<Aff>,
+    /// Number of loops around this one.
+    pub depth: usize,
+    /// From `for` to the `{` that opens the body.
+    pub span: Span,
+}
+
+/// One item of a body in program order: a statement, or a loop with its body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OrderItem {
+    /// Statement `S_i`.
+    Stmt(usize),
+    /// Loop `id` ([`Program::loops`]) and the items of its body.
+    Loop(usize, Vec<OrderItem>),
+}
+
+impl OrderItem {
+    /// The statements of the item, in order.
+    pub fn stmts(&self) -> Vec<usize> {
+        match self {
+            OrderItem::Stmt(i) => vec![*i],
+            OrderItem::Loop(_, body) => body.iter().flat_map(OrderItem::stmts).collect(),
+        }
+    }
 }
 
 impl Stmt {
@@ -587,6 +629,31 @@ pub struct Program {
     pub outputs: Vec<TensorId>,
     /// Statements in reference order.
     pub stmts: Vec<Stmt>,
+    /// The sequential loops, numbered in textual order.
+    pub loops: Vec<Loop>,
+}
+
+/// Groups statements `which` (with their loop lists `loops`) at loop depth `depth`.
+pub fn group_order(which: &[usize], loops: &[&[usize]], depth: usize) -> Vec<OrderItem> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < which.len() {
+        match loops[k].get(depth) {
+            None => {
+                out.push(OrderItem::Stmt(which[k]));
+                k += 1;
+            }
+            Some(&id) => {
+                let end = (k..which.len())
+                    .find(|&e| loops[e].get(depth) != Some(&id))
+                    .unwrap_or(which.len());
+                let body = group_order(&which[k..end], &loops[k..end], depth + 1);
+                out.push(OrderItem::Loop(id, body));
+                k = end;
+            }
+        }
+    }
+    out
 }
 
 /// One parameter of a `def`, in source order.
@@ -599,6 +666,44 @@ pub enum InputRef {
 }
 
 impl Program {
+    /// The program order as a tree: the statements `which` selects, grouped by the
+    /// loops around them (consecutive statements inside one loop form its body).
+    pub fn order_items(&self, which: &[usize]) -> Vec<OrderItem> {
+        let loops: Vec<&[usize]> = which
+            .iter()
+            .map(|&i| self.stmts[i].loops.as_slice())
+            .collect();
+        group_order(which, &loops, 0)
+    }
+
+    /// Program order of each statement as a `2d+1` vector: its position among the items
+    /// of the def's body, then for each loop around it that loop's index (`None`) and the
+    /// position inside its body. The statement's own iterators follow in the schedule.
+    pub fn order_vectors(&self) -> Vec<Vec<Option<usize>>> {
+        let all: Vec<usize> = (0..self.stmts.len()).collect();
+        let mut out = vec![Vec::new(); self.stmts.len()];
+        fn walk(
+            items: &[OrderItem],
+            prefix: &mut Vec<Option<usize>>,
+            out: &mut [Vec<Option<usize>>],
+        ) {
+            for (pos, item) in items.iter().enumerate() {
+                prefix.push(Some(pos));
+                match item {
+                    OrderItem::Stmt(i) => out[*i] = prefix.clone(),
+                    OrderItem::Loop(_, body) => {
+                        prefix.push(None);
+                        walk(body, prefix, out);
+                        prefix.pop();
+                    }
+                }
+                prefix.pop();
+            }
+        }
+        walk(&self.order_items(&all), &mut Vec::new(), &mut out);
+        out
+    }
+
     /// Parameter names in order.
     pub fn param_names(&self) -> Vec<String> {
         self.params.iter().map(|p| p.name.clone()).collect()

@@ -2,6 +2,7 @@
 //! lists them, each statement's own loops as one band. Dependences are computed against
 //! it ([`reference_schedule`]), and `--scheduler initial` uses it with band flags.
 
+use crate::ir::OrderItem;
 use crate::isl::IslResultExt;
 use crate::scop::Scop;
 use isl_rs::{Map, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionSet, UnionSetList};
@@ -35,37 +36,109 @@ pub(crate) fn program_order(scop: &Scop, validity: Option<&UnionMap>) -> miette:
     if live.is_empty() {
         return Ok(schedule);
     }
-    let mut node = schedule
+    let node = schedule
         .get_root()
         .isl("getting the schedule root")?
         .child(0)
         .isl("descending the schedule")?;
-    if live.len() >= 2 {
-        let ctx = schedule.get_ctx();
-        let mut filters = UnionSetList::alloc(&ctx, live.len() as i32).isl("allocating filters")?;
-        for &i in &live {
-            let d = scop.stmt_domains[i].copy().isl("copying a domain")?;
+    let items = scop.order_items(&live);
+    let node = insert_items(scop, &items, node, validity)?;
+    node.get_schedule().isl("extracting the schedule")
+}
+
+/// Inserts the order of `items` at `leaf`: a sequence of one filter per item when there
+/// are several, each item's loop band or statement band below. Returns the node at
+/// `leaf`'s position.
+fn insert_items(
+    scop: &Scop,
+    items: &[OrderItem],
+    leaf: ScheduleNode,
+    validity: Option<&UnionMap>,
+) -> miette::Result<ScheduleNode> {
+    let [item] = items else {
+        let ctx = leaf.get_ctx();
+        let mut filters =
+            UnionSetList::alloc(&ctx, items.len() as i32).isl("allocating filters")?;
+        for item in items {
             filters = filters
-                .add(UnionSet::from_set(d).isl("making a filter")?)
+                .add(stmts_filter(scop, &item.stmts())?)
                 .isl("adding a filter")?;
         }
-        node = node
+        let mut node = leaf
             .insert_sequence(filters)
             .isl("inserting the statement sequence")?;
-        for (pos, &i) in live.iter().enumerate() {
-            let leaf = node
+        for (pos, item) in items.iter().enumerate() {
+            let below = node
                 .child(pos as i32)
                 .isl("descending to a filter")?
                 .child(0)
                 .isl("descending below a filter")?;
-            node = insert_band(scop, i, leaf, validity)?
+            node = insert_item(scop, item, below, validity)?
                 .ancestor(2)
                 .isl("returning to the sequence")?;
         }
-    } else {
-        node = insert_band(scop, live[0], node, validity)?;
+        return Ok(node);
+    };
+    insert_item(scop, item, leaf, validity)
+}
+
+/// The union of the domains of statements `which`.
+fn stmts_filter(scop: &Scop, which: &[usize]) -> miette::Result<UnionSet> {
+    let mut it = which.iter();
+    let first = it.next().copied().unwrap_or(0);
+    let mut u = UnionSet::from_set(scop.stmt_domains[first].copy().isl("copying a domain")?)
+        .isl("making a filter")?;
+    for &i in it {
+        let d = UnionSet::from_set(scop.stmt_domains[i].copy().isl("copying a domain")?)
+            .isl("making a filter")?;
+        u = u.union(d).isl("joining filters")?;
     }
-    node.get_schedule().isl("extracting the schedule")
+    Ok(u)
+}
+
+/// Inserts one item at `leaf`: a statement's band, or a loop's one-member band over the
+/// loop index of every statement inside (not coincident, not permutable: the loop runs
+/// in order) with its body below. Returns the node at `leaf`'s position.
+fn insert_item(
+    scop: &Scop,
+    item: &OrderItem,
+    leaf: ScheduleNode,
+    validity: Option<&UnionMap>,
+) -> miette::Result<ScheduleNode> {
+    let OrderItem::Loop(_, body) = item else {
+        let OrderItem::Stmt(i) = item else {
+            unreachable!("an item is a statement or a loop")
+        };
+        return insert_band(scop, *i, leaf, validity);
+    };
+    let stmts = item.stmts();
+    let depth = scop.stmt_loops[stmts[0]]
+        .iter()
+        .position(|l| matches!(item, OrderItem::Loop(id, _) if id == l))
+        .unwrap_or(0);
+    let parts: Vec<String> = stmts
+        .iter()
+        .map(|&i| {
+            let names = &scop.iter_names[i];
+            format!(
+                "{}[{}] -> [{}]",
+                scop.stmt_names[i],
+                names.join(", "),
+                names[depth]
+            )
+        })
+        .collect();
+    let text = format!("{}{{ {} }}", scop.param_prefix(), parts.join("; "));
+    let ctx = leaf.get_ctx();
+    let umap = UnionMap::read_from_str(&ctx, &text).isl("reading a loop's schedule")?;
+    let mupa = MultiUnionPwAff::from_union_map(umap).isl("building a loop band")?;
+    let band = leaf
+        .insert_partial_schedule(mupa)
+        .isl("inserting a loop band")?;
+    let below = band.child(0).isl("descending below a loop band")?;
+    insert_items(scop, body, below, validity)?
+        .parent()
+        .isl("returning to the loop band")
 }
 
 /// Inserts statement `i`'s identity band at `leaf` (nothing for a statement without
@@ -77,7 +150,8 @@ fn insert_band(
     validity: Option<&UnionMap>,
 ) -> miette::Result<ScheduleNode> {
     let names = &scop.iter_names[i];
-    if names.is_empty() {
+    let own = &names[scop.stmt_loops[i].len()..];
+    if own.is_empty() {
         return Ok(leaf);
     }
     let stmt = &scop.stmt_names[i];
@@ -85,7 +159,7 @@ fn insert_band(
         "{}{{ {stmt}[{}] -> [{}] }}",
         scop.param_prefix(),
         names.join(", "),
-        names.join(", ")
+        own.join(", ")
     );
     let ctx = leaf.get_ctx();
     let umap = UnionMap::read_from_str(&ctx, &text).isl("reading an identity schedule")?;
@@ -105,8 +179,8 @@ fn insert_band(
     Ok(band)
 }
 
-/// Exact coincident flags (one per iterator) and the permutable flag of statement `i`'s
-/// identity band, from its self-dependences.
+/// Exact coincident flags (one per own iterator) and the permutable flag of statement
+/// `i`'s identity band, from its self-dependences within one iteration of its loops.
 fn band_flags(scop: &Scop, i: usize, validity: &UnionMap) -> miette::Result<(Vec<bool>, bool)> {
     let space = scop.stmt_space(i)?;
     let pair = space
@@ -123,7 +197,9 @@ fn band_flags(scop: &Scop, i: usize, validity: &UnionMap) -> miette::Result<(Vec
         .intersect_params(scop.context.copy().isl("copying the context")?)
         .isl("computing dependence distances")?;
     let n = scop.iter_names[i].len();
+    let l = scop.stmt_loops[i].len();
     let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
+    let same_iteration: Vec<String> = dims[..l].iter().map(|d| format!("{d} = 0")).collect();
     let stmt = &scop.stmt_names[i];
     let ctx = deltas.get_ctx();
     let set = |cons: &str| -> miette::Result<Set> {
@@ -134,8 +210,8 @@ fn band_flags(scop: &Scop, i: usize, validity: &UnionMap) -> miette::Result<(Vec
         );
         Set::read_from_str(&ctx, &text).isl(&format!("reading `{text}`"))
     };
-    let mut coincident = Vec::with_capacity(n);
-    for k in 0..n {
+    let mut coincident = Vec::with_capacity(n - l);
+    for k in l..n {
         let mut cons: Vec<String> = dims[..k].iter().map(|d| format!("{d} = 0")).collect();
         cons.push(format!("({0} < 0 or {0} > 0)", dims[k]));
         let carried = deltas
@@ -145,8 +221,16 @@ fn band_flags(scop: &Scop, i: usize, validity: &UnionMap) -> miette::Result<(Vec
             .isl("testing a coincident member")?;
         coincident.push(carried.is_empty().isl("testing a coincident member")?);
     }
-    let nonneg: Vec<String> = dims.iter().map(|d| format!("{d} >= 0")).collect();
-    let permutable = deltas
+    let mut nonneg: Vec<String> = dims[l..].iter().map(|d| format!("{d} >= 0")).collect();
+    nonneg.extend(same_iteration.iter().cloned());
+    let within = if same_iteration.is_empty() {
+        deltas
+    } else {
+        deltas
+            .intersect(set(&same_iteration.join(" and "))?)
+            .isl("restricting distances to one loop iteration")?
+    };
+    let permutable = within
         .is_subset(&set(&nonneg.join(" and "))?)
         .isl("testing permutability")?;
     Ok((coincident, permutable))

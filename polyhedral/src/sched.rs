@@ -654,12 +654,13 @@ pub fn split_by_program_order(
     scop: &Scop,
     validity: &UnionMap,
 ) -> miette::Result<Option<UnionMap>> {
-    let depth = scop.iter_names.iter().map(Vec::len).max().unwrap_or(0);
+    let times: Vec<Vec<String>> = (0..scop.stmt_names.len())
+        .map(|i| scop.order_vector(i))
+        .collect();
+    let depth = times.iter().map(Vec::len).max().unwrap_or(0);
     let mut parts = Vec::with_capacity(scop.stmt_names.len());
-    for (i, (stmt, names)) in scop.stmt_names.iter().zip(&scop.iter_names).enumerate() {
-        let mut time = vec![i.to_string()];
-        time.extend(names.iter().cloned());
-        time.resize(depth + 1, "0".into());
+    for ((stmt, names), mut time) in scop.stmt_names.iter().zip(&scop.iter_names).zip(times) {
+        time.resize(depth, "0".into());
         parts.push(format!(
             "{stmt}[{}] -> [{}]",
             names.join(", "),
@@ -881,10 +882,20 @@ pub const SCHED_TIME_BUDGET_MS: u64 = 5_000;
 /// back never depends on how busy the machine is for them.
 pub const SCHED_TIMEOUT_MIN_OPERATIONS: u64 = 200_000;
 
+/// After its time budget and this many more (at least [`SCHED_HARD_STOP_MIN_MS`]), isl's
+/// scheduler stops at its next operation, however few it did: a safety net for problems
+/// whose operations are slow.
+pub const SCHED_HARD_STOP_BUDGETS: u32 = 3;
+
+/// The shortest wait from the time budget to the hard stop, so that tiny budgets (tests)
+/// still end in [`SCHED_TIMEOUT_MIN_OPERATIONS`] operations on any machine.
+pub const SCHED_HARD_STOP_MIN_MS: u64 = 10_000;
+
 /// A thread that stops isl's computation on a context when a time budget runs out: it
 /// lowers the context's operation budget to [`SCHED_TIMEOUT_MIN_OPERATIONS`] (isl checks it
 /// at every allocation and pivot), so the computation stops at once if it did that many
-/// operations already, else when it does.
+/// operations already, else when it does, or at the latest
+/// [`SCHED_HARD_STOP_BUDGETS`] budgets later.
 struct Watchdog {
     stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<bool>>,
@@ -902,6 +913,14 @@ impl Watchdog {
                     // compute call's caller can free the context); the budget is one
                     // aligned word that isl reads at its next operation.
                     unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, lowered) };
+                    // Operations can be slow (deriche's: 0.5 ms each, so 200 000 of them
+                    // take 100 s): past three more budgets, stop at the next operation.
+                    let hard = (budget * SCHED_HARD_STOP_BUDGETS)
+                        .max(std::time::Duration::from_millis(SCHED_HARD_STOP_MIN_MS));
+                    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(hard) {
+                        // SAFETY: as above.
+                        unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, 1) };
+                    }
                     true
                 }
                 _ => false,

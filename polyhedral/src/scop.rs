@@ -85,6 +85,9 @@ pub struct Scop {
     pub stmt_names: Vec<String>,
     /// Iterator names of each statement.
     pub iter_names: Vec<Vec<String>>,
+    /// The sequential loops around each statement ([`crate::ir::Stmt::loops`]); their
+    /// indices are its first iterators.
+    pub stmt_loops: Vec<Vec<usize>>,
     /// Remarks that are not errors, e.g. a statement that never runs for the bound sizes.
     pub notes: Vec<String>,
 }
@@ -156,12 +159,9 @@ impl Scop {
         src: &SourceFile,
     ) -> miette::Result<Scop> {
         if values.len() != prog.params.len() {
-            return Err(miette::miette!(
-                "internal error: {} size values given for the {} sizes of `{}`",
-                values.len(),
-                prog.params.len(),
-                prog.name
-            ));
+            let (n, m) = (values.len(), prog.params.len());
+            let msg = format!("{n} size values given for the {m} sizes of `{}`", prog.name);
+            return Err(miette::miette!("internal error: {msg}"));
         }
         check_names(prog, src)?;
         crate::limits::check_tensor_sizes(prog, values, src)?;
@@ -294,10 +294,49 @@ impl Scop {
             tensor_extents,
             stmt_names: prog.stmts.iter().map(|s| s.name.clone()).collect(),
             iter_names: prog.stmts.iter().map(|s| s.iter_names()).collect(),
+            stmt_loops: prog.stmts.iter().map(|s| s.loops.clone()).collect(),
             notes,
         };
         scop.check_bounds(prog, src)?;
         Ok(scop)
+    }
+
+    /// The program order of statements `which` as a tree of loops
+    /// ([`crate::ir::Program::order_items`]).
+    pub fn order_items(&self, which: &[usize]) -> Vec<crate::ir::OrderItem> {
+        let loops: Vec<&[usize]> = which
+            .iter()
+            .map(|&i| self.stmt_loops[i].as_slice())
+            .collect();
+        crate::ir::group_order(which, &loops, 0)
+    }
+
+    /// Program order of statement `i` as isl schedule text: for each item level its
+    /// position, with each enclosing loop's index between, then its own iterators
+    /// (`[2, t, 0, i, j]` for `S_i[t, i, j]` inside a loop that is the third item).
+    pub fn order_vector(&self, i: usize) -> Vec<String> {
+        let items = self.order_items(&(0..self.stmt_names.len()).collect::<Vec<_>>());
+        let mut out = Vec::new();
+        let mut level = items.as_slice();
+        let names = &self.iter_names[i];
+        for (depth, id) in self.stmt_loops[i].iter().enumerate() {
+            let pos = level
+                .iter()
+                .position(|it| matches!(it, crate::ir::OrderItem::Loop(l, _) if l == id))
+                .unwrap_or(0);
+            out.push(pos.to_string());
+            out.push(names[depth].clone());
+            if let crate::ir::OrderItem::Loop(_, body) = &level[pos] {
+                level = body;
+            }
+        }
+        let pos = level
+            .iter()
+            .position(|it| matches!(it, crate::ir::OrderItem::Stmt(s) if *s == i))
+            .unwrap_or(0);
+        out.push(pos.to_string());
+        out.extend(names[self.stmt_loops[i].len()..].iter().cloned());
+        out
     }
 
     /// The `[P, …] -> ` prefix that introduces the symbolic sizes in isl text.

@@ -21,6 +21,7 @@ fn tensor(name: &str, dtype: DType, shape: Vec<Aff>, role: TensorRole) -> Tensor
 fn prog() -> Program {
     let n = Aff::Param(0);
     Program {
+        loops: vec![],
         name: "f".to_string(),
         params: vec![Param {
             name: "N".to_string(),

@@ -69,6 +69,7 @@ fn stmt(
         dtype,
         span: Span::default(),
         lhs_span: Span::default(),
+        loops: vec![],
     }
 }
 fn program(
@@ -91,6 +92,7 @@ fn program(
         .map(|(k, _)| k)
         .collect();
     Program {
+        loops: vec![],
         name: "test".to_string(),
         params: params
             .iter()

@@ -291,7 +291,8 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
             scheduler.name()
         ));
     }
-    let mut schedule_notes = polyhedral::order::interleaving_warnings(&scop, &program, &source)?;
+    polyhedral::order::check_interleaving(&scop, &program, &source)?;
+    let mut schedule_notes = Vec::new();
     match scheduler {
         SchedulerKind::Initial => {}
         SchedulerKind::Isl => {

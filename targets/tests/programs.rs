@@ -14,6 +14,7 @@ fn chain() -> Program {
     let n = p(0);
     let n1 = add(n.clone(), c(1));
     Program {
+        loops: vec![],
         name: "chain".into(),
         params: vec![param("N")],
         tensors: vec![
@@ -275,6 +276,7 @@ fn f16_program() -> Program {
     );
     let z = bin(BinOp::Div, z, y());
     Program {
+        loops: vec![],
         name: "f16_ew".into(),
         params: vec![param("N")],
         tensors: vec![
@@ -391,6 +393,7 @@ child:
 fn triangular() -> Program {
     let n = p(0);
     Program {
+        loops: vec![],
         name: "trmv".into(),
         params: vec![param("N")],
         tensors: vec![
@@ -502,6 +505,7 @@ fn tiled_loop_with_quasi_affine_indices() {
     let ctx = Ctx::new();
     let n = p(0);
     let prog = Program {
+        loops: vec![],
         name: "quasi".into(),
         params: vec![param("N")],
         tensors: vec![
@@ -633,6 +637,7 @@ fn integer_semantics() {
         bin(BinOp::Div, Expr::Lit(200.0), Expr::Lit(3.0)),
     );
     let prog = Program {
+        loops: vec![],
         name: "ints".into(),
         params: vec![param("N")],
         tensors: vec![
@@ -715,6 +720,7 @@ fn max_and_min_reductions() {
     ] {
         let (n, k) = (p(0), p(1));
         let prog = Program {
+            loops: vec![],
             name: "red".into(),
             params: vec![param("N"), param("K")],
             tensors: vec![

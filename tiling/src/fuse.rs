@@ -414,6 +414,22 @@ fn not_applicable(tree: ScheduleTree, why: &str) -> (ScheduleTree, FuseReport) {
 
 /// The statements of earlier filters the live-out group `live` reaches backwards in the
 /// statement graph (an edge P -> C when C reads a tensor P writes).
+/// A statement inside a sequential loop updates its tensors in place, loop iteration
+/// after iteration: the instances a tile needs are then every earlier iteration's. Such
+/// candidates are dropped, with a fallback each.
+fn drop_looped(cx: &TileCx, candidates: &mut BTreeSet<usize>, rep: &mut FuseReport) {
+    candidates.retain(|&s| {
+        let in_loop = !cx.scop.stmt_loops[s].is_empty();
+        if in_loop {
+            rep.fallbacks.push(Fallback {
+                stmt: cx.scop.stmt_names[s].clone(),
+                reason: "it is inside a sequential loop (its tensors are updated in place)".into(),
+            });
+        }
+        !in_loop
+    });
+}
+
 fn reverse_candidates(cx: &TileCx, shape: &Shape, live: &[usize]) -> BTreeSet<usize> {
     let scop = cx.scop;
     let nf = shape.filters.len();
@@ -494,6 +510,7 @@ fn prune_candidates(
             });
         }
     }
+    drop_looped(cx, candidates, rep);
 }
 
 /// The prefix schedule at the point subtree: live-out instance -> tile.

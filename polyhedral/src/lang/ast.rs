@@ -100,6 +100,20 @@ pub struct Stmt {
     pub exists: Vec<Expr>,
     /// The whole statement.
     pub span: Span,
+    /// The `for` loops around the statement, outermost first.
+    pub loops: Vec<LoopHead>,
+}
+
+/// The head of a sequential loop `for t in lo:hi { … }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopHead {
+    /// Numbers the loops of a def in textual order (two loops with the same index name
+    /// are different loops).
+    pub id: usize,
+    /// The loop index and its half-open range.
+    pub range: Range,
+    /// From `for` to the `{` that opens the body.
+    pub span: Span,
 }
 
 /// `i in lo:hi`

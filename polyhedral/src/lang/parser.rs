@@ -314,12 +314,28 @@ impl<'a> Parser<'a> {
         )?;
         self.nest -= 1;
         let mut stmts = Vec::new();
+        let mut open_loops: Vec<(LoopHead, Token, usize)> = Vec::new();
+        let mut n_loops = 0;
         loop {
             self.skip_newlines();
             let t = self.peek().clone();
             match t.tok {
                 Tok::RBrace => {
                     self.bump();
+                    if let Some((head, _, first)) = open_loops.pop() {
+                        if stmts.len() == first {
+                            return Err(self.err(
+                                head.span,
+                                format!(
+                                    "the loop over `{}` has no statements",
+                                    head.range.iter.name
+                                ),
+                                "an empty body",
+                                "write statements between the braces, or remove the loop",
+                            ));
+                        }
+                        continue;
+                    }
                     return Ok(Def {
                         name,
                         params,
@@ -331,26 +347,100 @@ impl<'a> Parser<'a> {
                 Tok::Semi => {
                     self.bump();
                 }
-                Tok::Eof => {
-                    return Err(Box::new(
-                        self.src
-                            .error(
-                                t.span,
-                                format!("unterminated def `{}`", name.name),
-                                "the file ends after this; expected `}`",
-                                "close the def's body with `}`",
-                            )
-                            .with_related(super::common::note(
-                                self.src,
-                                open.span,
-                                "the body opened here",
-                                "this `{` is never closed",
-                            )),
-                    ));
+                Tok::Eof => return Err(self.unterminated(&t, &name, &open, &open_loops)),
+                _ if self.at_loop() => {
+                    let head = self.loop_head(n_loops, &open_loops)?;
+                    n_loops += 1;
+                    open_loops.push((head, t, stmts.len()));
                 }
-                _ => stmts.push(self.stmt()?),
+                _ => {
+                    let mut st = self.stmt()?;
+                    st.loops = open_loops.iter().map(|(h, _, _)| h.clone()).collect();
+                    stmts.push(st);
+                }
             }
         }
+    }
+
+    /// The error at the end of the file inside a def's body (or one of its loops).
+    fn unterminated(
+        &self,
+        t: &Token,
+        name: &Ident,
+        open: &Token,
+        open_loops: &[(LoopHead, Token, usize)],
+    ) -> Box<SourceError> {
+        let (what, opened) = match open_loops.last() {
+            Some((h, _, _)) => (format!("loop over `{}`", h.range.iter.name), h.span),
+            None => (format!("def `{}`", name.name), open.span),
+        };
+        Box::new(
+            self.src
+                .error(
+                    t.span,
+                    format!("unterminated {what}"),
+                    "the file ends after this; expected `}`",
+                    if open_loops.is_empty() {
+                        "close the def's body with `}`"
+                    } else {
+                        "close the loop's body with `}`, then the def's"
+                    },
+                )
+                .with_related(super::common::note(
+                    self.src,
+                    opened,
+                    "the body opened here",
+                    "this `{` is never closed",
+                )),
+        )
+    }
+
+    /// True at `for NAME in`: a sequential loop (a tensor named `for` is still written
+    /// `for(i) = …`).
+    fn at_loop(&self) -> bool {
+        matches!(&self.peek().tok, Tok::Ident(s) if s == "for")
+            && matches!(self.peek2().tok, Tok::Ident(_))
+    }
+
+    /// `for NAME in lo:hi {`, numbered `id`; its index may not repeat an enclosing one.
+    fn loop_head(&mut self, id: usize, open_loops: &[(LoopHead, Token, usize)]) -> Res<LoopHead> {
+        let kw = self.bump();
+        let range = self.range()?;
+        if let Some((outer, _, _)) = open_loops
+            .iter()
+            .find(|(h, _, _)| h.range.iter.name == range.iter.name)
+        {
+            return Err(Box::new(
+                self.src
+                    .error(
+                        range.iter.span,
+                        format!(
+                            "`{}` is already the index of an enclosing loop",
+                            range.iter.name
+                        ),
+                        "the same name again",
+                        "give the inner loop another index name",
+                    )
+                    .with_related(super::common::note(
+                        self.src,
+                        outer.range.iter.span,
+                        "the enclosing loop",
+                        "its index",
+                    )),
+            ));
+        }
+        let brace = self.expect(
+            Tok::LBrace,
+            &format!(
+                "a loop's body follows in braces: `for {} in lo:hi {{ … }}`",
+                range.iter.name
+            ),
+        )?;
+        Ok(LoopHead {
+            id,
+            span: kw.span.join(brace.span),
+            range,
+        })
     }
 
     fn param(&mut self) -> Res<ParamDecl> {
@@ -486,8 +576,15 @@ impl<'a> Parser<'a> {
                 self.list_tail("separate the indices with `,` and close the list with `)`")?;
             (lhs_index, lhs.span.join(close))
         };
-        let (op, init, op_span) = self.assign_op()?;
-        let rhs = self.expr()?;
+        let (op, init, op_span, negate) = self.assign_op()?;
+        let mut rhs = self.expr()?;
+        if negate {
+            rhs = Expr {
+                span: rhs.span,
+                depth: rhs.depth + 1,
+                kind: ExprKind::Neg(Box::new(rhs)),
+            };
+        }
         let mut end = rhs.span;
         let mut ranges = Vec::new();
         if self.tc {
@@ -505,6 +602,7 @@ impl<'a> Parser<'a> {
                 rhs,
                 ranges,
                 exists,
+                loops: Vec::new(),
             });
         }
         if matches!(&self.peek().tok, Tok::Ident(s) if s == "where") {
@@ -556,6 +654,7 @@ impl<'a> Parser<'a> {
             ranges,
             exists: Vec::new(),
             span: t_span_join(lhs_span, end),
+            loops: Vec::new(),
         })
     }
 
@@ -573,11 +672,10 @@ impl<'a> Parser<'a> {
         if matches!(&t.tok, Tok::Ident(s) if s == "for") {
             return Err(self.err(
                 t.span,
-                "TC's `for` loops are not supported by polyc",
-                "a TC timestep loop",
-                "polyc compiles comprehensions without loops around them: unroll the \
-                     timesteps into separate statements (one per step), or write one def per \
-                     step and call them in turn",
+                "expected a loop index after `for`",
+                "a loop without its index",
+                "a sequential loop is written `for t in lo:hi { statements }` (half-open \
+                     range)",
             ));
         }
         if matches!(t.tok, Tok::Ident(_)) && self.peek2().tok == Tok::Comma {
@@ -683,11 +781,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn assign_op(&mut self) -> Res<(AssignOp, bool, Span)> {
+    /// The assignment operator: `(op, init, span, negate)`; `-=` is `+=` of the negated
+    /// right side (`negate`), in polyc's language only.
+    fn assign_op(&mut self) -> Res<(AssignOp, bool, Span, bool)> {
         let t = self.peek().clone();
-        let ops_help = "the assignments are = += *= max= min=, and +=! *=! max=! min=! for a \
-                        reduction that starts from the identity";
+        let ops_help = "the assignments are = += -= *= max= min=, and +=! *=! max=! min=! for \
+                        a reduction that starts from the identity";
+        let minus_eq = t.tok == Tok::Minus
+            && self.peek2().tok == Tok::Assign
+            && self.peek2().span.start == t.span.end
+            && !self.tc;
         let (op, mut span) = match &t.tok {
+            Tok::Minus if minus_eq => {
+                self.bump();
+                let eq = self.bump();
+                (AssignOp::Add, t.span.join(eq.span))
+            }
             Tok::Assign => {
                 self.bump();
                 (AssignOp::Assign, t.span)
@@ -740,10 +849,19 @@ impl<'a> Parser<'a> {
                     "`=` already overwrites the left side; `!` is for +=! *=! max=! min=!",
                 ));
             }
+            if minus_eq {
+                return Err(self.err(
+                    span.join(b.span),
+                    "`-=!` is not an assignment of the language",
+                    "a subtraction has no identity to start from",
+                    "write `+=!` over the negated terms, or assign first and then subtract \
+                     with `-=`",
+                ));
+            }
             init = true;
             span = span.join(b.span);
         }
-        Ok((op, init, span))
+        Ok((op, init, span, minus_eq))
     }
 
     fn range(&mut self) -> Res<Range> {

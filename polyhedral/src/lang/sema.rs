@@ -59,6 +59,7 @@ pub fn lower_lang(src: &SourceFile, def: &ast::Def, tc: bool) -> Res<Program> {
         iters: Vec::new(),
         lhs_names: HashMap::new(),
         sat_i8_stmt: false,
+        loops: Vec::new(),
     };
     for st in &def.stmts {
         s.lhs_names
@@ -126,6 +127,8 @@ struct Sema<'a> {
     tc: bool,
     /// The current statement is `Q(…) = sat_i8(e)` into an i8 tensor (computed in i32).
     sat_i8_stmt: bool,
+    /// The def's loops by id, once a statement inside has resolved their ranges.
+    loops: Vec<Option<ir::Loop>>,
 }
 
 impl<'a> Sema<'a> {
@@ -536,6 +539,10 @@ impl<'a> Sema<'a> {
     /// index forms and how many iterators the left side introduces.
     fn stmt_iters(&mut self, st: &ast::Stmt) -> Res<(Vec<Lin>, usize)> {
         self.iters.clear();
+        for l in &st.loops {
+            self.iters
+                .push((l.range.iter.name.clone(), l.range.iter.span));
+        }
         let mut lhs_index = Vec::with_capacity(st.lhs_index.len());
         for e in &st.lhs_index {
             lhs_index.push(self.lin(e, Mode::Index)?);
@@ -564,6 +571,26 @@ impl<'a> Sema<'a> {
     /// The explicit (`where`) ranges of the statement's iterators, per iterator.
     fn explicit_ranges(&mut self, st: &ast::Stmt) -> Res<Vec<Option<Bounds>>> {
         let mut fixed: Vec<Option<Bounds>> = vec![None; self.iters.len()];
+        for (pos, l) in st.loops.iter().enumerate() {
+            let lo = self.lin(&l.range.lo, Mode::Where(pos))?;
+            let hi = self.lin(&l.range.hi, Mode::Where(pos))?;
+            if self.loops.len() <= l.id {
+                self.loops.resize(l.id + 1, None);
+            }
+            if self.loops[l.id].is_none() {
+                self.loops[l.id] = Some(ir::Loop {
+                    name: l.range.iter.name.clone(),
+                    lower: vec![lo.to_aff()],
+                    upper: vec![hi.to_aff()],
+                    depth: pos,
+                    span: l.span,
+                });
+            }
+            fixed[pos] = Some(Bounds {
+                lower: vec![lo],
+                upper: vec![hi],
+            });
+        }
         for r in &st.ranges {
             let Some(pos) = self.iters.iter().position(|(x, _)| *x == r.iter.name) else {
                 let list = self
@@ -836,6 +863,7 @@ impl<'a> Sema<'a> {
                 dtype,
                 span: st.span,
                 lhs_span: st.lhs_span,
+                loops: st.loops.iter().map(|l| l.id).collect(),
             });
         }
         for (iters, rhs) in pieces {
@@ -850,6 +878,7 @@ impl<'a> Sema<'a> {
                 dtype,
                 span: st.span,
                 lhs_span: st.lhs_span,
+                loops: st.loops.iter().map(|l| l.id).collect(),
             });
         }
     }
@@ -1543,6 +1572,7 @@ impl<'a> Sema<'a> {
             inputs: self.inputs,
             outputs: self.outputs,
             stmts: self.stmts,
+            loops: self.loops.into_iter().flatten().collect(),
         })
     }
 }

@@ -101,6 +101,7 @@ fn stmt(
         dtype: DType::F32,
         span: span(text, line, 0),
         lhs_span: span(text, lhs_needle.0, lhs_needle.1),
+        loops: vec![],
     }
 }
 
@@ -119,6 +120,7 @@ pub fn matmul() -> Case {
     let j_ = iter(t, "j", c(0), p(n));
     let k_ = iter(t, "k", c(0), p(k));
     let prog = Program {
+        loops: vec![],
         name: "matmul".into(),
         params: params(t, &["M", "K", "N"]),
         tensors: vec![
@@ -191,6 +193,7 @@ pub fn conv_chain() -> Case {
     let kw_ = iter(t, "kw", c(0), p(kw));
     let hw = vec![it(0), it(1)];
     let prog = Program {
+        loops: vec![],
         name: "conv_chain".into(),
         params: params(t, &["H", "W", "KH", "KW"]),
         tensors: vec![
@@ -324,6 +327,7 @@ pub fn jacobi() -> Case {
         Box::new(r(vec![it(0), add(it(1), c(1))], "A(t, i + 1)")),
     );
     let prog = Program {
+        loops: vec![],
         name: "jacobi".into(),
         params: params(t, &["T", "N"]),
         tensors: vec![tensor(t, "A", vec![p(tt), p(nn)], TensorRole::Input)],
@@ -366,6 +370,7 @@ pub fn triangular() -> Case {
     let mut k_ = iter(t, "k", c(0), add(it(0), c(1)));
     k_.source = RangeSource::Where;
     let prog = Program {
+        loops: vec![],
         name: "trmv".into(),
         params: params(t, &["N"]),
         tensors: vec![
@@ -425,6 +430,7 @@ pub fn shifted() -> Case {
     let (a, cc) = (0, 1);
     let line = t.lines().nth(1).unwrap().trim();
     let prog = Program {
+        loops: vec![],
         name: "shifted".into(),
         params: params(t, &["H", "W"]),
         tensors: vec![
@@ -477,6 +483,7 @@ pub fn chain() -> Case {
     let (a, b, cc) = (0, 1, 2);
     let lit = |v: f64| Box::new(Expr::Lit(v));
     let prog = Program {
+        loops: vec![],
         name: "chain".into(),
         params: params(t, &["N"]),
         tensors: vec![
@@ -543,6 +550,7 @@ pub fn sum() -> Case {
     let (a, s) = (0, 1);
     let line = t.lines().nth(1).unwrap().trim();
     let prog = Program {
+        loops: vec![],
         name: "sum".into(),
         params: params(t, &["N"]),
         tensors: vec![

@@ -2990,6 +2990,7 @@ int main(void) {
 
     fn prog() -> Program {
         Program {
+            loops: vec![],
             name: "p".into(),
             params: vec![Param {
                 name: "N".into(),

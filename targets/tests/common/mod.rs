@@ -78,6 +78,7 @@ pub fn stmt(
         dtype,
         span: Span::default(),
         lhs_span: Span::default(),
+        loops: vec![],
     }
 }
 
@@ -90,6 +91,7 @@ pub fn matmul(name: &str, in_t: DType, out_t: DType) -> Program {
     ijk.push(iter("k", c(0), k.clone()));
     Program {
         name: name.into(),
+        loops: vec![],
         params: vec![param("M"), param("N"), param("K")],
         tensors: vec![
             tensor("A", in_t, vec![m.clone(), k.clone()], TensorRole::Input),
