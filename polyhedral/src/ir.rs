@@ -676,34 +676,6 @@ impl Program {
         group_order(which, &loops, 0)
     }
 
-    /// Program order of each statement as a `2d+1` vector: its position among the items
-    /// of the def's body, then for each loop around it that loop's index (`None`) and the
-    /// position inside its body. The statement's own iterators follow in the schedule.
-    pub fn order_vectors(&self) -> Vec<Vec<Option<usize>>> {
-        let all: Vec<usize> = (0..self.stmts.len()).collect();
-        let mut out = vec![Vec::new(); self.stmts.len()];
-        fn walk(
-            items: &[OrderItem],
-            prefix: &mut Vec<Option<usize>>,
-            out: &mut [Vec<Option<usize>>],
-        ) {
-            for (pos, item) in items.iter().enumerate() {
-                prefix.push(Some(pos));
-                match item {
-                    OrderItem::Stmt(i) => out[*i] = prefix.clone(),
-                    OrderItem::Loop(_, body) => {
-                        prefix.push(None);
-                        walk(body, prefix, out);
-                        prefix.pop();
-                    }
-                }
-                prefix.pop();
-            }
-        }
-        walk(&self.order_items(&all), &mut Vec::new(), &mut out);
-        out
-    }
-
     /// Parameter names in order.
     pub fn param_names(&self) -> Vec<String> {
         self.params.iter().map(|p| p.name.clone()).collect()

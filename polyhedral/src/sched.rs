@@ -654,9 +654,7 @@ pub fn split_by_program_order(
     scop: &Scop,
     validity: &UnionMap,
 ) -> miette::Result<Option<UnionMap>> {
-    let times: Vec<Vec<String>> = (0..scop.stmt_names.len())
-        .map(|i| scop.order_vector(i))
-        .collect();
+    let times = scop.order_vectors();
     let depth = times.iter().map(Vec::len).max().unwrap_or(0);
     let mut parts = Vec::with_capacity(scop.stmt_names.len());
     for ((stmt, names), mut time) in scop.stmt_names.iter().zip(&scop.iter_names).zip(times) {

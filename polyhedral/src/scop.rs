@@ -15,7 +15,7 @@
 //! every size the context allows; a violation is a located error with an example point.
 
 use crate::diag::SourceFile;
-use crate::ir::{Aff, Program, Span, Stmt, TensorId};
+use crate::ir::{Aff, OrderItem, Program, Span, Stmt, TensorId};
 use crate::isl::ffi::model::set_text;
 use crate::isl::{Ctx, IslResultExt};
 use isl_rs::{DimType, Map, Set, Space, UnionMap, UnionSet};
@@ -303,7 +303,7 @@ impl Scop {
 
     /// The program order of statements `which` as a tree of loops
     /// ([`crate::ir::Program::order_items`]).
-    pub fn order_items(&self, which: &[usize]) -> Vec<crate::ir::OrderItem> {
+    pub fn order_items(&self, which: &[usize]) -> Vec<OrderItem> {
         let loops: Vec<&[usize]> = which
             .iter()
             .map(|&i| self.stmt_loops[i].as_slice())
@@ -311,31 +311,36 @@ impl Scop {
         crate::ir::group_order(which, &loops, 0)
     }
 
-    /// Program order of statement `i` as isl schedule text: for each item level its
+    /// Program order of every statement as isl schedule text: for each item level its
     /// position, with each enclosing loop's index between, then its own iterators
     /// (`[2, t, 0, i, j]` for `S_i[t, i, j]` inside a loop that is the third item).
-    pub fn order_vector(&self, i: usize) -> Vec<String> {
-        let items = self.order_items(&(0..self.stmt_names.len()).collect::<Vec<_>>());
-        let mut out = Vec::new();
-        let mut level = items.as_slice();
-        let names = &self.iter_names[i];
-        for (depth, id) in self.stmt_loops[i].iter().enumerate() {
-            let pos = level
-                .iter()
-                .position(|it| matches!(it, crate::ir::OrderItem::Loop(l, _) if l == id))
-                .unwrap_or(0);
-            out.push(pos.to_string());
-            out.push(names[depth].clone());
-            if let crate::ir::OrderItem::Loop(_, body) = &level[pos] {
-                level = body;
+    pub fn order_vectors(&self) -> Vec<Vec<String>> {
+        fn walk(
+            scop: &Scop,
+            items: &[OrderItem],
+            prefix: &mut Vec<String>,
+            out: &mut [Vec<String>],
+        ) {
+            for (pos, item) in items.iter().enumerate() {
+                prefix.push(pos.to_string());
+                match item {
+                    OrderItem::Stmt(i) => {
+                        let own = &scop.iter_names[*i][scop.stmt_loops[*i].len()..];
+                        out[*i] = prefix.iter().chain(own).cloned().collect();
+                    }
+                    OrderItem::Loop(_, body) => {
+                        let first = item.stmts()[0];
+                        prefix.push(scop.iter_names[first][prefix.len() / 2].clone());
+                        walk(scop, body, prefix, out);
+                        prefix.pop();
+                    }
+                }
+                prefix.pop();
             }
         }
-        let pos = level
-            .iter()
-            .position(|it| matches!(it, crate::ir::OrderItem::Stmt(s) if *s == i))
-            .unwrap_or(0);
-        out.push(pos.to_string());
-        out.extend(names[self.stmt_loops[i].len()..].iter().cloned());
+        let all: Vec<usize> = (0..self.stmt_names.len()).collect();
+        let mut out = vec![Vec::new(); all.len()];
+        walk(self, &self.order_items(&all), &mut Vec::new(), &mut out);
         out
     }
 

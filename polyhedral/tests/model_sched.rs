@@ -201,3 +201,25 @@ fn isl_schedules_dependences_it_cannot_carry_merged() {
         ]
     );
 }
+
+/// Program order as 2d+1 vectors: positions among each body's items, loop indices
+/// between them, then the statement's own iterators (lu: the init and the product of
+/// `A = M·Mᵀ`, the diagonal, then three statements inside `for i`, two of them inside
+/// `for j`).
+#[test]
+fn order_vectors_interleave_positions_and_loop_indices() {
+    let ctx = Ctx::new();
+    let scop = example_scop(&ctx, "../examples/polybench/lu.tc", &[("N", 5)]);
+    let got: Vec<String> = scop.order_vectors().iter().map(|v| v.join(" ")).collect();
+    assert_eq!(
+        got,
+        [
+            "0 i j",
+            "1 i j k",
+            "2 i",
+            "3 i 0 j 0 k",
+            "3 i 0 j 1",
+            "3 i 1 j 0 k",
+        ]
+    );
+}
