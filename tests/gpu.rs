@@ -320,13 +320,18 @@ fn cuda_of_every_example_compiles_without_spills() {
 /// (ptxas rejected the static arrays: "uses too much shared data").
 #[test]
 fn shared_tiles_over_the_static_limit_are_dynamic() {
-    let src = polyc_ok(&[
-        "examples/attention.tc",
-        "--param",
-        "L=1024,D=64",
-        "--target",
-        "h100",
-    ]);
+    let o = polyc_envs(
+        &[
+            "examples/attention.tc",
+            "--param",
+            "L=1024,D=64",
+            "--target",
+            "h100",
+        ],
+        &[TILED_ATTENTION],
+    );
+    assert_code(&o, 0);
+    let src = stdout(&o);
     let declared: Vec<&str> = src
         .lines()
         .filter(|l| l.contains("extern __shared__"))
@@ -361,13 +366,23 @@ fn shared_tiles_over_the_static_limit_are_dynamic() {
 
 /// Runs polyc from the repository root with one more environment variable.
 fn polyc_env(args: &[&str], var: (&str, &str)) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
-        .args(args)
-        .current_dir(root())
-        .env(var.0, var.1)
-        .output()
-        .expect("polyc runs")
+    polyc_envs(args, &[var])
 }
+
+/// Runs polyc from the repository root with more environment variables.
+fn polyc_envs(args: &[&str], vars: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"));
+    cmd.args(args).current_dir(root());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("polyc runs")
+}
+
+/// Attention as a tiled kernel chain (its row kernel turned off): the programs that are
+/// not row chains take this path, and it exercises pipelines, dynamic shared memory and
+/// transposed shared tiles.
+const TILED_ATTENTION: (&str, &str) = ("POLYC_ROW_KERNELS", "0");
 
 /// nvcc compiles `src` (kernels and launcher) for sm_90 (nothing to do when
 /// `POLYC_SKIP_NVCC` is set and nvcc is missing).
@@ -389,10 +404,12 @@ fn nvcc_compiles_for_sm_90(src: &str) {
 /// shared tiles hold 4 steps.
 #[test]
 fn gemm_k_loop_is_pipelined_in_four_stages() {
+    // (2048 x 2048: too few blocks for the policy's 128 x 128 tile, see
+    // `wide_gemm_tiles_where_they_fill_four_waves`)
     let src = polyc_ok(&[
         "examples/matmul.tc",
         "--param",
-        "M=4096,N=4096,K=4096",
+        "M=2048,N=2048,K=4096",
         "--target",
         "h100",
     ]);
@@ -436,11 +453,11 @@ fn pipelined_kernels_check_at_odd_sizes_and_a_broken_pipeline_fails() {
     ];
     for stages in ["2", "3", "4"] {
         for (prog, params, loops) in cases {
-            let o = polyc_env(
+            let o = polyc_envs(
                 &[
                     prog, "--param", params, "--target", "gpu", "--emit", "opencl",
                 ],
-                ("POLYC_PIPELINE_STAGES", stages),
+                &[("POLYC_PIPELINE_STAGES", stages), TILED_ATTENTION],
             );
             assert_code(&o, 0);
             let opencl = stdout(&o);
@@ -460,9 +477,9 @@ fn pipelined_kernels_check_at_odd_sizes_and_a_broken_pipeline_fails() {
                 got.iter().all(|&g| (2..=most).contains(&g)),
                 "{prog} {params}: {got:?}"
             );
-            let o = polyc_env(
+            let o = polyc_envs(
                 &["run", prog, "--param", params, "--target", "gpu", "--check"],
-                ("POLYC_PIPELINE_STAGES", stages),
+                &[("POLYC_PIPELINE_STAGES", stages), TILED_ATTENTION],
             );
             assert_code(&o, 0);
             assert!(
@@ -820,6 +837,15 @@ fn shared_accesses_are_conflict_free_at_benchmark_sizes() {
         "S_1 reads A: 128-bit, degree 1",
         "S_1 reads B: 128-bit, degree 1",
     ];
+    // The 128 x 128 tile's B blocks (16 x 8) are padded for the register tiles'
+    // 128-bit reads; its copy, one vector store per 8 B elements, is then 2-way (no
+    // padding serves both; a swizzle would).
+    let gemm_wide = [
+        "copy of A into shared memory: 32-bit, degree 1",
+        "copy of B into shared memory: 128-bit, degree 2",
+        "S_1 reads A: 128-bit, degree 1",
+        "S_1 reads B: 128-bit, degree 1",
+    ];
     let conv = [
         "copy of A into shared memory: 128-bit, degree 1",
         "copy of B into shared memory: 32-bit, degree 1",
@@ -838,6 +864,24 @@ fn shared_accesses_are_conflict_free_at_benchmark_sizes() {
         "S_1 reads A: 128-bit, degree 1",
         "S_1 reads B: 128-bit, degree 1",
     ];
+    // Attention's row kernel: `S(i, j)` accumulates in a register per thread (copied
+    // from and to the row of `S` in shared memory).
+    let attention_rows = [
+        "copy of Q into shared memory: 32-bit, degree 1",
+        "S_0 writes S: 32-bit, degree 1",
+        "copy of S out of shared memory: 32-bit, degree 1",
+        "S_1 reads Q: 32-bit, degree 1",
+        "copy of S into shared memory: 32-bit, degree 1",
+        "S_2 writes mx: 32-bit, degree 1",
+        "S_3 reads S: 32-bit, degree 1",
+        "S_4 writes P: 32-bit, degree 1",
+        "S_4 reads S: 32-bit, degree 1",
+        "S_4 reads mx: 32-bit, degree 1",
+        "S_5 writes l: 32-bit, degree 1",
+        "S_6 reads P: 32-bit, degree 1",
+        "S_8 reads P: 32-bit, degree 1",
+        "S_9 reads l: 32-bit, degree 1",
+    ];
     let attention = [
         "copy of K into shared memory: 32-bit, degree 2",
         "copy of Q into shared memory: 32-bit, degree 1",
@@ -852,8 +896,9 @@ fn shared_accesses_are_conflict_free_at_benchmark_sizes() {
         "S_8 reads V: 128-bit, degree 1",
         "S_9 reads l: 32-bit, degree 1",
     ];
-    let cases: [(&str, &str, &[&str]); 6] = [
-        ("examples/matmul.tc", "M=4096,N=4096,K=4096", &gemm),
+    let cases: [(&str, &str, &[&str]); 8] = [
+        ("examples/matmul.tc", "M=4096,N=4096,K=4096", &gemm_wide),
+        ("examples/matmul.tc", "M=2048,N=2048,K=2048", &gemm),
         ("examples/batch_matmul.tc", "BS=12,M=512,K=64,N=512", &gemm),
         ("examples/conv_chain.tc", "H=2048,W=2048,KH=5,KW=5", &conv),
         (
@@ -862,10 +907,20 @@ fn shared_accesses_are_conflict_free_at_benchmark_sizes() {
             &conv_temp,
         ),
         ("examples/matmul_bt.tc", "M=1024,N=1024,K=1024", &bt),
-        ("examples/attention.tc", "L=1024,D=64", &attention),
+        ("examples/attention.tc", "L=1024,D=64", &attention_rows),
+        ("examples/attention.tc", "L=1024,D=64,tiled", &attention),
     ];
     for (prog, params, want) in cases {
-        let out = polyc_ok(&["explain", prog, "--param", params, "--target", "h100"]);
+        let (params, vars) = match params.strip_suffix(",tiled") {
+            Some(p) => (p, vec![TILED_ATTENTION]),
+            None => (params, vec![]),
+        };
+        let o = polyc_envs(
+            &["explain", prog, "--param", params, "--target", "h100"],
+            &vars,
+        );
+        assert_code(&o, 0);
+        let out = stdout(&o);
         let got: Vec<&str> = out
             .lines()
             .filter(|l| l.contains("-bit, degree "))
@@ -1067,5 +1122,55 @@ fn tile_spec_stage_counts_pipeline_the_shared_copies() {
         flat(&e).contains(&flat("many.tiles:1:62: kernel 0 needs 1054720 bytes of shared memory per block in 8 pipeline stages"))
             && flat(&e).contains(&flat("ask for fewer stages, or smaller tiles at this level")),
         "{e}"
+    );
+}
+
+/// The default policy takes 128 x 128 blocks with 8 x 8 per thread for an f32 GEMM whose
+/// 128 x 128 blocks fill at least four waves of the description's SMs (one block per SM),
+/// and 64 x 64 with 4 x 4 otherwise.
+#[test]
+fn wide_gemm_tiles_where_they_fill_four_waves() {
+    let spec = |prog: &str, params: &str, target: &str| -> String {
+        let out = polyc_ok(&["explain", prog, "--param", params, "--target", target]);
+        out.lines()
+            .find(|l| l.starts_with("S_1: "))
+            .unwrap_or_else(|| panic!("no spec line:\n{out}"))
+            .to_string()
+    };
+    let wide = "S_1: 128@shared 8@register, 128@shared 8@register, 16@shared";
+    let narrow = "S_1: 64@shared 4@register, 64@shared 4@register, 16@shared";
+    let cases = [
+        // 32 x 32 = 1024 blocks against 4 x 132 (H100) and 4 x 108 (A100).
+        ("M=4096,N=4096,K=4096", "h100", wide),
+        ("M=4096,N=4096,K=4096", "a100", wide),
+        // 16 x 16 = 256 blocks.
+        ("M=2048,N=2048,K=2048", "h100", narrow),
+        // 24 x 23 = 552 and 23 x 23 = 529 blocks, partial in every dimension: at
+        // least 528 on the H100; 22 x 23 = 506 is fewer.
+        ("M=2950,N=2900,K=37", "h100", wide),
+        ("M=2900,N=2900,K=37", "h100", wide),
+        ("M=2800,N=2900,K=37", "h100", narrow),
+    ];
+    for (params, target, want) in cases {
+        assert_eq!(
+            spec("examples/matmul.tc", params, target),
+            want,
+            "{params} {target}"
+        );
+    }
+    // f64: 8 x 8 doubles would take all of a thread's register buffer.
+    let dir = tempdir();
+    let mm64 = write(
+        dir.path(),
+        "mm64.tc",
+        "def mm64(f64(M, K) A, f64(K, N) B) -> (f64(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
+    );
+    assert_eq!(spec(&mm64, "M=4096,N=4096,K=4096", "h100"), narrow);
+    // The wide tile runs (a spec forces it at a size PoCL checks quickly).
+    let tiles = write(dir.path(), "wide.tiles", &format!("{wide}\n"));
+    run_gpu(
+        "examples/matmul.tc",
+        "M=133,N=261,K=37",
+        &["--tile-spec", &tiles],
     );
 }

@@ -255,6 +255,10 @@ pub enum Mark {
     Kernel,
     /// The band below is mapped to threads.
     Thread,
+    /// The band below reduces into one element per instance of the bands above: its
+    /// leading member is spread over the threads of a block, each thread accumulates a
+    /// private partial result, and the block combines them (a GPU block reduction).
+    Reduce,
     /// The tiles of `tensor` that the subtree below uses live in `buffer` (a
     /// software-managed memory), double-buffered (the next tile moves in while the
     /// current one is used) or not.
@@ -289,6 +293,7 @@ impl Mark {
             Mark::Parallel => "parallel".into(),
             Mark::Kernel => "kernel".into(),
             Mark::Thread => "thread".into(),
+            Mark::Reduce => "reduce".into(),
             Mark::Holds {
                 buffer,
                 tensor,
@@ -320,6 +325,7 @@ impl Mark {
             "parallel" => Some(Mark::Parallel),
             "kernel" => Some(Mark::Kernel),
             "thread" => Some(Mark::Thread),
+            "reduce" => Some(Mark::Reduce),
             _ => {
                 if let Some(rest) = s.strip_prefix("holds:") {
                     let mut parts = rest.split(':');
@@ -369,6 +375,7 @@ impl Mark {
     pub fn known_names() -> Vec<String> {
         let mut v: Vec<String> = vec!["skipped".into(), "parallel".into(), "kernel".into()];
         v.push("thread".into());
+        v.push("reduce".into());
         v.push("mem:<buffer> (a buffer of the target description)".into());
         v.push("holds:<buffer>:<tensor>:double|single".into());
         v.push("tensorised:gemm|conv:ws|os".into());
@@ -393,7 +400,13 @@ mod tests {
 
     #[test]
     fn every_mark_round_trips_through_its_isl_name() {
-        let mut all = vec![Mark::Skipped, Mark::Parallel, Mark::Kernel, Mark::Thread];
+        let mut all = vec![
+            Mark::Skipped,
+            Mark::Parallel,
+            Mark::Kernel,
+            Mark::Thread,
+            Mark::Reduce,
+        ];
         all.extend(["L1", "shared", "L0A", "UB"].map(|b| Mark::Mem(Buffer::new(b))));
         all.push(Mark::Holds {
             buffer: Buffer::new("scratchpad"),

@@ -380,7 +380,7 @@ fn an_unknown_mark_in_an_isl_schedule_is_an_error() {
     );
     assert_eq!(
         e.help().unwrap().to_string(),
-        "polyc knows the marks: skipped, parallel, kernel, thread, mem:<buffer> (a buffer of the target description), holds:<buffer>:<tensor>:double|single, tensorised:gemm|conv:ws|os, folded:init|preload|mvout"
+        "polyc knows the marks: skipped, parallel, kernel, thread, reduce, mem:<buffer> (a buffer of the target description), holds:<buffer>:<tensor>:double|single, tensorised:gemm|conv:ws|os, folded:init|preload|mvout"
     );
 }
 

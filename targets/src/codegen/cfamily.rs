@@ -205,7 +205,7 @@ pub fn c_ident(name: &str) -> String {
 }
 
 /// The suffix of the per-type helper functions (`polyc_max_f32`, …).
-fn suffix(t: DType) -> &'static str {
+pub(crate) fn suffix(t: DType) -> &'static str {
     match t {
         DType::F16 => "f16",
         DType::F32 => "f32",
@@ -2657,6 +2657,17 @@ impl<'a> Emitter<'a> {
                     KExpr::Int(0) => name,
                     o => format!("{name} + {}", self.kexpr(o, 7)),
                 }
+            }
+            IntrinsicArg::Elem {
+                tensor,
+                index,
+                locals,
+            } => {
+                let saved = self.cur.replace(locals.clone());
+                let texts: Vec<String> = index.iter().map(|e| self.kexpr(e, 0)).collect();
+                let text = format!("&{}", self.access(*tensor, &texts));
+                self.cur.replace(saved);
+                text
             }
             IntrinsicArg::Float(v) => format!("{v:?}f"),
             IntrinsicArg::Scalar(k) => c_ident(&self.prog.scalars[*k].name),

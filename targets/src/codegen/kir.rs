@@ -335,6 +335,16 @@ pub enum IntrinsicArg {
     Float(f32),
     /// The value of a scalar input of the program, as a float (printed as its name).
     Scalar(usize),
+    /// The address of a tensor element as a statement sees it: in the innermost of
+    /// `locals` that holds the tensor, else in the tensor.
+    Elem {
+        /// The tensor.
+        tensor: usize,
+        /// The element's coordinates.
+        index: Vec<KExpr>,
+        /// The promoted tiles in scope, outermost first.
+        locals: Vec<LocalRef>,
+    },
     /// A named constant of the target's API (`WEIGHT_STATIONARY`), with its value.
     Named {
         /// The name the C code uses.
@@ -363,6 +373,15 @@ impl Intrinsic {
                 .iter()
                 .map(|a| match a {
                     IntrinsicArg::Int(e) => IntrinsicArg::Int(f(e)),
+                    IntrinsicArg::Elem {
+                        tensor,
+                        index,
+                        locals,
+                    } => IntrinsicArg::Elem {
+                        tensor: *tensor,
+                        index: index.iter().map(f).collect(),
+                        locals: locals.clone(),
+                    },
                     IntrinsicArg::Addr { tensor, offset } => IntrinsicArg::Addr {
                         tensor: *tensor,
                         offset: f(offset),

@@ -31,7 +31,7 @@ use isl_rs::{
     ScheduleNode, ScheduleNodeType, Set, Space, UnionMap, Val,
 };
 use miette::{miette, Result};
-use polyhedral::ir::Program;
+use polyhedral::ir::{AssignOp, Program, StmtBody};
 use polyhedral::isl::ffi::ast_build::{self as ffi, AstNodeKind};
 use polyhedral::isl::ffi::promote as pffi;
 use polyhedral::isl::{Ctx, IslResultExt};
@@ -42,7 +42,8 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::codegen::kir::{
-    BlockRef, KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind, MemSpace,
+    BlockRef, Intrinsic, IntrinsicArg, KCmp, KExpr, KNode, Kernel, LocalBuf, LocalRef, LoopKind,
+    MemSpace,
 };
 use crate::passes::promote::{parse_copy_stmt, CopyKind, Promotion};
 
@@ -382,6 +383,13 @@ fn tag_node(
                     + 1,
             ),
             Mark::Mem(_) if promos.get(ordinal).is_some_and(|p| !p.is_empty()) => Some(ordinal + 1),
+            Mark::Reduce => Some(
+                // The band's first member maps to threads (see `gpu::rows`).
+                node.get_schedule_depth()
+                    .isl("reading a mark's schedule depth")? as usize
+                    + 1
+                    + (1 << 16),
+            ),
             Mark::Kernel | Mark::Thread => {
                 // The schedule depth, and how many leading coincident members of the band
                 // below (at most three) map to blocks or threads.
@@ -1009,6 +1017,11 @@ impl Lowerer<'_> {
         if mark == Mark::Parallel && tag > 0 {
             mark_first_loop(&mut child, &format!("c{}", tag - 1));
         }
+        if mark == Mark::Reduce && tag > 0 {
+            let depth = (tag & 0xffff) - 1;
+            set_loop_kind(&mut child, &format!("c{depth}"), LoopKind::Thread(0));
+            return self.block_reduction(child);
+        }
         if matches!(mark, Mark::Kernel | Mark::Thread) && tag > 0 {
             let depth = (tag & 0xffff) - 1;
             let mapped = tag >> 16;
@@ -1064,6 +1077,90 @@ impl Lowerer<'_> {
             });
         }
         Ok(child)
+    }
+
+    /// A reduction spread over the threads of a block (`child`, a [`Mark::Reduce`]'s
+    /// lowered band, its first loop a thread loop): each thread accumulates into a private
+    /// one-element buffer that starts at the operator's identity, and the block combines
+    /// the partial results into the statement's element
+    /// (`polyc_block_reduce_<op>_<type>`, which all threads call).
+    fn block_reduction(&self, child: KNode) -> Result<KNode> {
+        let Some((stmt, args, locals)) = first_stmt(&child) else {
+            return Ok(child);
+        };
+        let st = &self.prog.stmts[stmt];
+        let StmtBody::Update(op, _) = &st.body else {
+            return Err(miette!(
+                "internal error: a reduce mark above a statement that is not a reduction"
+            ));
+        };
+        let (name, identity) = match op {
+            AssignOp::Add => ("add", "0"),
+            AssignOp::Mul => ("mul", "1"),
+            AssignOp::Max => ("max", "-INFINITY"),
+            AssignOp::Min => ("min", "INFINITY"),
+            AssignOp::Assign => {
+                return Err(miette!("internal error: a reduce mark above an assignment"))
+            }
+        };
+        let promo = self
+            .state
+            .promos
+            .iter()
+            .flatten()
+            .map(|p| p.id + 1)
+            .max()
+            .unwrap_or(0)
+            + 1000
+            + stmt;
+        let ty = st.dtype.c_type();
+        let tile = crate::codegen::cfamily::tile_name(promo);
+        let offset = vec![args[0].clone()];
+        let local = LocalRef {
+            promo,
+            tensor: st.lhs,
+            offset: offset.clone(),
+            block: None,
+        };
+        let body = add_local(child, stmt, &local);
+        let named = |n: String| IntrinsicArg::Named { name: n, value: 0 };
+        let init = Intrinsic {
+            name: "polyc_reduce_init".into(),
+            args: vec![named(tile.clone()), named(format!("({ty}){identity}"))],
+        };
+        let combine = Intrinsic {
+            name: format!(
+                "polyc_block_reduce_{name}_{}",
+                crate::codegen::cfamily::suffix(st.dtype)
+            ),
+            args: vec![
+                named(tile),
+                IntrinsicArg::Elem {
+                    tensor: st.lhs,
+                    index: offset.clone(),
+                    locals,
+                },
+                named(format!(
+                    "polyc_red_{}",
+                    crate::codegen::cfamily::suffix(st.dtype)
+                )),
+            ],
+        };
+        Ok(KNode::Local {
+            bufs: vec![LocalBuf {
+                space: MemSpace::Private,
+                promo,
+                tensor: st.lhs,
+                sizes: vec![1],
+                block: None,
+                order: None,
+            }],
+            body: Box::new(KNode::Block(vec![
+                KNode::Intrinsic(init),
+                body,
+                KNode::Intrinsic(combine),
+            ])),
+        })
     }
 
     /// A statement instance (or a copy), with the local tiles its annotation names.
@@ -1344,6 +1441,28 @@ fn mark_first_loop(node: &mut KNode, iter: &str) {
 
 /// Gives every loop named `iter` below `node` the kind `kind` (loop names are unique per
 /// schedule depth, so these are the loops of one band member).
+/// `node` with `local` as the innermost tile of every instance of statement `stmt`.
+fn add_local(node: KNode, stmt: usize, local: &LocalRef) -> KNode {
+    match node {
+        KNode::Stmt { stmt: s, .. } if s == stmt => node.map_locals(|mut v, _| {
+            v.push(local.clone());
+            v
+        }),
+        other => other.map_children(&mut |c| add_local(c, stmt, local)),
+    }
+}
+
+/// The first statement instance in `node`: its statement and arguments.
+fn first_stmt(node: &KNode) -> Option<(usize, Vec<KExpr>, Vec<LocalRef>)> {
+    let mut found = None;
+    node.walk(&mut |n| {
+        if let (None, KNode::Stmt { stmt, args, locals }) = (&found, n) {
+            found = Some((*stmt, args.clone(), locals.clone()));
+        }
+    });
+    found
+}
+
 fn set_loop_kind(node: &mut KNode, iter: &str, kind: LoopKind) {
     match node {
         KNode::For {

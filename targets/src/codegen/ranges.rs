@@ -195,8 +195,17 @@ fn node_fits(node: &KNode, s: &mut Scope) -> bool {
             ok
         }
         KNode::Barrier => true,
-        // Accelerator intrinsics do not occur in GPU kernels; keep 64 bits if one does.
-        KNode::Intrinsic(_) => false,
+        // GPU kernels hold the block-reduction calls (`gpu::reduce`), whose integer
+        // arguments are checked like any other; other intrinsics keep 64 bits.
+        KNode::Intrinsic(call) => call.args.iter().all(|a| match a {
+            crate::codegen::kir::IntrinsicArg::Int(e)
+            | crate::codegen::kir::IntrinsicArg::Addr { offset: e, .. } => range(e, s).is_some(),
+            crate::codegen::kir::IntrinsicArg::Elem { index, locals, .. } => {
+                index.iter().all(|e| range(e, s).is_some()) && refs_fit(locals, s)
+            }
+            crate::codegen::kir::IntrinsicArg::Named { .. } => true,
+            _ => false,
+        }),
     }
 }
 

@@ -135,6 +135,11 @@ impl<T: ElemTypes> Interp<'_, T> {
             IntrinsicArg::Float(v) => v.to_bits() as u64,
             IntrinsicArg::Scalar(k) => (self.fscalars[*k] as f32).to_bits() as u64,
             IntrinsicArg::Named { value, .. } => *value as u64,
+            IntrinsicArg::Elem { .. } => {
+                return Err(miette!(
+                    "internal error: a GPU block reduction's element address in a Gemmini program"
+                ))
+            }
         })
     }
 

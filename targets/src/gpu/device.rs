@@ -361,6 +361,11 @@ fn device_kernel(
     let host_visible: HashSet<String> = sizes.iter().chain(host_vars).cloned().collect();
 
     let (asked, grid) = block_and_grid(body, &host_visible);
+    let max_threads = if crate::gpu::reduce::reduce_types(body).is_empty() {
+        max_threads
+    } else {
+        max_threads.min(crate::gpu::reduce::REDUCE_THREADS)
+    };
     let mut block = fit_block(asked, max_threads);
     // A block shape of a dynamic size (fewer threads than the loops ask for).
     if let Some(b) = force_block {

@@ -45,6 +45,7 @@ use crate::codegen::cfamily::{c_ident, function_params, helpers, Dialect, Emitte
 use crate::codegen::kir::{KExpr, KNode};
 use crate::gpu::device::{DeviceKernel, GpuModule, TripExpr};
 use crate::gpu::dialect::GpuDialect;
+use crate::gpu::reduce;
 
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -306,6 +307,7 @@ fn kernel_fn(
             }
         }
     }
+    out.push_str(&reduce::scratch_decls(dialect, k));
     e.node(out, &k.body, 1);
     out.push_str("}\n\n");
 }
@@ -493,6 +495,10 @@ pub fn emit_opencl(prog: &Program, param_texts: &[String], module: &GpuModule) -
     }
     out.push_str(OPENCL_PRELUDE);
     out.push_str(&helpers(prog, &GpuDialect::OpenCl));
+    out.push_str(&reduce::helpers(
+        GpuDialect::OpenCl,
+        module.all_kernels().into_iter(),
+    ));
     out.push('\n');
     for k in module.all_kernels() {
         kernel_fn(&mut out, prog, param_texts, GpuDialect::OpenCl, k);
@@ -518,6 +524,10 @@ pub fn emit_cuda(prog: &Program, param_texts: &[String], module: &GpuModule) -> 
     }
     out.push_str(CUDA_INDEX);
     out.push_str(&helpers(prog, &GpuDialect::Cuda));
+    out.push_str(&reduce::helpers(
+        GpuDialect::Cuda,
+        module.all_kernels().into_iter(),
+    ));
     out.push('\n');
     for k in module.all_kernels() {
         kernel_fn(&mut out, prog, param_texts, GpuDialect::Cuda, k);

@@ -91,12 +91,17 @@ fn mark_id(node: &ScheduleNode, mark: Mark) -> Result<Id> {
 }
 
 fn is_skipped(node: &ScheduleNode) -> Result<bool> {
+    is_mark(node, Mark::Skipped)
+}
+
+/// Whether `node` is the mark `mark`.
+fn is_mark(node: &ScheduleNode, mark: Mark) -> Result<bool> {
     if node.get_type().isl("reading a schedule node's type")? != ScheduleNodeType::Mark {
         return Ok(false);
     }
     let id = node.mark_get_id().isl("reading a mark")?;
     let name = id.get_name().isl("reading a mark's name")?;
-    Ok(Mark::from_isl_name(name) == Some(Mark::Skipped))
+    Ok(Mark::from_isl_name(name) == Some(mark))
 }
 
 /// Outside any kernel: the first band of every branch becomes a kernel (after splitting
@@ -177,7 +182,8 @@ fn kernel_at(node: ScheduleNode, report: &mut MapReport) -> Result<ScheduleNode>
 /// a thread mark.
 fn visit_kernel(node: ScheduleNode, report: &mut MapReport) -> Result<ScheduleNode> {
     let mut node = node;
-    if is_skipped(&node)? {
+    if is_skipped(&node)? || is_mark(&node, Mark::Reduce)? {
+        // A reduce mark maps its band itself (see `rows`).
         return Ok(node);
     }
     if node.get_type().isl("reading a schedule node's type")? == ScheduleNodeType::Band {

@@ -6,6 +6,8 @@
 //! - [`banks`]: bank-conflict degrees of every shared-memory access.
 //! - [`map`]: the `mapped` pass (kernel and thread marks).
 //! - [`policy`]: the default tiling policy.
+//! - [`reduce`]: the device helpers of block reductions.
+//! - [`rows`]: row kernels (softmax, layer norm): a block per row, reductions across its threads.
 //! - [`device`]: the host/device split, block and grid sizes, barriers, guards.
 //! - [`module`]: the data of a GPU program: device kernels, grids, block shapes.
 //! - [`blockshape`]: block shapes along a dynamic size, composed at launch.
@@ -26,7 +28,9 @@ pub mod map;
 pub mod module;
 pub mod opencl_runner;
 pub mod policy;
+pub mod reduce;
 pub mod report;
+pub mod rows;
 pub mod run;
 pub mod target;
 

@@ -12,7 +12,9 @@ every outermost band is tiled over its permutable prefix when that prefix has a 
 member; c is its innermost coincident member and r the coincident member just outside it, \
 if any. With a reduction member (not coincident) in the prefix (GEMM, convolution): a \
 block tile of 64 x 64 (r x c) in shared memory with a 4 x 4 register tile per thread \
-(16 x 16 = 256 threads), and 16 iterations of each reduction per shared-memory step. \
+(16 x 16 = 256 threads), and 16 iterations of each reduction per shared-memory step; in \
+f32, where the description gives its SMs and 128 x 128 blocks number at least 4 per SM \
+(4 full waves at one block per SM), 128 x 128 with 8 x 8 per thread instead. \
 Without one (element-wise): a block tile of 8 x 32 in shared memory, one element per \
 thread (256 threads). With one coincident member only: 256 of it per block. Other \
 coincident members get blocks of 1 (they map to further grid dimensions). Sizes are \
@@ -26,8 +28,68 @@ upper bound (`--dynamic T=1..128`) counts as that bound, unless a block tile wou
 span an untiled symbolic extent (a dynamic reduction axis). Bands with other symbolic extents or no coincident member are left \
 untiled (they still run, mapped as they are).";
 
+/// The policy's first (shared size, register size) per member of a tilable prefix with
+/// coincidence `coincident`, `c` its innermost coincident member and `r` the one just
+/// outside it (see [`GPU_POLICY`]).
+fn first_sizes(coincident: &[bool], c: usize, r: Option<usize>) -> Vec<(i64, Option<i64>)> {
+    let reduction = coincident.iter().any(|x| !x);
+    (0..coincident.len())
+        .map(|m| {
+            if !coincident[m] {
+                (16, None)
+            } else if m == c {
+                match (reduction, r.is_some()) {
+                    (true, true) => (64, Some(4)),
+                    (false, true) => (32, None),
+                    _ => (THREADS, None),
+                }
+            } else if Some(m) == r {
+                if reduction {
+                    (64, Some(4))
+                } else {
+                    (THREADS / 32, None)
+                }
+            } else {
+                (1, None)
+            }
+        })
+        .collect()
+}
+
 /// Threads per block the policy aims at.
 const THREADS: i64 = 256;
+
+/// The wide GEMM tile per dimension (shared size, register size): 128 × 128 blocks with
+/// 8 × 8 per thread, twice the FMAs per shared float of 64 × 64 with 4 × 4.
+const WIDE_GEMM: (i64, Option<i64>) = (128, Some(8));
+
+/// Full waves of wide blocks (at one block per SM) a GEMM needs before the policy takes
+/// the wide tile: its 8 × 8 register tiles need about 150 registers per thread, one
+/// 256-thread block per SM, so with fewer blocks the last wave leaves SMs idle for a
+/// large share of the time (at 4 waves, at most a fifth).
+const WIDE_GEMM_WAVES: i64 = 4;
+
+/// Whether a GEMM band with coincident members `coincident` (`r` and `c` the two inner
+/// ones) has at least [`WIDE_GEMM_WAVES`] × `sms` blocks of the wide tile.
+fn wide_gemm_fills_waves(
+    coincident: &[usize],
+    r: usize,
+    c: usize,
+    ext: &dyn Fn(usize) -> i64,
+    sms: i64,
+) -> bool {
+    let blocks: i64 = coincident
+        .iter()
+        .map(|&m| {
+            if m == r || m == c {
+                (ext(m) + WIDE_GEMM.0 - 1) / WIDE_GEMM.0
+            } else {
+                ext(m)
+            }
+        })
+        .fold(1i64, |a, b| a.saturating_mul(b));
+    blocks >= WIDE_GEMM_WAVES * sms
+}
 
 /// Threads of a block tile: per coincident member, its block (shared) size over its
 /// register size.
@@ -66,6 +128,7 @@ pub fn default_spec(
     cx: &TileCx,
     given: Option<&TileSpec>,
     max_threads: i64,
+    sms: Option<i64>,
 ) -> Result<TileSpec> {
     let buffers: Vec<Buffer> = cx.levels.iter().map(|l| l.buffer).collect();
     let mut out = TileSpec {
@@ -116,31 +179,20 @@ pub fn default_spec(
         let r = coincident.iter().rev().nth(1).copied();
         let reduction = (0..tilable).any(|m| !band.coincident[m]);
         let ext = |m: usize| extents[m].unwrap_or(1).max(1);
-        // (shared size, register size) per member.
-        let mut sizes: Vec<(i64, Option<i64>)> = (0..tilable)
-            .map(|m| {
-                if !band.coincident[m] {
-                    (16, None)
-                } else if m == c {
-                    match (reduction, r.is_some()) {
-                        (true, true) => (64, Some(4)),
-                        (false, true) => (32, None),
-                        _ => (THREADS, None),
-                    }
-                } else if Some(m) == r {
-                    if reduction {
-                        (64, Some(4))
-                    } else {
-                        (THREADS / 32, None)
-                    }
-                } else {
-                    (1, None)
-                }
-            })
-            .collect();
+        let f32_only = band
+            .stmts
+            .iter()
+            .all(|&st| cx.program.stmts[st].dtype.size_bytes() == 4);
+        let mut sizes = first_sizes(&band.coincident[..tilable], c, r);
         if register.is_none() {
             for s in &mut sizes {
                 s.1 = None;
+            }
+        }
+        if let (true, Some(rm), Some(sms), true) = (reduction, r, sms, f32_only) {
+            if register.is_some() && wide_gemm_fills_waves(&coincident, rm, c, &ext, sms) {
+                sizes[rm] = WIDE_GEMM;
+                sizes[c] = WIDE_GEMM;
             }
         }
         // Clamp to the extents, fit the threads to the limit, then shrink until the block

@@ -10,7 +10,7 @@ use crate::codegen::kir::Kernel;
 use crate::codegen::lower::LowerOptions;
 use crate::desc::TargetDesc;
 use crate::gpu::device::{self, prepare, GpuModule};
-use crate::gpu::{blockshape, emit, map, policy, report, run};
+use crate::gpu::{blockshape, emit, map, policy, report, rows, run};
 use crate::passes::promote::{LevelInfo, PromoteKind, PromoteOptions};
 use crate::passes::{Fuse, PassCx, Promote, Tile};
 use crate::target::Executable;
@@ -100,6 +100,7 @@ impl Target for GpuTarget {
         vec![
             Box::new(Tile),
             Box::new(Fuse),
+            Box::new(rows::RowKernels),
             Box::new(Promote),
             Box::new(MapGpu),
         ]
@@ -111,7 +112,13 @@ impl Target for GpuTarget {
         given: Option<&tiling::TileSpec>,
     ) -> Result<tiling::DefaultPlan> {
         Ok(tiling::DefaultPlan {
-            spec: policy::default_spec(tree, cx, given, self.max_threads())?,
+            spec: policy::default_spec(
+                tree,
+                cx,
+                given,
+                self.max_threads(),
+                self.desc.sms.map(i64::from),
+            )?,
             fusion: Vec::new(),
         })
     }
