@@ -794,13 +794,13 @@ fn indices_are_32_bit_only_where_every_value_fits() {
     let small = polyc_ok(&[
         "examples/matmul.tc",
         "--param",
-        "M=4096,N=4096,K=4096",
+        "M=2048,N=2048,K=4096",
         "--target",
         "h100",
     ]);
     let k = kernel(&small);
     assert!(
-        k.contains("for (int c0 = 0 + polyc_bid1 * 1; c0 <= 63;"),
+        k.contains("for (int c0 = 0 + polyc_bid1 * 1; c0 <= 31;"),
         "{k}"
     );
     assert!(!k.contains("int64_t"), "{k}");
@@ -953,7 +953,7 @@ fn shared_copies_move_16_bytes_where_rows_allow() {
     let src = polyc_ok(&[
         "examples/matmul.tc",
         "--param",
-        "M=4096,N=4096,K=4096",
+        "M=2048,N=2048,K=4096",
         "--target",
         "h100",
     ]);
@@ -962,7 +962,7 @@ fn shared_copies_move_16_bytes_where_rows_allow() {
         "{src}"
     );
     assert!(
-        src.contains("&B[(16 * c2 + c3) * 4096 + (64 * c1 + (c4 + 0))], 16);"),
+        src.contains("&B[(16 * c2 + c3) * 2048 + (64 * c1 + (c4 + 0))], 16);"),
         "{src}"
     );
     nvcc_compiles_for_sm_90(&src);
@@ -1172,5 +1172,50 @@ fn wide_gemm_tiles_where_they_fill_four_waves() {
         "examples/matmul.tc",
         "M=133,N=261,K=37",
         &["--tile-spec", &tiles],
+    );
+}
+
+/// FUZZ_FINDINGS.md F7: a full/partial tile split whose full arm holds a barrier and whose
+/// partial arm does not made PoCL run the partial arm twice for one work-item (an update
+/// applied twice). OpenCL kernels now end the barrier-free arm with a barrier too.
+#[test]
+fn a_barrier_in_one_arm_of_a_uniform_branch_is_balanced_for_pocl() {
+    let dir = tempdir();
+    let prog = write(
+        dir.path(),
+        "f.tc",
+        "def f(f32(K, N, M) X1) -> (f32(N, K) T1) {\n  T0(k, j) = X1(k, i, j)\n  for once in 0:1 {\n    X1(k, i, j) += T0(k, j)\n  }\n  T1(i, k) = 1.0\n}\n",
+    );
+    let tiles = write(
+        dir.path(),
+        "t.tiles",
+        "S_1: 1@shared, 3@register, 4@shared 4@register\n",
+    );
+    for params in ["N=5,M=1,K=7", "N=9,M=1,K=7"] {
+        run_gpu(
+            &prog,
+            params,
+            &["--scheduler", "ilp", "--tile-spec", &tiles],
+        );
+    }
+    let cl = polyc_ok(&[
+        &prog,
+        "--param",
+        "N=5,M=1,K=7",
+        "--target",
+        "gpu",
+        "--scheduler",
+        "ilp",
+        "--tile-spec",
+        &tiles,
+        "--emit",
+        "opencl",
+    ]);
+    let kernel = &cl[cl.find("void f_k1_S_1").expect("kernel 1")..];
+    let els = &kernel[kernel.find("} else {").expect("a full/partial split")..];
+    let arm = &els[..els.find("\n      }\n").expect("the end of the else arm")];
+    assert!(
+        arm.contains("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"),
+        "{arm}"
     );
 }

@@ -224,6 +224,16 @@ fn kernel_fn(
     dialect: GpuDialect,
     k: &DeviceKernel,
 ) {
+    let balanced;
+    let k = if dialect == GpuDialect::OpenCl {
+        balanced = DeviceKernel {
+            body: balance_barriers(k.body.clone()),
+            ..k.clone()
+        };
+        &balanced
+    } else {
+        k
+    };
     let e = kernel_emitter(prog, param_texts, &dialect, k);
     let params: Vec<String> = kernel_params(prog, param_texts, k)
         .iter()
@@ -310,6 +320,44 @@ fn kernel_fn(
     out.push_str(&reduce::scratch_decls(dialect, k));
     e.node(out, &k.body, 1);
     out.push_str("}\n\n");
+}
+
+/// Whether `node` holds a block barrier (outside thread loops, where barriers are).
+fn has_barrier(node: &KNode) -> bool {
+    let mut found = false;
+    node.walk(&mut |n| found |= matches!(n, KNode::Barrier));
+    found
+}
+
+/// `node` with a barrier appended to the arm without one of every two-armed conditional
+/// whose other arm has one. The conditions around barriers are uniform across the block (a
+/// partial tile's test), so the extra barrier is reached by every work-item or none and
+/// changes nothing by OpenCL's rules; PoCL needs it: with a barrier in one branch only,
+/// it ran the other branch twice for some work-items (a GPU fuzz case, seed 4242 case
+/// 167, double-counted an update there; the same kernels ran right under CUDA on an H100).
+fn balance_barriers(node: KNode) -> KNode {
+    match node {
+        KNode::If { cond, then, els } => {
+            let then = balance_barriers(*then);
+            let els = els.map(|e| balance_barriers(*e));
+            let in_then = has_barrier(&then);
+            let in_els = els.as_ref().is_some_and(has_barrier);
+            let add = |b: KNode| KNode::Block(vec![b, KNode::Barrier]);
+            // (Only two-armed conditionals: a one-armed one around barriers, such as a
+            // pipeline's prologue step, is what the pipeline printer looks for.)
+            let (then, els) = match (in_then, els) {
+                (true, Some(e)) if !in_els => (then, Some(add(e))),
+                (false, Some(e)) if in_els => (add(then), Some(e)),
+                (_, els) => (then, els),
+            };
+            KNode::If {
+                cond,
+                then: Box::new(then),
+                els: els.map(Box::new),
+            }
+        }
+        other => other.map_children(&mut balance_barriers),
+    }
 }
 
 /// CUDA's limit on statically declared `__shared__` arrays per block, on every
