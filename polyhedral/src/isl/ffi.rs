@@ -249,8 +249,9 @@ pub mod count {
         barvinok_count(&fixed)
     }
 
-    /// `(min, max)` of every dimension of a parameter-free, non-empty set.
-    fn bounds(set: &isl_rs::Set) -> Option<Vec<(i128, i128)>> {
+    /// `(min, max)` of every dimension of a parameter-free, non-empty set (`None` when a
+    /// bound is not an integer: symbolic sizes, an empty set).
+    pub fn bounds(set: &isl_rs::Set) -> Option<Vec<(i128, i128)>> {
         let n = set.dim(isl_rs::DimType::Set).ok()?;
         let mut out = Vec::with_capacity(n.max(0) as usize);
         for d in 0..n {

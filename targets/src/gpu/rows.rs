@@ -130,18 +130,13 @@ fn heavy_rows(cx: &PassCx, roles: &[RowRole]) -> bool {
 /// The number of points of statement domain `dom` in one row (the product of its inner
 /// dimensions' ranges), when the sizes are bound.
 fn row_extent(dom: &isl_rs::Set) -> Option<i64> {
-    let n = dom.dim(isl_rs::DimType::Set).ok()?;
-    let mut points = 1i64;
-    for d in 1..n {
-        let lo = dom.copy().ok()?.dim_min_val(d).ok()?;
-        let hi = dom.copy().ok()?.dim_max_val(d).ok()?;
-        if !lo.is_int().ok()? || !hi.is_int().ok()? {
-            return None;
-        }
-        let v = |x: &isl_rs::Val| x.to_str().ok()?.parse::<i64>().ok();
-        points = points.saturating_mul((v(&hi)? - v(&lo)? + 1).max(0));
-    }
-    Some(points)
+    let bounds = polyhedral::isl::ffi::count::bounds(dom)?;
+    let points: i128 = bounds
+        .iter()
+        .skip(1)
+        .map(|(lo, hi)| (hi - lo + 1).max(0))
+        .product();
+    i64::try_from(points).ok()
 }
 
 /// Whether `a` is exactly iterator `k`.
