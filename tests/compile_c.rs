@@ -149,8 +149,17 @@ fn timings_one_line_per_step() {
     assert_eq!(
         steps,
         [
-            "parse", "model", "deps", "schedule", "tiled", "fused", "promoted", "parallel",
-            "codegen", "total"
+            "parse",
+            "model",
+            "deps",
+            "schedule",
+            "tiled",
+            "fused",
+            "wavefront",
+            "promoted",
+            "parallel",
+            "codegen",
+            "total"
         ]
     );
     let sum: f64 = values[..values.len() - 1].iter().sum();

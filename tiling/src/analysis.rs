@@ -212,6 +212,43 @@ fn live_deps(band: &BandInfo, rel: &UnionMap) -> miette::Result<UnionMap> {
         .isl("restricting dependences to the band")
 }
 
+/// Whether some statement of `band` depends on itself across `member` at one value of the
+/// members before it: a loop along `member` over one statement's instances (its row loop,
+/// once the statements are distributed) would then run in order, not as vector lanes.
+pub fn member_carries_self_dependence(
+    ctx: &Ctx,
+    deps: &Deps,
+    band: &BandInfo,
+    member: usize,
+) -> miette::Result<bool> {
+    let live = live_deps(band, &deps.validity()?)?;
+    let list = live.get_map_list().isl("listing dependences")?;
+    let mut own = UnionMap::empty(live.get_space().isl("reading a space")?)
+        .isl("an empty dependence relation")?;
+    for i in 0..list.n_map().isl("counting dependences")? {
+        let m = list.get_at(i).isl("reading dependences")?;
+        let src = m.get_tuple_name(DimType::In).isl("reading a source")?;
+        let dst = m.get_tuple_name(DimType::Out).isl("reading a target")?;
+        if src == dst {
+            own = own
+                .union(UnionMap::from_map(m).isl("converting dependences")?)
+                .isl("collecting self-dependences")?;
+        }
+    }
+    let (a, at) = tuple(band.n_members(), "a");
+    let (b, bt) = tuple(band.n_members(), "b");
+    let mut cons: Vec<String> = (0..member)
+        .map(|k| format!("{} = {}", b[k], a[k]))
+        .collect();
+    cons.push(format!("{} != {}", b[member], a[member]));
+    let text = format!("{{ {at} -> {bt} : {} }}", cons.join(" and "));
+    let carried = UnionMap::read_from_str(&ctx.isl, &text).isl("reading a distance condition")?;
+    let hit = band_distances(band, own)?
+        .intersect(carried)
+        .isl("selecting carried self-dependences")?;
+    Ok(!hit.is_empty().isl("testing dependences")?)
+}
+
 /// The live dependences as pairs of band values (`[a] -> [b]`, every statement in one
 /// space): a member's distances are read from it without relating every pair of the band's
 /// statements.

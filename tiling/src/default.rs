@@ -1,6 +1,9 @@
 //! The default tiling policy, used for statements without a spec.
 
-use crate::analysis::{collect_bands, live_out_band, permutable_prefix, tile_footprint, BandInfo};
+use crate::analysis::{
+    collect_bands, live_out_band, member_carries_self_dependence, permutable_prefix,
+    tile_footprint, BandInfo,
+};
 use crate::cx::TileCx;
 use crate::fuse::FuseCost;
 use crate::fusion_tile::plan_fusion_tile;
@@ -15,7 +18,14 @@ use schedule_tree::{Buffer, BufferRole, Level, ScheduleTree};
 /// The rule [`default_spec`] follows, in words (for `--help` texts and reports).
 pub const DEFAULT_POLICY: &str = "\
 every outermost band is tiled over its permutable prefix (bands inside other bands are \
-left alone), unless all the data the band touches already fits in half of L1; trailing \
+left alone), unless all the data the band touches already fits in half of L1. A band whose \
+tilable members (at least three) are all sequential (a time-iterated stencil that isl \
+skewed, such as `(t, 2t + i, 2t + j)`), and whose innermost member carries no statement's \
+dependence on itself, keeps that member whole and gets one tile \
+level at L2 (L1 without one) over the others: the largest power-of-two box up to 256 per \
+member whose footprint fits half of it, halving the largest member first (the outermost \
+on ties); it is left untiled when its data fits half of that cache. On the CPU such tiles \
+run in wavefronts (the `wavefront` stage). For other bands, trailing \
 members with fewer than 8 iterations, or whose tile would cover their whole extent, are \
 left whole. L1 sizes start at the largest power of two <= min(extent, 256) per member; \
 while the footprint of one L1 tile exceeds half of L1, the largest size is halved (the \
@@ -371,19 +381,23 @@ fn policy_spec(
                 .sum())
         };
         let bytes = |s: &[i64]| bytes_but(s, None);
+        let fit = Fit {
+            ext_all: &ext_all,
+            sym: &sym,
+            windows: &windows,
+            bytes_but: &bytes_but,
+        };
         if let (Some(reg), Some(l2)) = (reg, l2) {
-            let fit = Fit {
-                ext_all: &ext_all,
-                sym: &sym,
-                windows: &windows,
-                bytes_but: &bytes_but,
-            };
             if let Some(spec) =
                 register_spec(cx, &bands, bi, band, tilable, &fit, reg, (l1, l2), l2_buf)?
             {
                 out.stmts.push(spec);
                 continue;
             }
+        }
+        if let Some(spec) = wavefront_spec(cx, band, tilable, &fit, (l1, l2, l1_buf, l2_buf))? {
+            out.stmts.push(spec);
+            continue;
         }
         // Inner members with tiny extents (a reduction over a 3x3 window, the position of
         // fused statements) gain nothing from tiles: leave them whole.
@@ -431,6 +445,57 @@ fn policy_spec(
         }
     }
     Ok(out)
+}
+
+/// The fewest tilable members a band needs for [`wavefront_spec`]: two tiled ones besides
+/// the innermost, which stays whole.
+const WAVEFRONT_MIN_MEMBERS: usize = 3;
+
+/// The spec of a band whose tilable members are all sequential (none coincident: a
+/// time-iterated stencil that isl skewed into `(t, 2t + i, 2t + j)`) and whose innermost
+/// one carries no statement's dependence on itself (each statement's row could run as
+/// vector lanes; Gauss-Seidel's rows cannot), `None` for other bands. Its tiles can only run in parallel as wavefronts (the CPU's
+/// `wavefront` pass), and its innermost member is the one its vector loops run along, so:
+/// the innermost tilable member stays whole (a tile holds whole rows, and the statements
+/// under the tile run as separate, guard-free row loops), and the other members get one
+/// tile level at the outermost cache (`L2` when there is one), the largest power-of-two
+/// box up to 256 per member whose footprint fits half of it, halving the largest member
+/// first. A band whose data fits half of that cache, or whose tiles would cover every
+/// member, is left untiled.
+fn wavefront_spec(
+    cx: &TileCx,
+    band: &BandInfo,
+    tilable: usize,
+    fit: &Fit,
+    (l1, l2, l1_buf, l2_buf): (u64, Option<u64>, Buffer, Buffer),
+) -> miette::Result<Option<StmtSpec>> {
+    let ext_all = fit.ext_all;
+    let bytes = |s: &[i64]| (fit.bytes_but)(s, None);
+    let covers = |m: usize, size: i64| !fit.sym[m] && size >= ext_all[m];
+    if tilable < WAVEFRONT_MIN_MEMBERS
+        || band.coincident[..tilable].iter().any(|&c| c)
+        || member_carries_self_dependence(cx.ctx, cx.deps, band, tilable - 1)?
+    {
+        return Ok(None);
+    }
+    let (budget, buf) = match l2 {
+        Some(l2) => (l2, l2_buf),
+        None => (l1, l1_buf),
+    };
+    let symbolic = band.extents[..tilable].iter().any(|e| e.is_none());
+    if !symbolic && matches!(bytes(&ext_all[..tilable])?, Some(b) if b <= budget / 2) {
+        return Ok(None);
+    }
+    let k = tilable - 1;
+    let Some((sizes, _)) = cache_sizes(&ext_all[..k], budget, None, &bytes, &covers)? else {
+        return Ok(None);
+    };
+    if (0..k).all(|m| covers(m, sizes[m])) {
+        return Ok(None);
+    }
+    let stmt = live_out(cx, band)?;
+    let name = &cx.scop.stmt_names[stmt];
+    Ok(Some(cache_spec(name, k, &sizes, None, buf, buf)))
 }
 
 /// Rows of the `L1` tile [`plan_packing`] gives a producer's register tiles.

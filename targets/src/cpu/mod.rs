@@ -1,11 +1,12 @@
 //! The CPU target: C with OpenMP, compiled by the system C compiler and loaded in-process.
 //!
-//! [`CpuTarget`] lists the passes (tiling, fusion, promotion to the cache levels, then
-//! [`parallel::MarkParallel`]); [`runner`] builds and runs the C.
+//! [`CpuTarget`] lists the passes (tiling, fusion, [`wavefront::Wavefront`], promotion
+//! to the cache levels, then [`parallel::MarkParallel`]); [`runner`] builds and runs the C.
 
 pub mod dialect;
 pub mod parallel;
 pub mod runner;
+pub mod wavefront;
 
 use miette::Result;
 use polyhedral::data::TensorData;
@@ -20,6 +21,7 @@ use crate::target::{BuildInput, Executable, RunStats, Target};
 pub use dialect::{emit_c, emit_c_for, CDialect};
 use parallel::MarkParallel;
 pub use runner::{compile_c, run, CcOptions, CompiledKernel};
+use wavefront::Wavefront;
 
 /// The CPU: C with OpenMP, compiled by the system C compiler and loaded in-process.
 #[derive(Clone, Debug)]
@@ -49,6 +51,7 @@ impl Target for CpuTarget {
         vec![
             Box::new(Tile),
             Box::new(Fuse),
+            Box::new(Wavefront),
             Box::new(Promote),
             Box::new(MarkParallel),
         ]
