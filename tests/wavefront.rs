@@ -209,3 +209,20 @@ fn bands_with_parallel_members_are_left_alone() {
     ]);
     assert_eq!(fused, wave);
 }
+
+/// With symbolic sizes the stage leaves the tree alone (isl's AST generation of the
+/// wavefront loops over parametric bounds ran for minutes on jacobi-1d): jacobi-1d's
+/// tiled band, sequential in both members, keeps its tiles, and compiles at once.
+#[test]
+fn symbolic_sizes_keep_their_sequential_tiles() {
+    let prog = root().join("examples/polybench/jacobi_1d.tc");
+    let prog = prog.display().to_string();
+    let fused = polyc(&["dump", &prog, "--stage", "fused"]);
+    assert_code(&fused, 0);
+    let tree = stdout(&fused);
+    assert!(tree.contains("Mark \"mem:L1\""), "{tree}");
+    let wave = polyc(&["dump", &prog, "--stage", "wavefront"]);
+    assert_code(&wave, 0);
+    assert_eq!(stdout(&wave), tree);
+    assert!(wavefront_notes(&stderr(&wave)).is_empty());
+}

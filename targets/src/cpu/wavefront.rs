@@ -17,7 +17,7 @@
 //!    member, in an order that every dependence between them allows.
 //!
 //! Both steps are checked against the dependences with isl before they apply, and each is
-//! left out where the check fails.
+//! left out where the check fails. The pass runs only when every size is bound.
 
 use std::collections::BTreeSet;
 
@@ -131,7 +131,8 @@ fn transform_chain(
     report: &mut WavefrontReport,
 ) -> Result<ScheduleNode> {
     let mut depth = 0;
-    let mut node = match wavefronted(&node, deps)? {
+    let point = innermost_band(&node)?;
+    let mut node = match wavefronted(&node, &point, deps)? {
         Some(band) => {
             report.lines.push(format!(
                 "the tiles of {} run in wavefronts (tile members 0 + 1 in sequence, member 1 in parallel)",
@@ -169,6 +170,20 @@ fn transform_chain(
     Ok(node)
 }
 
+/// The innermost band of the chain of bands and marks that starts at the band `node`.
+fn innermost_band(node: &ScheduleNode) -> Result<ScheduleNode> {
+    let mut band = node.copy().isl("copying a node")?;
+    let mut at = node.copy().isl("copying a node")?;
+    loop {
+        match at.get_type().isl("reading a node's type")? {
+            ScheduleNodeType::Band => band = at.copy().isl("copying a node")?,
+            ScheduleNodeType::Mark => {}
+            _ => return Ok(band),
+        }
+        at = at.get_child(0).isl("reading a node's child")?;
+    }
+}
+
 /// Whether a band node lies anywhere below `node`.
 fn has_band_below(node: &ScheduleNode) -> Result<bool> {
     let n = node.n_children().isl("counting a node's children")?;
@@ -188,23 +203,34 @@ fn has_band_below(node: &ScheduleNode) -> Result<bool> {
 fn live_deps(node: &ScheduleNode, deps: &UnionMap) -> Result<UnionMap> {
     let domain = node.get_domain().isl("reading a band's instances")?;
     let prefix = node
-        .get_prefix_schedule_union_map()
-        .isl("reading a band's prefix schedule")?
-        .intersect_domain(domain.copy().isl("copying a set")?)
-        .isl("restricting a prefix schedule")?;
-    let same = prefix
+        .get_prefix_schedule_multi_union_pw_aff()
+        .isl("reading a band's prefix schedule")?;
+    let live = deps
         .copy()
-        .isl("copying a map")?
-        .apply_range(prefix.reverse().isl("reversing a prefix schedule")?)
-        .isl("relating instances at one outer iteration")?;
-    deps.copy()
         .isl("copying dependences")?
         .intersect_domain(domain.copy().isl("copying a set")?)
         .isl("restricting dependences")?
         .intersect_range(domain)
-        .isl("restricting dependences")?
-        .intersect(same)
+        .isl("restricting dependences")?;
+    if prefix.size().isl("counting outer loops")? == 0 {
+        return Ok(live);
+    }
+    live.eq_at_multi_union_pw_aff(prefix)
         .isl("selecting live dependences")
+}
+
+/// `deps` restricted to the pairs at which `band`'s members `0..n` are equal.
+fn equal_at_members(deps: UnionMap, band: &MultiUnionPwAff, n: i32) -> Result<UnionMap> {
+    let mut deps = deps;
+    for m in 0..n {
+        let member =
+            MultiUnionPwAff::from_union_pw_aff(band.get_at(m).isl("reading a band member")?)
+                .isl("converting a band member")?;
+        deps = deps
+            .eq_at_multi_union_pw_aff(member)
+            .isl("selecting dependences at one point")?;
+    }
+    Ok(deps)
 }
 
 /// `member` of a band's schedule as a map from instances to its values.
@@ -234,36 +260,43 @@ fn distances_within(pairs: &UnionMap, member: &UnionMap, allowed: &str) -> Resul
 }
 
 /// The wavefront schedule of the tile band `node` (member 0 replaced by members 0 + 1),
-/// when every live dependence keeps non-negative distances along each of its members and
-/// none crosses member 1 within one wavefront; `None` otherwise.
-fn wavefronted(node: &ScheduleNode, deps: &UnionMap) -> Result<Option<MultiUnionPwAff>> {
+/// when every live dependence keeps a non-negative distance along each of the members of
+/// `point` (the band below the tile loops) that the tile band tiles; `None` otherwise.
+///
+/// The check runs on the point members, which are affine: tile member `m` is
+/// `floor((p_m + c) / s)` of point member `p_m` (the tiling pass strip-mines members in
+/// order), which never decreases where `p_m` does not, so each tile member keeps the
+/// non-negative distances, their sum too, and where the sum's distance is zero both are:
+/// tiles on one wavefront are independent (member 1 is coincident). Checking the tile
+/// members themselves (floors of parametric windows) took isl minutes and gigabytes on
+/// jacobi-1d at symbolic sizes.
+fn wavefronted(
+    node: &ScheduleNode,
+    point: &ScheduleNode,
+    deps: &UnionMap,
+) -> Result<Option<MultiUnionPwAff>> {
     let band = node
         .band_get_partial_schedule()
         .isl("reading a band's schedule")?;
+    let n = band.size().isl("counting band members")?;
+    let inner = point
+        .band_get_partial_schedule()
+        .isl("reading a band's schedule")?;
+    if inner.size().isl("counting band members")? < n {
+        return Ok(None);
+    }
+    let live = live_deps(node, deps)?;
+    for m in 0..n {
+        if !distances_within(&live, &member_map(&inner, m)?, "{ [d] : d >= 0 }")? {
+            return Ok(None);
+        }
+    }
     let sum = band
         .get_at(0)
         .isl("reading a band member")?
         .add(band.get_at(1).isl("reading a band member")?)
         .isl("adding band members")?;
-    let wave = band.set_at(0, sum).isl("replacing a band member")?;
-    let live = live_deps(node, deps)?;
-    let n = wave.size().isl("counting band members")?;
-    for m in 0..n {
-        if !distances_within(&live, &member_map(&wave, m)?, "{ [d] : d >= 0 }")? {
-            return Ok(None);
-        }
-    }
-    let m0 = member_map(&wave, 0)?;
-    let same_wave = m0
-        .copy()
-        .isl("copying a map")?
-        .apply_range(m0.reverse().isl("reversing a band member")?)
-        .isl("relating instances of one wavefront")?;
-    let within = live.intersect(same_wave).isl("selecting one wavefront")?;
-    if !distances_within(&within, &member_map(&wave, 1)?, "{ [0] }")? {
-        return Ok(None);
-    }
-    Ok(Some(wave))
+    Ok(Some(band.set_at(0, sum).isl("replacing a band member")?))
 }
 
 /// Replaces the band `node` with a permutable band of schedule `wave` whose member 1 is
@@ -326,18 +359,7 @@ fn distribution_order(node: &ScheduleNode, deps: &UnionMap) -> Result<Option<Vec
         .band_get_partial_schedule()
         .isl("reading a band's schedule")?;
     let n = band.size().isl("counting band members")?;
-    let mut live = live_deps(node, deps)?;
-    for m in 0..n - 1 {
-        let mm = member_map(&band, m)?;
-        let same = mm
-            .copy()
-            .isl("copying a map")?
-            .apply_range(mm.reverse().isl("reversing a band member")?)
-            .isl("relating instances at one outer point")?;
-        live = live
-            .intersect(same)
-            .isl("selecting dependences at one point")?;
-    }
+    let live = equal_at_members(live_deps(node, deps)?, &band, n - 1)?;
     let mut edges = BTreeSet::new();
     let list = live.get_map_list().isl("listing dependences")?;
     for i in 0..list.n_map().isl("counting dependences")? {
@@ -427,6 +449,11 @@ impl<'a> Pass<PassCx<'a>> for Wavefront {
         "wavefront"
     }
     fn run(&self, tree: ScheduleTree, cx: &PassCx<'a>) -> Result<ScheduleTree> {
+        // With symbolic sizes, isl's AST generation of the wavefront loops (sums of
+        // floors over parametric bounds) ran for minutes on jacobi-1d: sizes must be bound.
+        if !cx.scop.symbolic.is_empty() {
+            return Ok(tree);
+        }
         let schedule = tree.to_isl(cx.ctx)?;
         let (schedule, report) = wavefront(schedule, &cx.deps.validity()?)?;
         if report.lines.is_empty() {
