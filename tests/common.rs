@@ -148,3 +148,13 @@ pub fn flat(s: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// The f64 tensor saved as `name` (a `.npy` file) in `dir` (`--save-io`).
+pub fn f64s(dir: &Path, name: &str) -> Vec<f64> {
+    let t: polyhedral::data::TensorData =
+        polyhedral::npy::read_npy(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    match t.buf {
+        polyhedral::data::Buffer::F64(v) => v,
+        other => panic!("{name}: expected f64, got {:?}", other.dtype()),
+    }
+}

@@ -4,8 +4,6 @@
 
 mod common;
 use common::*;
-use polyhedral::data::{Buffer, TensorData};
-use polyhedral::npy::read_npy;
 use std::path::Path;
 
 const JACOBI_1D: &str = "\
@@ -32,14 +30,6 @@ def lu(f64(N, N) A) -> (f64(N, N) LU) {
   LU(i, j) = A(i, j)
 }
 ";
-
-fn f64s(dir: &Path, name: &str) -> Vec<f64> {
-    let t: TensorData = read_npy(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    match t.buf {
-        Buffer::F64(v) => v,
-        other => panic!("{name}: expected f64, got {:?}", other.dtype()),
-    }
-}
 
 fn close(got: &[f64], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");

@@ -6,9 +6,6 @@
 
 mod common;
 use common::*;
-use polyhedral::data::{Buffer, TensorData};
-use polyhedral::npy::read_npy;
-use std::path::Path;
 
 const JACOBI_2D_F32: &str = "\
 def jacobi2d(f32(N, M) A, f32(N, M) B) -> (f32(N, M) Aout) {
@@ -19,14 +16,6 @@ def jacobi2d(f32(N, M) A, f32(N, M) B) -> (f32(N, M) Aout) {
   Aout(i, j) = A(i, j)
 }
 ";
-
-fn f64s(dir: &Path, name: &str) -> Vec<f64> {
-    let t: TensorData = read_npy(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    match t.buf {
-        Buffer::F64(v) => v,
-        other => panic!("{name}: expected f64, got {:?}", other.dtype()),
-    }
-}
 
 /// PolyBench's jacobi-2d example.
 fn jacobi_2d() -> String {
