@@ -351,6 +351,10 @@ struct RunArgs {
     /// several sizes, each checked on its own with --check.
     #[arg(long = "run-param", value_name = "NAME=VALUE,...")]
     run_params: Vec<String>,
+    /// Run the kernel N times, each on fresh copies of its inputs (the copies are not
+    /// timed), and report the best time and the median; --check checks the last run.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     /// Print one JSON line with the results (used by `polyc suite`).
     #[arg(long, hide = true)]
     result_json: bool,
@@ -590,6 +594,7 @@ fn dispatch(command: Command) -> Result<u8> {
                     OracleArg::Untransformed => OracleChoice::Untransformed,
                 },
                 max_interp_instances: run.max_interp_instances,
+                repeat: run.repeat,
             };
             let compile_ms: f64 = compiled.timings.iter().map(|t| t.ms).sum();
             if !run.run_params.is_empty() {
@@ -610,9 +615,9 @@ fn dispatch(command: Command) -> Result<u8> {
                         continue;
                     }
                     println!(
-                        "sizes {}: kernel ran in {:.3} ms",
+                        "sizes {}: kernel ran in {}",
                         polyc::commands::run::sizes_text(&compiled.program, sizes),
-                        report.run_ms
+                        polyc::commands::run::run_time_text(report)
                     );
                     if let Some(o) = &report.oracle {
                         println!("  oracle: {o}");
@@ -639,8 +644,9 @@ fn dispatch(command: Command) -> Result<u8> {
                 );
             } else {
                 eprintln!(
-                    "polyc: compiled in {compile_ms:.1} ms, cc {:.0} ms, kernel ran in {:.3} ms",
-                    report.cc_ms, report.run_ms
+                    "polyc: compiled in {compile_ms:.1} ms, cc {:.0} ms, kernel ran in {}",
+                    report.cc_ms,
+                    polyc::commands::run::run_time_text(&report)
                 );
                 if let Some(d) = &report.device {
                     eprintln!("polyc: ran on {d}");

@@ -219,6 +219,7 @@ fn check_fused(
         save_io: None,
         oracle: OracleChoice::Interpreter,
         max_interp_instances: u64::MAX,
+        repeat: 1,
     };
     let report = run(&compiled, &opts, &ropts).map_err(|e| format!("run failed: {e:?}"))?;
     if report.checks.is_empty() {

@@ -478,6 +478,7 @@ fn execute_inner(
         save_io: None,
         oracle: OracleChoice::Auto,
         max_interp_instances: 200_000_000,
+        repeat: 1,
     };
     let report = run(&compiled, &opts, &ropts).map_err(|e| Outcome::RunError(rendered(&e)))?;
     step(2);

@@ -119,12 +119,16 @@ impl fmt::Display for ExplainReport {
                         (String::new(), String::new())
                     };
                     first = false;
-                    let boxt = fp.box_sizes.as_ref().map_or("?".to_string(), |v| {
-                        v.iter()
-                            .map(|x| x.to_string())
-                            .collect::<Vec<_>>()
-                            .join(" x ")
-                    });
+                    let apart = (fp.boxes > 1).then(|| format!("{} boxes", fp.boxes));
+                    let boxt = fp
+                        .box_sizes
+                        .as_ref()
+                        .map_or(apart.unwrap_or("?".into()), |v| {
+                            v.iter()
+                                .map(|x| x.to_string())
+                                .collect::<Vec<_>>()
+                                .join(" x ")
+                        });
                     match (&fp.symbolic, fp.elements) {
                         (Some(sym), None) => writeln!(
                             f,

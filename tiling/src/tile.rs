@@ -651,7 +651,13 @@ fn overflow(
                         .collect::<Vec<_>>()
                         .join(" x ")
                 })
-                .unwrap_or_else(|| "?".into());
+                .unwrap_or_else(|| {
+                    if f.boxes > 1 {
+                        format!("{} boxes", f.boxes)
+                    } else {
+                        "?".into()
+                    }
+                });
             format!(
                 "{} {shape} = {} elements ({} bytes)",
                 f.tensor,
