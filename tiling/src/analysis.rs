@@ -5,7 +5,8 @@
 use polyhedral::deps::{DepKind, Deps};
 use polyhedral::isl::ffi::model::union_set_text;
 use polyhedral::isl::isl_rs::{
-    DimType, Map, MultiAff, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionSet,
+    DimType, FixedBox, Map, MultiAff, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap,
+    UnionSet,
 };
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::scop::Scop;
@@ -544,9 +545,14 @@ fn footprints_uncached(
 
 /// The sizes of isl's fixed box hull of `set`, `None` when it has none.
 fn fixed_box_sizes(set: &Set) -> miette::Result<Option<Vec<u64>>> {
-    let fixed = set
-        .get_simple_fixed_box_hull()
-        .isl("computing a tile's box")?;
+    box_sizes_of(
+        set.get_simple_fixed_box_hull()
+            .isl("computing a tile's box")?,
+    )
+}
+
+/// The sizes of a fixed box from isl (`None` when isl found none).
+pub(crate) fn box_sizes_of(fixed: FixedBox) -> miette::Result<Option<Vec<u64>>> {
     if !fixed.is_valid().isl("checking a box")? {
         return Ok(None);
     }

@@ -1348,20 +1348,10 @@ pub(crate) fn ops_per_instance(cx: &TileCx, p: usize, cost: &FuseCost) -> u64 {
 
 /// The sizes of the fixed-size box of the range of `m` for one domain point.
 fn range_box(m: &Map) -> miette::Result<Option<Vec<u64>>> {
-    let fixed = m
-        .get_range_simple_fixed_box_hull()
-        .isl("computing a tile's box")?;
-    if !fixed.is_valid().isl("checking a box")? {
-        return Ok(None);
-    }
-    let mv = fixed.get_size().isl("box sizes")?;
-    let k = mv.size().isl("box dimension")?;
-    let mut v = Vec::with_capacity(k as usize);
-    for d in 0..k {
-        let val = mv.get_at(d).isl("box size")?;
-        v.push(val.get_num_si().isl("box size")?.max(0) as u64);
-    }
-    Ok(Some(v))
+    crate::analysis::box_sizes_of(
+        m.get_range_simple_fixed_box_hull()
+            .isl("computing a tile's box")?,
+    )
 }
 
 /// Checks the new order of every instance that runs once (fused producers without
