@@ -196,7 +196,9 @@ struct CommonArgs {
     /// An isl scheduler option, NAME=VALUE (repeatable): serialize_sccs, outer_coincidence,
     /// maximize_coincidence, whole_component, max_constant_term, max_coefficient,
     /// treat_coalescing, maximize_band_depth, separate_components, carry_self_first,
-    /// split_scaled; and max_operations, polyc's budget for one run of isl's scheduler.
+    /// split_scaled, algorithm; and polyc's own: max_operations and time_budget_ms (the
+    /// budgets of one run of isl's scheduler), scale_sizes and scale_probe (scheduling large
+    /// bound sizes at scaled-down ones; see the README's "Large bound sizes").
     #[arg(long = "isl-option", value_name = "NAME=VALUE")]
     isl_options: Vec<String>,
     /// Replace the tree after STAGE with the one in FILE (isl YAML); it is checked against

@@ -8,6 +8,7 @@
 //! - [`scop`]: the polyhedral model (domains, accesses, tensors) built on isl.
 //! - [`deps`]: RAW/WAR/WAW dependences from isl's dataflow analysis, and the legality check.
 //! - [`sched`]: schedulers (`initial`, `isl`).
+//! - [`sched_scaled`]: isl's scheduler at scaled-down sizes, carried over to the real ones.
 //! - [`order`]: warnings for programs whose comprehension order likely differs from a loop nest's.
 //! - [`data`], [`npy`], [`interp`]: tensor values, `.npy` I/O, the reference interpreter.
 //! - [`diag`]: located diagnostics.
@@ -32,5 +33,6 @@ pub mod order;
 pub mod program_order;
 pub mod qpoly;
 pub mod sched;
+pub mod sched_scaled;
 pub mod scop;
 pub mod substeps;

@@ -106,6 +106,14 @@ pub struct IslSchedOptions {
     /// constant terms bounded ([`SCHED_MAX_CONSTANT_TERM`]), then each strongly connected
     /// component apart, with a note; not an isl option.
     pub time_budget_ms: Option<u64>,
+    /// `scale_sizes`: with every size bound and some above
+    /// [`crate::sched_scaled::SCALE_ABOVE`], schedule at scaled-down sizes first and carry
+    /// the schedule over (default on; see [`crate::sched_scaled`]); not an isl option.
+    pub scale_sizes: Option<bool>,
+    /// `scale_probe`: with [`IslSchedOptions::scale_sizes`], first schedule the real sizes
+    /// for a few times the scaled run's time, and keep isl's own result when that is
+    /// enough (default on); off, the scaled schedule is always carried over.
+    pub scale_probe: Option<bool>,
 }
 
 /// The value type of an option, for parsing and error messages.
@@ -118,7 +126,7 @@ enum OptType {
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 14] = [
+const OPTIONS: [(&str, OptType); 16] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -133,6 +141,8 @@ const OPTIONS: [(&str, OptType); 14] = [
     ("algorithm", OptType::Algorithm),
     ("max_operations", OptType::Budget),
     ("time_budget_ms", OptType::Budget),
+    ("scale_sizes", OptType::Bool),
+    ("scale_probe", OptType::Bool),
 ];
 
 type Getter = fn(&Context) -> Result<i32, LibISLError>;
@@ -234,6 +244,8 @@ impl IslSchedOptions {
             "maximize_band_depth" => &mut self.maximize_band_depth,
             "separate_components" => &mut self.separate_components,
             "carry_self_first" => &mut self.carry_self_first,
+            "scale_sizes" => &mut self.scale_sizes,
+            "scale_probe" => &mut self.scale_probe,
             _ => &mut self.split_scaled,
         }
     }
@@ -349,8 +361,8 @@ pub fn isl_schedule(
     deps: &Deps,
     opts: &IslSchedOptions,
 ) -> miette::Result<Schedule> {
-    match run_isl(ctx, scop, deps, opts)? {
-        IslRun::Schedule(s, _) => Ok(s),
+    match run_isl(ctx, scop, deps, opts, None)? {
+        IslRun::Schedule(s, _, _) => Ok(s),
         IslRun::OutOfTime => Err(miette::miette!(
             help = "raise the budget with `--isl-option time_budget_ms=N`",
             "isl's scheduler ran past its time budget"
@@ -382,8 +394,8 @@ pub fn isl_schedule_or_initial(
     deps: &Deps,
     opts: &IslSchedOptions,
 ) -> miette::Result<IslScheduled> {
-    Ok(match run_isl(ctx, scop, deps, opts)? {
-        IslRun::Schedule(schedule, note) => IslScheduled {
+    Ok(match run_isl(ctx, scop, deps, opts, None)? {
+        IslRun::Schedule(schedule, note, _) => IslScheduled {
             schedule,
             notes: note.into_iter().collect(),
             fell_back: false,
@@ -409,9 +421,10 @@ pub fn isl_schedule_or_initial(
 }
 
 /// What [`run_isl`] gave.
-enum IslRun {
-    /// A schedule, with a note when the dependences had to be split for isl.
-    Schedule(Schedule, Option<String>),
+pub(crate) enum IslRun {
+    /// A schedule, with a note when the dependences had to be split for isl, and the isl
+    /// option of the retry that found it after the time budget ran out (if one did).
+    Schedule(Schedule, Option<String>, Option<&'static str>),
     /// isl found no schedule, and why.
     NoSchedule(String),
     /// isl ran past its time budget.
@@ -425,10 +438,22 @@ struct Limits {
     operations: u64,
     /// Wall-clock time.
     time: std::time::Duration,
+    /// The operations isl may still do once the time is up (see [`Watchdog`]):
+    /// [`SCHED_TIMEOUT_MIN_OPERATIONS`], or 0 for a probe that stops at once.
+    floor: u64,
 }
 
 /// isl's scheduler with `opts` set on the context (and restored afterwards).
-fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miette::Result<IslRun> {
+///
+/// With `probe`, the run stops as soon as that much time has passed, and running out of
+/// time gives [`IslRun::OutOfTime`] without the cheaper retries.
+pub(crate) fn run_isl(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    opts: &IslSchedOptions,
+    probe: Option<std::time::Duration>,
+) -> miette::Result<IslRun> {
     let budget = opts.max_operations.unwrap_or(SCHED_MAX_OPERATIONS);
     let settings = opts.settings();
     let mut saved = Vec::with_capacity(settings.len());
@@ -444,11 +469,18 @@ fn run_isl(ctx: &Ctx, scop: &Scop, deps: &Deps, opts: &IslSchedOptions) -> miett
     }
     let limits = Limits {
         operations: budget,
-        time: std::time::Duration::from_millis(opts.time_budget_ms.unwrap_or(SCHED_TIME_BUDGET_MS)),
+        time: probe.unwrap_or(std::time::Duration::from_millis(
+            opts.time_budget_ms.unwrap_or(SCHED_TIME_BUDGET_MS),
+        )),
+        floor: if probe.is_some() {
+            0
+        } else {
+            SCHED_TIMEOUT_MIN_OPERATIONS
+        },
     };
     let run = result.and_then(|()| schedule_deps(ctx, scop, deps, limits));
     let run = match run {
-        Ok(IslRun::OutOfTime) => {
+        Ok(IslRun::OutOfTime) if probe.is_none() => {
             // The retries the user's options leave open, cheapest change first.
             let mut retries = Vec::new();
             if opts.max_constant_term.is_none() {
@@ -543,7 +575,7 @@ fn retry_after_timeout(
         run?
     };
     Ok(match run {
-        IslRun::Schedule(s, note) => IslRun::Schedule(
+        IslRun::Schedule(s, note, _) => IslRun::Schedule(
             s,
             Some(
                 format!(
@@ -553,6 +585,7 @@ fn retry_after_timeout(
                     r.did
                 ) + &note.map(|n| format!("\n{n}")).unwrap_or_default(),
             ),
+            Some(r.option),
         ),
         IslRun::OutOfTime if !rest.is_empty() => {
             retry_after_timeout(ctx, scop, deps, limits, rest)?
@@ -586,7 +619,7 @@ fn schedule_deps(ctx: &Ctx, scop: &Scop, deps: &Deps, limits: Limits) -> miette:
     let budget = limits.operations;
     let validity = deps.validity()?;
     let why = match schedule_validity(ctx, scop, deps, &validity, limits)? {
-        Computed::Schedule(s) => return Ok(IslRun::Schedule(s, None)),
+        Computed::Schedule(s) => return Ok(IslRun::Schedule(s, None, None)),
         Computed::OutOfTime => return Ok(IslRun::OutOfTime),
         Computed::OutOfBudget => return Err(out_of_budget(scop, budget)),
         Computed::NoSchedule(why) => why,
@@ -602,6 +635,7 @@ fn schedule_deps(ctx: &Ctx, scop: &Scop, deps: &Deps, limits: Limits) -> miette:
                  dependence analysis ({why}); polyc split them by the loop that carries \
                  each in program order, and isl scheduled them"
             )),
+            None,
         ),
         Computed::OutOfBudget => return Err(out_of_budget(scop, budget)),
         Computed::OutOfTime => IslRun::OutOfTime,
@@ -726,7 +760,7 @@ fn large_context(ctx: &Ctx, scop: &Scop) -> miette::Result<Option<Set>> {
 }
 
 /// Whether `s` schedules every instance of the domain that the context lets run.
-fn covers(scop: &Scop, s: &Schedule) -> miette::Result<bool> {
+pub(crate) fn covers(scop: &Scop, s: &Schedule) -> miette::Result<bool> {
     let covered = s
         .get_map()
         .isl("getting the schedule map")?
@@ -746,7 +780,12 @@ fn covers(scop: &Scop, s: &Schedule) -> miette::Result<bool> {
 /// Whether every band member of `s` that is marked coincident carries no dependence, and
 /// every band marked permutable has non-negative distances, for every size of the real
 /// context (the flags of a schedule computed in a smaller context).
-fn flags_hold(ctx: &Ctx, scop: &Scop, deps: &Deps, s: &Schedule) -> miette::Result<bool> {
+pub(crate) fn flags_hold(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    s: &Schedule,
+) -> miette::Result<bool> {
     let mut bands = Vec::new();
     collect_band_flags(s.get_root().isl("reading the schedule root")?, &mut bands)?;
     let validity = deps
@@ -900,10 +939,10 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start(ctx: &Ctx, budget: std::time::Duration, operations: u64) -> Watchdog {
+    /// Watches `ctx` for `budget`; then lowers its operation budget to `lowered`.
+    fn start(ctx: &Ctx, budget: std::time::Duration, lowered: u64) -> Watchdog {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let ptr = ctx.ptr();
-        let lowered = operations.min(SCHED_TIMEOUT_MIN_OPERATIONS);
         let thread = std::thread::spawn(move || {
             match rx.recv_timeout(budget) {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -974,7 +1013,7 @@ fn compute(
     sc.do_not_free_on_drop();
     ctx.isl.reset_operations();
     ctx.isl.set_max_operations(budget);
-    let watchdog = Watchdog::start(ctx, limits.time, budget);
+    let watchdog = Watchdog::start(ctx, limits.time, budget.min(limits.floor.max(1)));
     // SAFETY: `sc` is a valid schedule constraints object whose ownership passes to isl
     // (it is no longer freed on drop); the result is a new schedule or NULL.
     let ptr = unsafe { crate::isl::ffi::sched::isl_schedule_constraints_compute_schedule(sc.ptr) };
@@ -990,7 +1029,7 @@ fn compute(
         ctx.isl.reset_error();
         // Past the time budget, the lowered budget stopped it (unless the user's own
         // budget is lower still).
-        return Ok(if timed_out && budget > SCHED_TIMEOUT_MIN_OPERATIONS {
+        return Ok(if timed_out && budget > limits.floor {
             let _ = ctx.take_error();
             Computed::OutOfTime
         } else {
@@ -1065,6 +1104,8 @@ mod tests {
             "algorithm=feautrier",
             "max_operations=500",
             "time_budget_ms=250",
+            "scale_sizes=0",
+            "scale_probe=0",
         ]))
         .unwrap();
         assert_eq!(
@@ -1084,6 +1125,8 @@ mod tests {
                 algorithm: Some(IslAlgorithm::Feautrier),
                 max_operations: Some(500),
                 time_budget_ms: Some(250),
+                scale_sizes: Some(false),
+                scale_probe: Some(false),
             }
         );
         assert_eq!(o.settings().len(), 12);
@@ -1110,7 +1153,7 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm, max_operations, time_budget_ms"
+                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe"
                     .into()
             )
         );

@@ -13,6 +13,7 @@ use polyhedral::ilp::{ilp_schedule, parse_constraints, IlpOptions};
 use polyhedral::ir::Program;
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::sched::{initial_schedule, isl_schedule, isl_schedule_or_initial, SchedulerKind};
+use polyhedral::sched_scaled::{isl_schedule_scaled, Instance};
 use polyhedral::scop::{param_texts, Scop};
 use schedule_tree::{NodeKind, ScheduleTree};
 use std::time::Instant;
@@ -296,33 +297,15 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     match scheduler {
         SchedulerKind::Initial => {}
         SchedulerKind::Isl => {
-            let mut all = target.isl_options();
-            all.extend(opts.isl_options.iter().cloned());
-            let sched_opts = polyhedral::sched::IslSchedOptions::parse(&all)?;
-            let s = polyhedral::substeps::timed("schedule:isl", || {
-                isl_schedule_or_initial(&ctx, &scop, &deps, &sched_opts)
-            })?;
-            tree = ScheduleTree::from_isl(&s.schedule)?;
-            schedule_notes.extend(s.notes);
-            let has_registers = target
-                .desc()
-                .levels()
-                .iter()
-                .any(|l| l.role.is_register_file());
-            if mode == Mode::Optimised
-                && has_registers
-                && !s.fell_back
-                && sched_opts.serialize_sccs.is_none()
-            {
-                if let Some((apart, note)) =
-                    polyhedral::substeps::timed("schedule:register_shapes", || {
-                        keep_register_shapes(&ctx, &scop, &deps, &sched_opts, &tree)
-                    })?
-                {
-                    tree = apart;
-                    schedule_notes.push(note);
-                }
-            }
+            let (isl_tree, notes) = isl_scheduled(
+                (&ctx, &program, &source),
+                (&scop, &deps),
+                target.as_ref(),
+                opts,
+                mode,
+            )?;
+            tree = isl_tree;
+            schedule_notes.extend(notes);
         }
         SchedulerKind::Ilp => {
             let s = ilp_schedule(&ctx, &scop, &deps, &ilp_options(opts, &scop)?)?;
@@ -361,6 +344,61 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     })
 }
 
+/// isl's schedule (scaled down first where the sizes allow, see
+/// `polyhedral::sched_scaled`), with the register-shape rescheduling, and its notes.
+fn isl_scheduled(
+    (ctx, program, source): (&Ctx, &Program, &SourceFile),
+    (scop, deps): (&Scop, &Deps),
+    target: &dyn Target,
+    opts: &CompileOptions,
+    mode: Mode,
+) -> Result<(ScheduleTree, Vec<String>)> {
+    let mut all = target.isl_options();
+    all.extend(opts.isl_options.iter().cloned());
+    let sched_opts = polyhedral::sched::IslSchedOptions::parse(&all)?;
+    let names: Vec<String> = program.params.iter().map(|p| p.name.clone()).collect();
+    // The models at other sizes, built once (the register-shape run reuses them).
+    let built = std::cell::RefCell::new(Vec::<(Vec<Option<i64>>, Instance)>::new());
+    let build = |sizes: &[Option<i64>]| -> Option<Instance> {
+        if let Some((_, i)) = built.borrow().iter().find(|(s, _)| s == sizes) {
+            return Some(i.clone());
+        }
+        let small = Scop::build(ctx, program, sizes, source).ok()?;
+        let deps = Deps::compute(&small).ok()?;
+        let instance = std::rc::Rc::new((small, deps));
+        built.borrow_mut().push((sizes.to_vec(), instance.clone()));
+        Some(instance)
+    };
+    let s = polyhedral::substeps::timed("schedule:isl", || {
+        match isl_schedule_scaled(ctx, scop, deps, &names, &build, &sched_opts)? {
+            Some(s) => Ok(s),
+            None => isl_schedule_or_initial(ctx, scop, deps, &sched_opts),
+        }
+    })?;
+    let mut tree = ScheduleTree::from_isl(&s.schedule)?;
+    let mut notes = s.notes;
+    let has_registers = target
+        .desc()
+        .levels()
+        .iter()
+        .any(|l| l.role.is_register_file());
+    if mode == Mode::Optimised
+        && has_registers
+        && !s.fell_back
+        && sched_opts.serialize_sccs.is_none()
+    {
+        if let Some((apart, note)) =
+            polyhedral::substeps::timed("schedule:register_shapes", || {
+                keep_register_shapes(ctx, (scop, deps), (&names, &build), &sched_opts, &tree)
+            })?
+        {
+            tree = apart;
+            notes.push(note);
+        }
+    }
+    Ok((tree, notes))
+}
+
 /// isl's scheduler fuses strongly connected components where it can, and may pay for a
 /// fusion with the register-tile shape of a contraction (two coincident members and a
 /// reduction; see `tiling::regshape`). When some statement loses that shape, this
@@ -370,8 +408,8 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
 /// lost, or none regained apart).
 fn keep_register_shapes(
     ctx: &Ctx,
-    scop: &Scop,
-    deps: &Deps,
+    (scop, deps): (&Scop, &Deps),
+    (names, build): (&[String], &polyhedral::sched_scaled::BuildInstance),
     opts: &polyhedral::sched::IslSchedOptions,
     tree: &ScheduleTree,
 ) -> Result<Option<(ScheduleTree, String)>> {
@@ -391,7 +429,11 @@ fn keep_register_shapes(
     }
     let mut apart_opts = opts.clone();
     apart_opts.serialize_sccs = Some(true);
-    let apart = ScheduleTree::from_isl(&isl_schedule(ctx, scop, deps, &apart_opts)?)?;
+    let apart = match isl_schedule_scaled(ctx, scop, deps, names, build, &apart_opts)? {
+        Some(s) if !s.fell_back => s.schedule,
+        _ => isl_schedule(ctx, scop, deps, &apart_opts)?,
+    };
+    let apart = ScheduleTree::from_isl(&apart)?;
     let shaped = tiling::regshape::register_shaped(ctx, scop, &apart, &lost)?;
     let regained: Vec<&str> = lost
         .iter()

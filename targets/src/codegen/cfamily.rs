@@ -380,10 +380,10 @@ fn prelude(prog: &Program, dialect: &dyn Dialect) -> String {
     s.push_str(GCC_NO_LOOP_DISTRIBUTION);
     s.push_str(&helpers(prog, dialect));
     if let (true, Some(exp)) = (uses_exp(prog), dialect.exp_f32_helper()) {
-        s.push_str(exp);
+        s.push_str(&exp.replace("static inline", dialect.fn_prefix()));
     }
     if let (true, Some(fma)) = (uses_fma(prog), dialect.fma_helper()) {
-        s.push_str(fma);
+        s.push_str(&fma.replace("static inline", dialect.fn_prefix()));
     }
     s.push_str(
         "\n/* 0: success; -1: a temporary could not be allocated. */\nstatic _Thread_local int polyc_status;\n",

@@ -23,6 +23,12 @@ impl Default for CDialect {
 }
 
 impl Dialect for CDialect {
+    /// Helpers are always inlined: gcc's inliner otherwise leaves calls of them in large
+    /// functions (PolyBench's cholesky at N = 1000: a register tile of `polyc_fma_f64`
+    /// calls, 1.65 s, against 0.66 s inlined, in the same code).
+    fn fn_prefix(&self) -> &'static str {
+        "static inline __attribute__((always_inline))"
+    }
     fn vector_width_pragmas(&self) -> Option<(String, &'static str)> {
         vector_width_pragmas(self.vector_bytes)
     }

@@ -1,0 +1,370 @@
+//! isl's scheduler at scaled-down sizes, for programs whose sizes are all bound.
+//!
+//! isl's scheduler solves integer programs whose constants grow with the bound sizes (the
+//! dependence polyhedra's vertices). Its exact arithmetic and cutting planes then take time
+//! that grows with the sizes themselves: PolyBench's 2mm takes 140 ms at sizes near 100 and
+//! 6.8 s at its LARGE sizes (800 to 1200), gemver 87 ms at N = 64 and 20 s at N = 2000,
+//! while the schedule isl finds is the same up to constants such as `N - 1`.
+//!
+//! So polyc schedules the same program at small sizes and carries the result over:
+//! 1. the *base* instance gives every distinct bound size above [`SCALE_ABOVE`] a small
+//!    value (in the same order: [`SCALE_BASE`], then [`SCALE_SPACING`] apart, above every
+//!    size that stays as it is);
+//! 2. one more instance per distinct scaled value moves that value (every size that has
+//!    it) by [`SCALE_STEP`];
+//! 3. the schedule texts of all instances must agree except in their integers; each integer
+//!    is then an affine function of the scaled values with integer slopes, read off the
+//!    instances and evaluated at the real sizes (`31` at N = 32 and `39` at N = 40 is
+//!    `1999` at N = 2000);
+//! 4. the schedule so built is kept only if it schedules every instance of the real model,
+//!    respects every dependence of the real model, and its coincident and permutable flags
+//!    hold there. Otherwise (and whenever the instances disagree) polyc schedules at the
+//!    real sizes, as before.
+//!
+//! Not every program is slow at large sizes (a stencil's problem costs about the same at
+//! any size). So polyc first schedules the real sizes for [`PROBE_MIN`], and again, after
+//! the base instance, for [`PROBE_FACTOR`] times the base's time (when that is longer),
+//! and keeps isl's own result when it comes in time; only when it does not are the other
+//! instances scheduled and the result carried over. `--isl-option scale_probe=0` always carries it over, and
+//! `scale_sizes=0` schedules the real sizes only.
+//!
+//! Where isl finds no schedule at the base sizes (or runs past its time budget with every
+//! retry), the real sizes get the program-order schedule, with a note that says so.
+
+use crate::deps::{check_schedule, Deps};
+use crate::isl::{Ctx, IslResultExt};
+use crate::sched::{
+    covers, flags_hold, initial_schedule, run_isl, IslRun, IslSchedOptions, IslScheduled,
+    SCHED_MAX_CONSTANT_TERM,
+};
+use crate::scop::Scop;
+use isl_rs::Schedule;
+
+/// Bound sizes above this are scaled down (smaller ones are cheap for isl already).
+pub const SCALE_ABOVE: i64 = 64;
+/// The smallest value a scaled size gets in the base instance.
+pub const SCALE_BASE: i64 = 32;
+/// The distance between consecutive distinct scaled values in the base instance.
+pub const SCALE_SPACING: i64 = 16;
+/// How far each further instance moves one scaled value.
+pub const SCALE_STEP: i64 = 8;
+/// The real sizes are first scheduled for this long …
+pub const PROBE_MIN: std::time::Duration = std::time::Duration::from_millis(400);
+/// … then, after the base instance, for this many times the base's time.
+pub const PROBE_FACTOR: u32 = 3;
+
+/// Which sizes are scaled, and to what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalePlan {
+    /// Every size's value in the base instance.
+    pub base: Vec<i64>,
+    /// The real values.
+    pub real: Vec<i64>,
+    /// The distinct scaled real values, ascending, each with the sizes that have it.
+    pub groups: Vec<(i64, Vec<usize>)>,
+}
+
+impl ScalePlan {
+    /// The plan for `values`, or `None` when a size is symbolic or none is above
+    /// [`SCALE_ABOVE`].
+    pub fn new(values: &[Option<i64>]) -> Option<ScalePlan> {
+        let real: Vec<i64> = values.iter().copied().collect::<Option<Vec<_>>>()?;
+        let mut distinct: Vec<i64> = real.iter().copied().filter(|v| *v > SCALE_ABOVE).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.is_empty() {
+            return None;
+        }
+        let kept_max = real.iter().copied().filter(|v| *v <= SCALE_ABOVE).max();
+        let first = SCALE_BASE.max(kept_max.map_or(0, |m| m + 1));
+        let groups: Vec<(i64, Vec<usize>)> = distinct
+            .iter()
+            .map(|d| (*d, (0..real.len()).filter(|k| real[*k] == *d).collect()))
+            .collect();
+        let mut base = real.clone();
+        for (rank, (_, members)) in groups.iter().enumerate() {
+            for k in members {
+                base[*k] = first + SCALE_SPACING * rank as i64;
+            }
+        }
+        Some(ScalePlan { base, real, groups })
+    }
+
+    /// The sizes of the base instance, then of each group's moved instance.
+    pub fn instances(&self) -> Vec<Vec<Option<i64>>> {
+        let mut all = vec![self.base.iter().map(|v| Some(*v)).collect::<Vec<_>>()];
+        for (_, members) in &self.groups {
+            let mut moved: Vec<Option<i64>> = self.base.iter().map(|v| Some(*v)).collect();
+            for k in members {
+                moved[*k] = Some(self.base[*k] + SCALE_STEP);
+            }
+            all.push(moved);
+        }
+        all
+    }
+
+    /// `base=…` for notes: the scaled sizes' values in the base instance.
+    fn describe(&self, names: &[String]) -> String {
+        let mut parts = Vec::new();
+        for (_, members) in &self.groups {
+            for k in members {
+                let name = names.get(*k).map_or("?", String::as_str);
+                parts.push(format!("{name}={}", self.base[*k]));
+            }
+        }
+        parts.join(",")
+    }
+}
+
+/// The model and dependences of the program at other sizes.
+pub type Instance = std::rc::Rc<(Scop, Deps)>;
+
+/// Builds (or recalls) the model and dependences of the program at other sizes (`None`
+/// when that fails: the real sizes are then scheduled as they are).
+pub type BuildInstance<'a> = dyn Fn(&[Option<i64>]) -> Option<Instance> + 'a;
+
+/// isl's scheduler at scaled sizes (see the module's doc), carried over to `scop`.
+/// `None`: not applicable, or the instances disagree, or the result fails at the real
+/// sizes; schedule at the real sizes then. `names` are the sizes' names, for the notes.
+pub fn isl_schedule_scaled(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    names: &[String],
+    build: &BuildInstance,
+    opts: &IslSchedOptions,
+) -> miette::Result<Option<IslScheduled>> {
+    if opts.scale_sizes == Some(false) {
+        return Ok(None);
+    }
+    let Some(plan) = ScalePlan::new(&scop.param_values) else {
+        return Ok(None);
+    };
+    let _s = crate::substeps::span("schedule:isl_scaled");
+    let probing = opts.scale_probe != Some(false);
+    // A problem that is quick at the real sizes needs no base instance.
+    if probing {
+        if let Some(done) = probe(ctx, scop, deps, opts, PROBE_MIN)? {
+            return Ok(Some(done));
+        }
+    }
+    let instances = plan.instances();
+    let built = crate::substeps::timed("schedule:scaled_models", || build(&instances[0]));
+    let Some(base) = built else {
+        return Ok(None);
+    };
+    let started = std::time::Instant::now();
+    let (first, note, retried) = match run_isl(ctx, &base.0, &base.1, opts, None)? {
+        IslRun::Schedule(s, note, retried) => (s, note, retried),
+        IslRun::NoSchedule(why) => {
+            return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
+        }
+        IslRun::OutOfTime => {
+            let why = "it ran past its time budget".to_string();
+            return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
+        }
+    };
+    // Where the sizes do not make isl slow, the real sizes take about as long as the
+    // base: schedule them for a few times the base's time, and keep isl's own result.
+    let longer = started.elapsed() * PROBE_FACTOR;
+    if retried.is_none() && probing && longer > PROBE_MIN {
+        if let Some(done) = probe(ctx, scop, deps, opts, longer)? {
+            return Ok(Some(done));
+        }
+    }
+    // The other instances run with the option that the base instance needed.
+    let mut more_opts = opts.clone();
+    match retried {
+        Some("max_constant_term") => more_opts.max_constant_term = Some(SCHED_MAX_CONSTANT_TERM),
+        Some("serialize_sccs") => more_opts.serialize_sccs = Some(true),
+        _ => {}
+    }
+    let mut texts = vec![first.to_str().isl("printing a schedule")?.to_string()];
+    for sizes in &instances[1..] {
+        let built = crate::substeps::timed("schedule:scaled_models", || build(sizes));
+        let Some(instance) = built else {
+            return Ok(None);
+        };
+        match run_isl(ctx, &instance.0, &instance.1, &more_opts, None)? {
+            IslRun::Schedule(sched, _, _) => {
+                texts.push(sched.to_str().isl("printing a schedule")?.to_string())
+            }
+            _ => return Ok(None),
+        }
+    }
+    let Some(schedule) = carry_over(ctx, scop, deps, &plan, &texts)? else {
+        return Ok(None);
+    };
+    // Recorded for `--timings` (and the tests): the carried-over schedule was kept.
+    crate::substeps::timed("schedule:scaled_carried", || ());
+    Ok(Some(IslScheduled {
+        schedule,
+        notes: note.into_iter().collect(),
+        fell_back: false,
+    }))
+}
+
+/// isl's own schedule at the real sizes if it comes within `time` (a probe stops at once
+/// when the time is up); `None` otherwise.
+fn probe(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    opts: &IslSchedOptions,
+    time: std::time::Duration,
+) -> miette::Result<Option<IslScheduled>> {
+    let run = crate::substeps::timed("schedule:scaled_probe", || {
+        run_isl(ctx, scop, deps, opts, Some(time))
+    })?;
+    Ok(match run {
+        IslRun::Schedule(schedule, note, _) => Some(IslScheduled {
+            schedule,
+            notes: note.into_iter().collect(),
+            fell_back: false,
+        }),
+        IslRun::NoSchedule(_) | IslRun::OutOfTime => None,
+    })
+}
+
+/// The program-order schedule at the real sizes, where isl found none at the base sizes.
+fn program_order(
+    scop: &Scop,
+    deps: &Deps,
+    plan: &ScalePlan,
+    names: &[String],
+    why: &str,
+) -> miette::Result<IslScheduled> {
+    Ok(IslScheduled {
+        schedule: initial_schedule(scop, deps)?,
+        notes: vec![format!(
+            "note: isl's scheduler found no schedule at the scaled sizes {} ({why}); polyc \
+             uses the program-order schedule instead, as `--scheduler initial` does",
+            plan.describe(names)
+        )],
+        fell_back: true,
+    })
+}
+
+/// The schedule of `scop` from the instances' schedule texts (base first, then one per
+/// group), if they agree and the result is valid for `scop` (see the module's doc).
+fn carry_over(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    plan: &ScalePlan,
+    texts: &[String],
+) -> miette::Result<Option<Schedule>> {
+    let Some(text) = extrapolate(texts, plan) else {
+        return Ok(None);
+    };
+    let Ok(schedule) = Schedule::read_from_str(&ctx.isl, &text) else {
+        let _ = ctx.take_error();
+        return Ok(None);
+    };
+    let _s = crate::substeps::span("schedule:scaled_check");
+    let domain = schedule.get_domain().isl("getting the schedule domain")?;
+    let valid = domain.is_equal(&scop.domain).isl("comparing domains")?
+        && covers(scop, &schedule)?
+        && check_schedule(deps, &schedule)?.is_ok()
+        && flags_hold(ctx, scop, deps, &schedule)?;
+    Ok(valid.then_some(schedule))
+}
+
+/// A schedule text split at its integers (maximal runs of ASCII digits): the text around
+/// them, and their values.
+fn split_integers(text: &str) -> Option<(Vec<&str>, Vec<i64>)> {
+    let mut rest = Vec::new();
+    let mut numbers = Vec::new();
+    let bytes = text.as_bytes();
+    let (mut start, mut k) = (0, 0);
+    while k < bytes.len() {
+        if bytes[k].is_ascii_digit() {
+            let end = (k..bytes.len())
+                .find(|&e| !bytes[e].is_ascii_digit())
+                .unwrap_or(bytes.len());
+            rest.push(&text[start..k]);
+            numbers.push(text[k..end].parse().ok()?);
+            start = end;
+            k = end;
+        } else {
+            k += 1;
+        }
+    }
+    rest.push(&text[start..]);
+    Some((rest, numbers))
+}
+
+/// The schedule text at the real sizes (its domain included): every integer of the base
+/// text moved by its slope per scaled group times the group's distance from its base
+/// value; `None` when the texts differ other than in integers, or a slope is not an
+/// integer.
+pub fn extrapolate(texts: &[String], plan: &ScalePlan) -> Option<String> {
+    let split: Vec<(Vec<&str>, Vec<i64>)> = texts
+        .iter()
+        .map(|t| split_integers(t))
+        .collect::<Option<_>>()?;
+    let (base_rest, base_numbers) = &split[0];
+    if split.len() != plan.groups.len() + 1 || split.iter().any(|(r, _)| r != base_rest) {
+        return None;
+    }
+    let mut out = String::new();
+    for (k, value) in base_numbers.iter().enumerate() {
+        let mut real = *value;
+        for (g, (real_value, members)) in plan.groups.iter().enumerate() {
+            let moved = split[g + 1].1[k] - value;
+            if moved % SCALE_STEP != 0 {
+                return None;
+            }
+            let base_value = plan.base[members[0]];
+            real = real.checked_add((moved / SCALE_STEP).checked_mul(real_value - base_value)?)?;
+        }
+        out.push_str(base_rest[k]);
+        if real < 0 {
+            // Only a constant that isl printed unsigned can change sign: give up.
+            return None;
+        }
+        out.push_str(&real.to_string());
+    }
+    out.push_str(base_rest[base_numbers.len()]);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_keeps_order_and_small_sizes() {
+        let p = ScalePlan::new(&[Some(2000), Some(3), Some(1200), Some(2000)]).unwrap();
+        assert_eq!(p.base, vec![48, 3, 32, 48]);
+        assert_eq!(p.groups, vec![(1200, vec![2]), (2000, vec![0, 3])]);
+        let inst = p.instances();
+        assert_eq!(inst.len(), 3);
+        assert_eq!(inst[1], vec![Some(48), Some(3), Some(40), Some(48)]);
+        assert_eq!(inst[2], vec![Some(56), Some(3), Some(32), Some(56)]);
+        // A kept size above the base value pushes the scaled ones above it.
+        let q = ScalePlan::new(&[Some(60), Some(500)]).unwrap();
+        assert_eq!(q.base, vec![60, 61]);
+        assert_eq!(ScalePlan::new(&[Some(64), Some(5)]), None);
+        assert_eq!(ScalePlan::new(&[None, Some(500)]), None);
+    }
+
+    #[test]
+    fn integers_are_carried_to_the_real_sizes() {
+        let p = ScalePlan::new(&[Some(1300)]).unwrap();
+        let at = |n: i64| {
+            format!(
+                "{{ domain: \"{{ S_0[i] : 0 <= i <= {} }}\", child: {{ schedule: \"[{{ S_0[i] -> [(2i + {})] }}]\" }} }}",
+                n - 1,
+                n - 1
+            )
+        };
+        let got = extrapolate(&[at(32), at(40)], &p).unwrap();
+        assert_eq!(got, at(1300));
+        // Texts that differ other than in integers, or slopes that are not integers.
+        let other = at(40).replace("2i", "3i + i");
+        assert_eq!(extrapolate(&[at(32), other], &p), None);
+        let odd = at(32).replace("+ 31)", "+ 35)");
+        assert_eq!(extrapolate(&[at(32), odd], &p), None);
+    }
+}

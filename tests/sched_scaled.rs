@@ -1,0 +1,114 @@
+//! Large bound sizes scheduled at scaled-down ones and carried over (README "Large bound
+//! sizes: scheduled small, carried over"; `polyhedral/src/sched_scaled.rs`). With
+//! `--isl-option scale_probe=0` the carried-over schedule is always used, so these tests
+//! do not depend on the machine's speed: it must give exactly the C that isl's schedule at
+//! the real sizes gives (`scale_sizes=0`), on programs whose schedules hold constants that
+//! grow with the sizes (`N - 1`, `2T - 1`, …), f32 and f64, sizes that are not powers of
+//! two; and the kernels must match the interpreter.
+
+mod common;
+use common::*;
+
+/// `compile` of `prog` at `params` with `--isl-option option`: the C and the timings.
+fn compile(prog: &str, params: &str, option: &str) -> (String, String) {
+    let dir = tempdir();
+    let out = dir.path().join("k.c");
+    let o = polyc(&[
+        "compile",
+        prog,
+        "--param",
+        params,
+        "--isl-option",
+        option,
+        "--timings",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_code(&o, 0);
+    (std::fs::read_to_string(&out).unwrap(), stderr(&o))
+}
+
+/// Programs whose isl schedules at these sizes hold size-dependent constants (or none),
+/// with sizes above the scaling threshold (64) in every case and below it in some.
+const CASES: [(&str, &str); 12] = [
+    ("examples/polybench/gesummv.tc", "N=130"),
+    ("examples/polybench/lu.tc", "N=70"),
+    ("examples/polybench/correlation.tc", "N=70,M=66"),
+    ("examples/polybench/covariance.tc", "N=97,M=75"),
+    ("examples/polybench/durbin.tc", "N=100"),
+    ("examples/polybench/doitgen.tc", "NQ=70,NR=66,NP=81"),
+    ("examples/polybench/jacobi_1d.tc", "N=90,T=70"),
+    ("examples/polybench/fdtd_2d.tc", "NX=67,NY=73,T=79"),
+    ("examples/polybench/2mm.tc", "NI=67,NJ=79,NK=73,NL=85"),
+    ("examples/polybench/gramschmidt.tc", "M=73,N=67"),
+    ("examples/matmul.tc", "M=67,N=45,K=53"),
+    ("examples/layernorm.tc", "R=100,N=33"),
+];
+
+#[test]
+fn carried_over_schedules_give_the_code_of_the_real_sizes() {
+    for (prog, params) in CASES {
+        let (carried, timings) = compile(prog, params, "scale_probe=0");
+        assert!(
+            timings.contains("schedule:scaled_carried"),
+            "{prog} {params}: the scaled schedule was not carried over:\n{timings}"
+        );
+        let (real, real_timings) = compile(prog, params, "scale_sizes=0");
+        assert!(!real_timings.contains("schedule:isl_scaled"), "{prog}");
+        assert_eq!(carried, real, "{prog} {params}");
+    }
+}
+
+#[test]
+fn carried_over_kernels_match_the_interpreter() {
+    for (prog, params) in [
+        ("examples/polybench/gesummv.tc", "N=130"),
+        ("examples/polybench/lu.tc", "N=70"),
+        ("examples/polybench/jacobi_1d.tc", "N=90,T=70"),
+        ("examples/polybench/correlation.tc", "N=70,M=66"),
+        ("examples/matmul.tc", "M=67,N=45,K=53"),
+    ] {
+        // Every output matches the interpreter (`run_checked` asserts it).
+        run_checked(&[
+            "run",
+            prog,
+            "--param",
+            params,
+            "--check",
+            "--isl-option",
+            "scale_probe=0",
+        ]);
+    }
+}
+
+/// Where isl finds no schedule at the base sizes, the real ones run in program order, and
+/// the note names the scaled sizes.
+#[test]
+fn no_schedule_at_the_scaled_sizes_is_program_order_with_a_note() {
+    let err = run_checked(&[
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=67,N=31,K=13",
+        "--check",
+        "--isl-option",
+        "max_coefficient=0",
+    ]);
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("polyc: note: isl's scheduler"))
+        .collect();
+    assert_eq!(
+        notes,
+        ["polyc: note: isl's scheduler found no schedule at the scaled sizes M=32 (unable to carry dependences); polyc uses the program-order schedule instead, as `--scheduler initial` does"]
+    );
+}
+
+/// Sizes up to 64, and symbolic ones, are scheduled as they are.
+#[test]
+fn small_and_symbolic_sizes_are_not_scaled() {
+    let (_, small) = compile("examples/matmul.tc", "M=64,N=45,K=53", "scale_probe=0");
+    assert!(!small.contains("schedule:isl_scaled"), "{small}");
+    let (_, symbolic) = compile("examples/matmul.tc", "M=640", "scale_probe=0");
+    assert!(!symbolic.contains("schedule:isl_scaled"), "{symbolic}");
+}
