@@ -521,6 +521,21 @@ struct Retry {
     without: &'static str,
 }
 
+impl IslSchedOptions {
+    /// These options with the setting of the retry named `option` (the third field of
+    /// [`IslRun::Schedule`]) made explicit, so that a run under them goes straight to
+    /// what that retry did.
+    pub(crate) fn with_retry(&self, option: Option<&str>) -> IslSchedOptions {
+        let mut o = self.clone();
+        match option {
+            Some("max_constant_term") => o.max_constant_term = Some(SCHED_MAX_CONSTANT_TERM),
+            Some("serialize_sccs") => o.serialize_sccs = Some(true),
+            _ => {}
+        }
+        o
+    }
+}
+
 /// Isl's constant terms bounded by [`SCHED_MAX_CONSTANT_TERM`] (fusion kept).
 fn bounded_retry() -> Retry {
     Retry {

@@ -35,7 +35,6 @@ use crate::deps::{check_schedule, Deps};
 use crate::isl::{Ctx, IslResultExt};
 use crate::sched::{
     covers, flags_hold, initial_schedule, run_isl, IslRun, IslSchedOptions, IslScheduled,
-    SCHED_MAX_CONSTANT_TERM,
 };
 use crate::scop::Scop;
 use isl_rs::Schedule;
@@ -173,12 +172,7 @@ pub fn isl_schedule_scaled(
         }
     }
     // The other instances run with the option that the base instance needed.
-    let mut more_opts = opts.clone();
-    match retried {
-        Some("max_constant_term") => more_opts.max_constant_term = Some(SCHED_MAX_CONSTANT_TERM),
-        Some("serialize_sccs") => more_opts.serialize_sccs = Some(true),
-        _ => {}
-    }
+    let more_opts = opts.with_retry(retried);
     let mut texts = vec![first.to_str().isl("printing a schedule")?.to_string()];
     for sizes in &instances[1..] {
         let built = crate::substeps::timed("schedule:scaled_models", || build(sizes));
