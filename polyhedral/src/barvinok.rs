@@ -177,8 +177,15 @@ impl Barvinok {
         })?;
         // RTLD_LOCAL keeps barvinok's isl out of the global symbol namespace;
         // RTLD_DEEPBIND makes barvinok resolve isl_* in its own libisl first.
-        let flags =
-            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL | libc::RTLD_DEEPBIND;
+        // RTLD_NODELETE keeps it mapped after the handle closes: NTL registers
+        // thread-specific data destructors, which a thread that exits later (polyc's
+        // scheduler probes, a host program's threads) would otherwise call in unmapped
+        // memory (a crash found through the Python package, which loads polyc into a
+        // long-lived process).
+        let flags = libloading::os::unix::RTLD_NOW
+            | libloading::os::unix::RTLD_LOCAL
+            | libc::RTLD_DEEPBIND
+            | libc::RTLD_NODELETE;
         // SAFETY: loading runs the libraries' initialisers (C++ static constructors of
         // NTL and barvinok), which have no preconditions.
         let lib =

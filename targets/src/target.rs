@@ -264,6 +264,12 @@ pub trait Executable {
         tensors: &mut [TensorData],
         scalars: &[TensorData],
     ) -> miette::Result<RunStats>;
+    /// The shared library the kernel runs from, for executables that are one (the CPU's
+    /// C): the Python package copies it into its compile cache and calls its entry
+    /// directly. `None` elsewhere. The file lives as long as the executable.
+    fn library_path(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 /// What a run measured.

@@ -121,4 +121,7 @@ impl Executable for CompiledKernel {
     ) -> miette::Result<RunStats> {
         run(self, prog, sizes, tensors, scalars)
     }
+    fn library_path(&self) -> Option<std::path::PathBuf> {
+        Some(self.dir().join("kernel.so"))
+    }
 }
