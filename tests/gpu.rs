@@ -496,21 +496,32 @@ fn pipelined_kernels_check_at_odd_sizes_and_a_broken_pipeline_fails() {
         "def mm64(f64(M, K) A, f64(K, N) B) -> (f64(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
     );
     run_gpu(&f64_prog, "M=37,N=71,K=45", &[]);
-    let o = polyc_env(
-        &[
-            "run",
-            "examples/matmul.tc",
-            "--param",
-            "M=67,N=45,K=53",
-            "--target",
-            "gpu",
-            "--check",
-        ],
-        ("POLYC_PIPELINE_FAULT", "same-stage"),
-    );
+    let args = [
+        "run",
+        "examples/matmul.tc",
+        "--param",
+        "M=67,N=45,K=53",
+        "--target",
+        "gpu",
+        "--check",
+    ];
+    let o = polyc_env(&args, ("POLYC_PIPELINE_FAULT", "same-stage"));
     assert_code(&o, 3);
     assert!(stdout(&o).contains("C: max_abs_err="), "{}", stdout(&o));
     assert!(stdout(&o).contains(" MISMATCH ("), "{}", stdout(&o));
+    // Without its wait, a pipeline still computes right when copies land at issue (plain
+    // stores), but not when they land only at their wait: `--check` runs both.
+    let o = polyc_env(&args, ("POLYC_PIPELINE_FAULT", "no-wait"));
+    assert_code(&o, 1);
+    assert!(
+        stderr(&o).contains(
+            "`C` differs when the pipelined copies land only at their wait (OpenCL built with"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = polyc_env(&args[..6], ("POLYC_PIPELINE_FAULT", "no-wait"));
+    assert_code(&o, 0);
 }
 
 #[test]

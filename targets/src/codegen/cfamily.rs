@@ -313,6 +313,14 @@ const GCC_NO_LOOP_VECTORIZE: &str = r#"/* gcc 12 can vectorise a loop that carri
 
 "#;
 
+/// The macro that, defined when an OpenCL source is built, makes its pipelined copies land
+/// only at their wait ([`Dialect::async_land`]).
+pub const ASYNC_AT_WAIT: &str = "POLYC_ASYNC_AT_WAIT";
+
+/// The macro an emulating source defines from [`ASYNC_AT_WAIT`]: 1 (copies write the
+/// shadow stages, which land at the wait) or 0 (copies land when issued).
+pub const ASYNC_SHADOW: &str = "POLYC_SHADOW_STAGES";
+
 /// True when some statement reads the tensor it writes at an index other than the one it
 /// writes (an in-place stencil such as `X(j, k) = f(X(j - 1, k - 1))`): see
 /// [`GCC_NO_LOOP_VECTORIZE`].
@@ -515,6 +523,16 @@ pub trait Dialect {
     /// Waits until every group of asynchronous copies but the `pending` most recent has
     /// landed (this thread's copies; a barrier then makes all threads' copies visible).
     fn async_wait_prior(&self, _pending: i64) -> Option<String> {
+        None
+    }
+    /// For a dialect whose copies into the stages are plain stores (OpenCL), the
+    /// emulation of asynchronous copies that land only at their wait: when the source is
+    /// built with [`ASYNC_AT_WAIT`] defined, the copies write shadow stages (the
+    /// [`ASYNC_SHADOW`] macro is then 1), and at step `stage`'s wait these statements move
+    /// that stage of each tile (`(name, elements of one stage)`) from its shadow into place.
+    /// A missing wait then leaves a stage unfilled, which `run --check` sees. `None` (the
+    /// default): the copies are asynchronous for real (CUDA) or there is no such mode.
+    fn async_land(&self, _tiles: &[(String, i64)], _stage: &str, _stages: i64) -> Option<String> {
         None
     }
     /// How the integer-division helpers record the first statement that divided by zero
@@ -1544,6 +1562,11 @@ impl<'a> Emitter<'a> {
             }
             self.pipelined.insert(p.lp, (p.promos.clone(), p.stages));
         }
+    }
+
+    /// Whether `promo`'s buffer holds pipeline stages.
+    pub(crate) fn is_staged(&self, promo: usize) -> bool {
+        self.staged.contains_key(&promo)
     }
 
     /// The stages of each pipelined loop of the kernel being printed.

@@ -44,7 +44,8 @@ impl Emitter<'_> {
             out.push_str("{\n");
             indent(out, level + 2);
             let _ = writeln!(out, "const {} {iter} = {init_c} + {};", self.ix(), j * step);
-            self.staged_copies(out, &copies, promos, &j.to_string(), cond, level + 2);
+            let into = self.issue_stage(&j.to_string(), stages);
+            self.staged_copies(out, &copies, promos, &into, cond, level + 2);
             indent(out, level + 1);
             out.push_str("}\n");
             self.commit(out, level + 1);
@@ -77,11 +78,13 @@ impl Emitter<'_> {
         let next_cond = cond.substitute(&|v| (v == iter.as_str()).then(|| KExpr::var(&next)));
         // `POLYC_PIPELINE_FAULT=same-stage` (tests only) writes the copies into the stage
         // being read, to show that `run --check` catches a broken pipeline.
-        let next_stage = if std::env::var("POLYC_PIPELINE_FAULT").as_deref() == Ok("same-stage") {
+        let fault = std::env::var("POLYC_PIPELINE_FAULT").ok();
+        let next_stage = if fault.as_deref() == Some("same-stage") {
             stage.clone()
         } else {
             format!("({stage} + {}) % {stages}", stages - 1)
         };
+        let next_stage = self.issue_stage(&next_stage, stages);
         self.staged_copies(
             out,
             &renamed_refs,
@@ -93,9 +96,10 @@ impl Emitter<'_> {
         indent(out, level + 2);
         out.push_str("}\n");
         self.commit(out, level + 2);
-        if let Some(wait) = self.dialect.async_wait_prior(stages - 1) {
-            indent(out, level + 2);
-            let _ = writeln!(out, "{wait}");
+        // `POLYC_PIPELINE_FAULT=no-wait` (tests only) drops the wait, which `run --check`
+        // must catch in the mode where copies land at their wait.
+        if fault.as_deref() != Some("no-wait") {
+            self.wait(out, promos, &stage, stages, level + 2);
         }
         indent(out, level + 2);
         let _ = writeln!(out, "{}", self.dialect.block_sync());
@@ -140,6 +144,39 @@ impl Emitter<'_> {
         }
         indent(out, level);
         out.push_str("}\n");
+    }
+
+    /// The stage expression copies write: `stage` itself, or, for a dialect that emulates
+    /// asynchronous copies, its shadow when the source is built to land copies at their
+    /// wait ([`crate::codegen::cfamily::Dialect::async_land`]).
+    fn issue_stage(&self, stage: &str, stages: i64) -> String {
+        if self.dialect.async_land(&[], "0", stages).is_some() {
+            format!("({stage}) + {} * {stages}", super::ASYNC_SHADOW)
+        } else {
+            stage.to_string()
+        }
+    }
+
+    /// The wait for step `stage`'s copies: the dialect's wait for asynchronous copies, or
+    /// the emulation's landing of that stage.
+    fn wait(&self, out: &mut String, promos: &[usize], stage: &str, stages: i64, level: usize) {
+        if let Some(wait) = self.dialect.async_wait_prior(stages - 1) {
+            indent(out, level);
+            let _ = writeln!(out, "{wait}");
+        }
+        let tiles: Vec<(String, i64)> = promos
+            .iter()
+            .filter_map(|&p| {
+                let t = *self.promo_tensor.get(&p)?;
+                Some((super::tile_name(p), self.stage_elems(p, t)))
+            })
+            .collect();
+        if let Some(land) = self.dialect.async_land(&tiles, stage, stages) {
+            for line in land.lines() {
+                indent(out, level);
+                let _ = writeln!(out, "{line}");
+            }
+        }
     }
 
     fn commit(&self, out: &mut String, level: usize) {

@@ -106,6 +106,12 @@ impl Dialect for GpuDialect {
             GpuDialect::OpenCl => None,
         }
     }
+    fn async_land(&self, tiles: &[(String, i64)], stage: &str, stages: i64) -> Option<String> {
+        match self {
+            GpuDialect::Cuda => None,
+            GpuDialect::OpenCl => Some(opencl_land(tiles, stage, stages)),
+        }
+    }
     fn division_fault(&self) -> DivisionFault {
         match self {
             GpuDialect::Cuda => DivisionFault {
@@ -125,4 +131,22 @@ impl Dialect for GpuDialect {
     fn device_code(&self) -> bool {
         true
     }
+}
+
+/// OpenCL's emulated wait (see [`Dialect::async_land`]): with the copies landing at their
+/// wait, every work-item's shadow copies are complete (a barrier), then the work-group
+/// moves stage `stage` of each tile into place; the pipeline's own barrier follows.
+fn opencl_land(tiles: &[(String, i64)], stage: &str, stages: i64) -> String {
+    use crate::codegen::cfamily::ASYNC_SHADOW;
+    let mut out = format!("#if {ASYNC_SHADOW} /* the copies of this step land now */\n");
+    out.push_str("barrier(CLK_LOCAL_MEM_FENCE);\n");
+    for (name, one) in tiles {
+        out.push_str(&format!(
+            "for (int polyc_e = (int)(get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2))); \
+             polyc_e < {one}; polyc_e += (int)(get_local_size(0) * get_local_size(1) * get_local_size(2))) \
+             {name}[({stage}) * {one} + polyc_e] = {name}[(({stage}) + {stages}) * {one} + polyc_e];\n"
+        ));
+    }
+    out.push_str("#endif\n");
+    out
 }

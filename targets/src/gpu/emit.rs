@@ -307,9 +307,16 @@ fn kernel_fn(
                     GpuDialect::Cuda => " __align__(16)",
                     _ => " __attribute__((aligned(16)))",
                 };
+                // An emulating dialect's staged tiles have a shadow of each stage (see
+                // `Dialect::async_land`), present when the source is built for it.
+                let shadow = if e.is_staged(b.promo) && dialect.async_land(&[], "0", 1).is_some() {
+                    format!("(1 + {}) * ", crate::codegen::cfamily::ASYNC_SHADOW)
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "  {space}{align} {c} {name}[{}]; /* tile of {} ({}) in shared memory */",
+                    "  {space}{align} {c} {name}[{shadow}{}]; /* tile of {} ({}) in shared memory */",
                     e.tile_elems(b.promo, b.tensor),
                     ten.name,
                     dims
@@ -542,6 +549,12 @@ pub fn emit_opencl(prog: &Program, param_texts: &[String], module: &GpuModule) -
         out.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     }
     out.push_str(OPENCL_PRELUDE);
+    let _ = writeln!(
+        out,
+        "/* Pipelined copies land when issued, or only at their wait when built with -D{at} (a check). */\n#ifdef {at}\n#define {sh} 1\n#else\n#define {sh} 0\n#endif",
+        at = crate::codegen::cfamily::ASYNC_AT_WAIT,
+        sh = crate::codegen::cfamily::ASYNC_SHADOW
+    );
     out.push_str(&helpers(prog, &GpuDialect::OpenCl));
     out.push_str(&reduce::helpers(
         GpuDialect::OpenCl,

@@ -144,6 +144,44 @@ fn scalar_arg(d: &TensorData) -> Result<LaunchArg> {
     })
 }
 
+/// Under `--check`, a source with pipelined loops first runs with its copies landing only
+/// at their wait ([`crate::codegen::cfamily::Dialect::async_land`]), on copies of the
+/// buffers, whose results this returns (`None`: no pipelined loop); the normal run (copies
+/// land when issued) then goes to the oracle, and [`copies_at_wait_agree`] compares them.
+fn run_copies_at_wait(
+    source: &str,
+    launches: &[crate::gpu::launch::Launch],
+    bufs: &[&mut [u8]],
+) -> Result<Option<Vec<Vec<u8>>>> {
+    use crate::codegen::cfamily::{ASYNC_AT_WAIT, ASYNC_SHADOW};
+    // Staged tiles are declared with room for their shadows.
+    if !source.contains(&format!("(1 + {ASYNC_SHADOW}) * ")) {
+        return Ok(None);
+    }
+    let at_wait = format!("#define {ASYNC_AT_WAIT} 1\n{source}");
+    let mut owned: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_vec()).collect();
+    let mut views: Vec<&mut [u8]> = owned.iter_mut().map(|b| b.as_mut_slice()).collect();
+    crate::gpu::opencl_runner::run_opencl(&at_wait, launches, &mut views)?;
+    Ok(Some(owned))
+}
+
+/// The two runs of [`run_copies_at_wait`] execute the same arithmetic in the same order, so
+/// every tensor must come out bit for bit the same: a difference means that a wait is
+/// missing or misplaced (on CUDA, a kernel reading a stage before its `cp.async` landed).
+fn copies_at_wait_agree(prog: &Program, at_wait: &[Vec<u8>], bufs: &[&mut [u8]]) -> Result<()> {
+    use crate::codegen::cfamily::ASYNC_AT_WAIT;
+    for (t, ten) in prog.tensors.iter().enumerate() {
+        if ten.role != TensorRole::Temp && at_wait[t].as_slice() != &*bufs[t] {
+            return Err(miette!(
+                help = "a pipelined loop reads a stage before its copies have landed: a wait is missing or misplaced (on CUDA, a race on cp.async)",
+                "`{}` differs when the pipelined copies land only at their wait (OpenCL built with -D{ASYNC_AT_WAIT}) from when they land at issue",
+                ten.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The bytes of a tensor's data.
 fn bytes_of(d: &mut TensorData) -> &mut [u8] {
     let n = d.len() * d.dtype().size_bytes();
@@ -201,7 +239,14 @@ impl Executable for GpuExecutable {
         let start = Instant::now();
         let device = match &self.device {
             Chosen::OpenCl { source } => {
+                let at_wait = match self.poison {
+                    true => run_copies_at_wait(source, &launches, &bufs)?,
+                    false => None,
+                };
                 let r = crate::gpu::opencl_runner::run_opencl(source, &launches, &mut bufs)?;
+                if let Some(at_wait) = at_wait {
+                    copies_at_wait_agree(prog, &at_wait, &bufs)?;
+                }
                 format!("OpenCL: {} ({})", r.device, r.platform)
             }
             Chosen::Cuda { ptx } => {
