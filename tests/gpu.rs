@@ -1230,3 +1230,47 @@ fn a_barrier_in_one_arm_of_a_uniform_branch_is_balanced_for_pocl() {
         "{arm}"
     );
 }
+
+/// A register tile that the reduction's first step writes whole (a GEMM's `C`, set to 0 at
+/// `k = 0`) is not copied in from global memory in that step. Where the tile stays in
+/// registers across the steps (whole tiles), no copy-in is left at all; where partial tiles
+/// keep it inside the reduction loop, each copy-in is guarded by the later steps. The
+/// copy-out stays, and the results check at odd sizes.
+#[test]
+fn a_register_tile_written_whole_in_the_first_step_is_not_copied_in() {
+    let none = [
+        ("examples/matmul.tc", "M=1024,N=1024,K=1024"),
+        ("examples/matmul_at.tc", "M=256,N=256,K=256"),
+        ("examples/batch_matmul.tc", "BS=4,M=128,N=128,K=128"),
+    ];
+    let guarded = [
+        ("examples/matmul.tc", "M=67,N=45,K=53"),
+        ("examples/batch_matmul.tc", "BS=3,M=17,N=29,K=41"),
+    ];
+    for (prog, params) in none.iter().chain(&guarded) {
+        for emit in ["cuda", "opencl"] {
+            let src = polyc_ok(&[prog, "--param", params, "--target", "gpu", "--emit", emit]);
+            let lines: Vec<&str> = src.lines().collect();
+            let reads: Vec<usize> = (0..lines.len())
+                .filter(|&i| lines[i].contains("] = C["))
+                .collect();
+            assert!(src.contains(" C["), "{prog} {params} ({emit})");
+            if none.contains(&(prog, params)) {
+                assert!(reads.is_empty(), "{prog} {params} ({emit}) reads C:\n{src}");
+                continue;
+            }
+            assert!(!reads.is_empty(), "{prog} {params} ({emit})");
+            for &i in &reads {
+                let guard = lines[i.saturating_sub(5)..i].iter().any(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("if (c") && l.ends_with(" >= 1) {")
+                });
+                assert!(
+                    guard,
+                    "{prog} {params} ({emit}): line {i} unguarded:\n{src}"
+                );
+            }
+        }
+        run_gpu(prog, params, &[]);
+    }
+}

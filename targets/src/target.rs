@@ -234,6 +234,7 @@ pub(crate) fn cache_promote_options(desc: &TargetDesc, s: &PromoteSettings) -> P
         hoist: s.hoist,
         locals: Vec::new(),
         exclusive_locals: Vec::new(),
+        copy_in_where_exposed: false,
     }
 }
 

@@ -707,6 +707,57 @@ fn has_thread_loop(n: &KNode) -> bool {
     found
 }
 
+/// The copy-in `c` of a register tile, hoisted above the sequential loop `iter` (from
+/// `first` while `runs`): the copy-in of the loop's first step. Promotion guards a copy-in
+/// by the steps that read before they write (`c2 >= 1` for a GEMM's `C`, initialised in
+/// the first step), so those guards are evaluated at `iter = first`: one false there drops
+/// its copies, as the first step writes the whole tile before reading it and later steps
+/// find it in registers. That needs the loop to run at least once (else the copy-out
+/// after it would store what was never loaded): when that is not proven, the guards are
+/// dropped instead (the whole footprint is copied in, which is always right). A copy-in
+/// that mentions `iter` outside guards comes back as it is (and is not hoisted).
+fn first_step_copy_in(c: &KNode, iter: &str, first: &KExpr, runs: &KExpr) -> KNode {
+    // The copies with every one-armed guard removed (`None`: a guard has two arms).
+    fn no_guards(n: KNode) -> Option<KNode> {
+        let mut two_arms = false;
+        let out = n.map_children(&mut |c| match no_guards(c) {
+            Some(c) => c,
+            None => {
+                two_arms = true;
+                KNode::Block(Vec::new())
+            }
+        });
+        match out {
+            _ if two_arms => None,
+            KNode::If { els: Some(_), .. } => None,
+            KNode::If { then, .. } => Some(*then),
+            other => Some(other),
+        }
+    }
+    let guards_only = no_guards(c.clone()).is_some_and(|n| !mentions_anywhere(&n, iter));
+    if !guards_only || !mentions_anywhere(c, iter) {
+        return c.clone();
+    }
+    let at_first = |e: &KExpr| e.substitute(&|v| (v == iter).then(|| first.clone()));
+    let proven = at_first(runs).eval(&|_| None).is_some_and(|v| v != 0);
+    fn fold(n: KNode, iter: &str, proven: bool, at: &dyn Fn(&KExpr) -> KExpr) -> KNode {
+        match n.map_children(&mut |c| fold(c, iter, proven, at)) {
+            KNode::If { cond, then, els } if cond.mentions(iter) => {
+                let cond = at(&cond);
+                match (cond.eval(&|_| None), proven) {
+                    (Some(0), true) => els.map_or(KNode::Block(Vec::new()), |e| *e),
+                    (Some(v), _) if v != 0 => *then,
+                    (_, true) => KNode::If { cond, then, els },
+                    // Not proven to run: copy the whole footprint, as unguarded.
+                    (_, false) => *then,
+                }
+            }
+            other => other,
+        }
+    }
+    fold(c.clone(), iter, proven, &at_first)
+}
+
 /// Keeps register tiles in registers across sequential loops they do not depend on (see
 /// the module docs).
 pub fn hoist_register_tiles(prog: &Program, n: KNode, block: &[i64; 3]) -> KNode {
@@ -832,6 +883,19 @@ fn try_hoist(prog: &Program, l: &KNode, block: &[i64; 3]) -> Option<KNode> {
     }
     let (pre, rest) = items.split_at(n_in);
     let (mid, post) = rest.split_at(rest.len() - n_out);
+    let KNode::For {
+        init: first,
+        cond: runs,
+        ..
+    } = l
+    else {
+        return None;
+    };
+    let pre: Vec<KNode> = pre
+        .iter()
+        .map(|c| first_step_copy_in(c, iter, first, runs))
+        .collect();
+    let pre = pre.as_slice();
     // (A copy sees every tile in scope; only the tiles of its own tensor matter.)
     let own_tiles = |n: &KNode| -> KNode {
         fn strip(n: KNode) -> KNode {
@@ -885,7 +949,14 @@ fn try_hoist(prog: &Program, l: &KNode, block: &[i64; 3]) -> Option<KNode> {
     Some(KNode::Local {
         bufs,
         body: Box::new(KNode::Block(vec![
-            Header::wrap(&headers, KNode::Block(pre.to_vec())),
+            if pre
+                .iter()
+                .all(|c| matches!(c, KNode::Block(v) if v.is_empty()))
+            {
+                KNode::Block(Vec::new())
+            } else {
+                Header::wrap(&headers, KNode::Block(pre.to_vec()))
+            },
             KNode::For {
                 iter: li.clone(),
                 init: linit.clone(),

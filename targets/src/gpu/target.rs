@@ -146,6 +146,7 @@ impl Target for GpuTarget {
             hoist: false,
             locals: Vec::new(),
             exclusive_locals: Vec::new(),
+            copy_in_where_exposed: true,
         }
     }
     /// Checks the threads per block of every kernel now: a kernel whose thread loops ask for
