@@ -1002,9 +1002,22 @@ fn shared_copies_move_16_bytes_where_rows_allow() {
             ("POLYC_VECTOR_COPY_FAULT", "1"),
         )
     };
+    // The faulty copies read past the end of `B`, which need not read the same in the two
+    // runs of a pipelined kernel under `--check` (copies landing at their wait, then at
+    // issue): the check fails either on their disagreement (exit 1) or on the oracle
+    // (exit 3).
     let o = fault("M=64,N=64,K=64");
-    assert_code(&o, 3);
-    assert!(stdout(&o).contains(" MISMATCH ("), "{}", stdout(&o));
+    match code(&o) {
+        1 => assert!(
+            stderr(&o).contains("differs when the pipelined copies land only at their wait"),
+            "{}",
+            stderr(&o)
+        ),
+        _ => {
+            assert_code(&o, 3);
+            assert!(stdout(&o).contains(" MISMATCH ("), "{}", stdout(&o));
+        }
+    }
     // Rows of 45 floats are never 16-byte aligned: every copy is element by element.
     assert_code(&fault("M=67,N=45,K=53"), 0);
 }
