@@ -66,12 +66,7 @@ fn compile_json(options: &str, explain: bool, codegen: bool) -> miette::Result<C
 /// `library` and the C to `library` with the extension `.c`.
 #[pyfunction]
 #[pyo3(signature = (options, library=None))]
-fn compile_kernel(
-    py: Python<'_>,
-    options: &str,
-    library: Option<&str>,
-) -> PyResult<(String, Option<GpuKernel>)> {
-    let _ = py;
+fn compile_kernel(options: &str, library: Option<&str>) -> PyResult<(String, Option<GpuKernel>)> {
     let (meta, gpu) = (|| -> miette::Result<(String, Option<GpuKernel>)> {
         let opts = options::parse(options)?;
         let compiled = compile_with(opts.clone(), false, true)?;
@@ -160,7 +155,6 @@ impl GpuKernel {
     /// back. Returns the kernel's time in ms and the device that ran it.
     fn run(
         &self,
-        py: Python<'_>,
         sizes: Vec<i64>,
         tensors: Vec<usize>,
         scalars: Vec<f64>,
@@ -175,13 +169,12 @@ impl GpuKernel {
         // shape at these sizes and keeps the arrays alive for the call.
         let mut data: Vec<TensorData> = unsafe { read_tensors(prog, &sizes, &tensors) };
         let scalar_data = scalar_values(prog, &scalars);
-        let _ = py;
         let stats = self
             .exec
             .run(prog, &sizes, &mut data, &scalar_data)
             .map_err(to_py)?;
         // SAFETY: as above.
-        unsafe { write_results(prog, &data, &tensors) };
+        unsafe { write_results(prog, &mut data, &tensors) };
         Ok((stats.run_ms, stats.device))
     }
 }
@@ -208,7 +201,7 @@ fn reference(
         let scalar_data = scalar_values(&prog, &scalars);
         polyhedral::interp::interpret(&prog, &sizes, &mut data, &scalar_data)?;
         // SAFETY: as above.
-        unsafe { write_results(&prog, &data, &tensors) };
+        unsafe { write_results(&prog, &mut data, &tensors) };
         Ok(())
     })()
     .map_err(to_py)
@@ -227,11 +220,11 @@ fn scalar_values(prog: &Program, values: &[f64]) -> Vec<TensorData> {
 ///
 /// # Safety
 /// As [`read_tensors`].
-unsafe fn write_results(prog: &Program, data: &[TensorData], addrs: &[usize]) {
+unsafe fn write_results(prog: &Program, data: &mut [TensorData], addrs: &[usize]) {
     for (t, ten) in prog.tensors.iter().enumerate() {
         let written = prog.outputs.contains(&t) || prog.stmts.iter().any(|s| s.lhs == t);
         if addrs[t] != 0 && written && ten.role != polyhedral::ir::TensorRole::Temp {
-            write_back(&data[t].buf, addrs[t]);
+            write_back(&mut data[t].buf, addrs[t]);
         }
     }
 }
@@ -268,10 +261,9 @@ unsafe fn read_tensors(prog: &Program, sizes: &[i64], addrs: &[usize]) -> Vec<Te
 ///
 /// # Safety
 /// `addr` must point to a live, writable buffer of `buf.len()` elements of its dtype.
-unsafe fn write_back(buf: &Buffer, addr: usize) {
-    let mut copy = buf.clone();
+unsafe fn write_back(buf: &mut Buffer, addr: usize) {
     let bytes = buf.len() * buf.dtype().size_bytes();
-    std::ptr::copy_nonoverlapping(copy.as_mut_ptr(), addr as *mut u8, bytes);
+    std::ptr::copy_nonoverlapping(buf.as_mut_ptr(), addr as *mut u8, bytes);
 }
 
 /// The version string the compile cache keys on.
