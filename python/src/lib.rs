@@ -87,6 +87,27 @@ fn compile_kernel(options: &str, library: Option<&str>) -> PyResult<(String, Opt
     Ok((meta, gpu))
 }
 
+/// The CUDA C++ (kernels and their host launcher, `extern "C" cudaError_t NAME(...,
+/// cudaStream_t stream)`) of a GPU target's program for these options: what `polyc
+/// compile --emit cuda` writes. The Python side builds it with nvcc and launches it on
+/// PyTorch's CUDA tensors, in place, on their stream.
+#[pyfunction]
+fn cuda_source(py: Python<'_>, options: &str) -> PyResult<String> {
+    py.allow_threads(|| -> miette::Result<String> {
+        let mut opts = options::parse(options)?;
+        opts.emit = Some("cuda".into());
+        Ok(compile_with(opts, false, true)?.code)
+    })
+    .map_err(to_py)
+}
+
+/// The nvcc polyc uses (`$POLYC_NVCC`, `nvcc` on `PATH`, the `nvidia-cuda-nvcc` wheel of
+/// `python3`), or `None` where there is none.
+#[pyfunction]
+fn find_nvcc() -> Option<String> {
+    targets::gpu::cuda_tools::find_nvcc().map(|p| p.display().to_string())
+}
+
 /// Copies the built library (and its C beside it) into the cache, through a temporary
 /// name and a rename, so that a reader never sees half a file.
 fn copy_library(so: &Path, dest: &Path, code: &str) -> miette::Result<()> {
@@ -281,6 +302,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tree, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(reference, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_source, m)?)?;
+    m.add_function(wrap_pyfunction!(find_nvcc, m)?)?;
     m.add_class::<GpuKernel>()?;
     Ok(())
 }

@@ -97,7 +97,9 @@ class _Arg:
 
 
 class Kernel:
-    """A compiled polyc kernel. Call it on numpy arrays or PyTorch CPU tensors.
+    """A compiled polyc kernel. Call it on numpy arrays or PyTorch CPU tensors, and, on
+    GPU targets, on PyTorch CUDA tensors too (polyc's CUDA, built with nvcc, runs on them in
+    place, on the current stream, compiled for the call's sizes).
 
     ``kernel(*inputs, **named)`` takes the ``def``'s inputs in order (tensors and scalars),
     or by name, and sizes that no shape determines by name. It checks each tensor's dtype,
@@ -154,6 +156,13 @@ class Kernel:
 
                 with open(os.path.join(self.cache_dir, "kernel.c"), encoding="utf-8") as f:
                     self._source = f.read()
+            elif self._gpu is not None:
+                import json
+
+                try:
+                    self._source = _native.cuda_source(json.dumps(self._options))
+                except _native.CompileError as e:
+                    raise from_native(e) from None
             else:
                 self._source = self._meta.get("source", "")
         return self._source
@@ -239,8 +248,10 @@ class Kernel:
             got = str(value.dtype).replace("torch.", "")
             if got != want:
                 raise TypeError("argument `%s`: dtype torch.%s, but `%s` is %s in the program (torch.%s); convert it with .to(torch.%s)" % (name, got, name, spec["dtype"], want, want))
-            if value.device.type != "cpu":
-                raise ValueError("argument `%s` is on %s; polyc.Kernel takes CPU tensors (pass .cpu())" % (name, value.device))
+            if value.device.type == "cuda" and self._gpu is None:
+                raise ValueError("argument `%s` is on %s, but this kernel was compiled for target `%s`, which takes CPU tensors (pass .cpu(), or compile with target=\"gpu\")" % (name, value.device, self.target))
+            if value.device.type not in ("cpu", "cuda"):
+                raise ValueError("argument `%s` is on %s; polyc.Kernel takes CPU tensors, and CUDA tensors on GPU targets (pass .cpu())" % (name, value.device))
             if not value.is_contiguous():
                 raise ValueError("argument `%s` is not contiguous; pass .contiguous()" % name)
             return _Arg(value, value.data_ptr(), True), tuple(value.shape)
@@ -324,13 +335,25 @@ class Kernel:
         if len(kinds) > 1:
             raise TypeError("%s got both numpy arrays and torch tensors; pass one kind" % self.name)
         as_torch = kinds == {True}
-        outs = [self._allocate(o, sizes, as_torch) for o in self._outputs]
-        return sizes, tensors, scalars, outs
+        devices = {str(a.value.device) for a in tensors if a.torch}
+        if len(devices) > 1:
+            raise TypeError("%s got tensors on %s; pass them all on one device" % (self.name, " and ".join(sorted(devices))))
+        device = devices.pop() if devices else None
+        if device is not None and not device.startswith("cuda"):
+            device = None
+        outs = [self._allocate(o, sizes, as_torch, device) for o in self._outputs]
+        return sizes, tensors, scalars, outs, device
 
     def __call__(self, *args, **kwargs):
-        sizes, tensors, scalars, outs = self._prepare(args, kwargs)
+        sizes, tensors, scalars, outs, device = self._prepare(args, kwargs)
         start = time.perf_counter()
-        if self._gpu is not None:
+        if device is not None:
+            import torch
+
+            from . import _cuda
+
+            self.device = _cuda.run(self, torch, torch.device(device), sizes, tensors, scalars, outs)
+        elif self._gpu is not None:
             self._run_gpu(sizes, tensors, scalars, outs)
         else:
             self._run_cpu(sizes, tensors, scalars, outs)
@@ -341,7 +364,9 @@ class Kernel:
         """What the kernel computes, by polyc's reference interpreter: the program in the
         order it is written, untransformed (the oracle of ``polyc run --check``). Takes
         and returns what a call does; inputs the program writes are updated in place."""
-        sizes, tensors, scalars, outs = self._prepare(args, kwargs)
+        sizes, tensors, scalars, outs, device = self._prepare(args, kwargs)
+        if device is not None:
+            raise ValueError("Kernel.reference runs on the CPU: pass CPU tensors (.cpu())")
         addrs, values = self._addresses(tensors, scalars, outs)
         try:
             _native.reference(self._options_json(), sizes, addrs, values)
@@ -349,12 +374,12 @@ class Kernel:
             raise KernelError(from_native(e).message) from None
         return _results(outs)
 
-    def _allocate(self, spec, sizes, as_torch):
+    def _allocate(self, spec, sizes, as_torch, device=None):
         shape = tuple([sizes[e["p"]] if "p" in e else max(0, _eval(e, sizes)) for e in spec["shape"]])
         if as_torch:
             import torch
 
-            t = torch.zeros(shape, dtype=getattr(torch, _TORCH_NAMES[spec["dtype"]]))
+            t = torch.zeros(shape, dtype=getattr(torch, _TORCH_NAMES[spec["dtype"]]), device=device or "cpu")
             return _Arg(t, t.data_ptr(), True)
         a = np.zeros(shape, dtype=_NUMPY[spec["dtype"]])
         return _Arg(a, a.ctypes.data, False)

@@ -475,6 +475,15 @@ pub trait Dialect {
     fn fma_names(&self) -> [&'static str; 2] {
         ["fmaf", "fma"]
     }
+    /// The functions an f32 and an f64 product calls where the compiler would otherwise be
+    /// free to fuse it with an addition into one multiply-add (`None`, the default: the
+    /// source's `*`, for compilers run with contraction off, as `-ffp-contract=off` and
+    /// OpenCL's `FP_CONTRACT OFF` are). nvcc fuses by default whatever flags a user
+    /// builds with, so CUDA names the round-to-nearest intrinsics, which it never fuses:
+    /// every product is then rounded as the reference interpreter rounds it.
+    fn unfused_mul_names(&self) -> Option<[&'static str; 2]> {
+        None
+    }
     /// The definitions of those functions, when the dialect defines its own
     /// ([`FMA_HELPERS`]); `None`, the default, where they are the library's.
     fn fma_helper(&self) -> Option<&'static str> {
@@ -2517,6 +2526,13 @@ impl<'a> Emitter<'a> {
                         let f = if *op == AssignOp::Add { "add" } else { "mul" };
                         format!("{lhs} = polyc_{f}_f16({old}, {v});")
                     }
+                    AssignOp::Mul
+                        if store == ct
+                            && matches!(ct, DType::F32 | DType::F64)
+                            && self.dialect.unfused_mul_names().is_some() =>
+                    {
+                        format!("{lhs} = {}({lhs}, {v});", self.unfused_mul(ct))
+                    }
                     AssignOp::Add | AssignOp::Mul if store == ct => {
                         let o = if *op == AssignOp::Add { "+" } else { "*" };
                         format!("{lhs} {o}= {v};")
@@ -2538,6 +2554,17 @@ impl<'a> Emitter<'a> {
         }
         indent(out, level);
         out.push_str("}\n");
+    }
+
+    /// The dialect's unfused product for f32 (`ct` F32) or f64 (anything else), or `*`'s
+    /// stand-in where it has none (callers check [`Dialect::unfused_mul_names`] first).
+    fn unfused_mul(&self, ct: DType) -> &'static str {
+        let [f32_mul, f64_mul] = self.dialect.unfused_mul_names().unwrap_or(["", ""]);
+        if ct == DType::F32 {
+            f32_mul
+        } else {
+            f64_mul
+        }
     }
 
     /// A right-hand side in the statement's compute type; the result is always an atom
@@ -2606,6 +2633,11 @@ impl<'a> Emitter<'a> {
                         } else {
                             format!("polyc_{f}_{x}({a}, {b}, {k})")
                         }
+                    }
+                    (BinOp::Mul, DType::F32 | DType::F64)
+                        if self.dialect.unfused_mul_names().is_some() =>
+                    {
+                        format!("{}({a}, {b})", self.unfused_mul(ct))
                     }
                     _ => {
                         let o = match op {

@@ -85,10 +85,13 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// python3's site-packages directories (global and user), or none without python3.
+/// python3's site-packages directories (global and user, and, inside a virtual
+/// environment, those of the Python it was made from, where `pip install
+/// nvidia-cuda-nvcc` put nvcc before the environment existed), or none without python3.
 fn python_site_dirs() -> Vec<PathBuf> {
-    let script = "import site\n\
-                  for d in site.getsitepackages() + [site.getusersitepackages()]: print(d)";
+    let script = "import site, sys, sysconfig\n\
+                  base = sysconfig.get_paths(vars={'base': sys.base_prefix, 'platbase': sys.base_prefix})\n\
+                  for d in site.getsitepackages() + [site.getusersitepackages(), base['purelib'], base['platlib']]: print(d)";
     match Command::new("python3").args(["-c", script]).output() {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
             .lines()

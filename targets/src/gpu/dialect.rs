@@ -131,6 +131,12 @@ impl Dialect for GpuDialect {
     fn device_code(&self) -> bool {
         true
     }
+    fn unfused_mul_names(&self) -> Option<[&'static str; 2]> {
+        match self {
+            GpuDialect::Cuda => Some(["__fmul_rn", "__dmul_rn"]),
+            GpuDialect::OpenCl => None,
+        }
+    }
 }
 
 /// OpenCL's emulated wait (see [`Dialect::async_land`]): with the copies landing at their

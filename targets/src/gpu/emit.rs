@@ -115,12 +115,22 @@ fn param_decl(prog: &Program, dialect: GpuDialect, k: &DeviceKernel, p: &KernelP
         KernelParam::Size(i) => format!("int64_t {}", c_ident(&prog.params[*i].name)),
         KernelParam::Tensor(t) => {
             let ten = &prog.tensors[*t];
-            let konst = if written.contains(t) { "" } else { "const " };
+            // Only tensors the kernel never writes are `restrict`. Through a restrict
+            // pointer that other threads of the block write, nvcc moved the reads of a
+            // row reduction's result above the barrier after it (each thread then read
+            // the value before thread 0 stored it: softmax with a dynamic row count gave
+            // zeros on an H100). The read-only restrict pointers already tell the compiler
+            // that no store aliases them.
+            let (konst, restrict) = if written.contains(t) {
+                ("", "")
+            } else {
+                ("const ", dialect.restrict())
+            };
             let space = dialect.global_space();
             format!(
-                "{space}{konst}{} *{} {}",
+                "{space}{konst}{} *{restrict}{}{}",
                 ten.dtype.c_type(),
-                dialect.restrict(),
+                if restrict.is_empty() { "" } else { " " },
                 c_ident(&ten.name)
             )
         }
@@ -262,8 +272,9 @@ fn kernel_fn(
         GpuDialect::Cuda => {
             let _ = writeln!(
                 out,
-                "extern \"C\" __global__ void __launch_bounds__({}, 1) {}({params}) {{",
+                "extern \"C\" __global__ void __launch_bounds__({}, {}) {}({params}) {{",
                 k.threads(),
+                min_blocks_per_sm(),
                 k.name
             );
         }
@@ -412,14 +423,28 @@ pub fn dynamic_shared_bytes(prog: &Program, param_texts: &[String], k: &DeviceKe
 fn stage_cap() -> i64 {
     static WARNED: std::sync::Once = std::sync::Once::new();
     let default = crate::codegen::pipeline::MAX_STAGES;
-    match std::env::var("POLYC_PIPELINE_STAGES") {
+    env_whole("POLYC_PIPELINE_STAGES", default, "stages at most", &WARNED)
+}
+
+/// The blocks per SM a CUDA kernel's `__launch_bounds__` asks for: `POLYC_MIN_BLOCKS`
+/// (a whole number from 1, for measuring), else 1. ptxas then keeps the kernel's
+/// registers within what that many blocks of its threads leave per thread.
+fn min_blocks_per_sm() -> i64 {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    env_whole("POLYC_MIN_BLOCKS", 1, "block per SM", &WARNED)
+}
+
+/// The whole number from 1 in the environment variable `name`, else `default`; any other
+/// value is ignored with a warning on standard error (once per variable).
+fn env_whole(name: &str, default: i64, unit: &str, warned: &std::sync::Once) -> i64 {
+    match std::env::var(name) {
         Err(_) => default,
         Ok(v) => match v.trim().parse::<i64>() {
             Ok(n) if n >= 1 => n,
             _ => {
-                WARNED.call_once(|| {
+                warned.call_once(|| {
                     eprintln!(
-                        "polyc: warning: POLYC_PIPELINE_STAGES=`{v}` is not a whole number from 1; using {default} stages at most"
+                        "polyc: warning: {name}=`{v}` is not a whole number from 1; using {default} {unit}"
                     )
                 });
                 default
