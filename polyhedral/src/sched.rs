@@ -478,9 +478,19 @@ pub(crate) fn run_isl(
             SCHED_TIMEOUT_MIN_OPERATIONS
         },
     };
+    let started = std::time::Instant::now();
     let run = result.and_then(|()| schedule_deps(ctx, scop, deps, limits));
     let run = match run {
         Ok(IslRun::OutOfTime) if probe.is_none() => {
+            // A run that went on to its hard stop did slow operations (adi's and deriche's
+            // at LARGE sizes: 20 s each), and a retry that runs out of time would do the
+            // same: the retries then stop at their time budget, with no floor of
+            // operations (one that needs little, as deriche's bounded run, still ends).
+            let limits = if started.elapsed() >= limits.time + hard_stop_after(limits.time) {
+                Limits { floor: 0, ..limits }
+            } else {
+                limits
+            };
             // The retries the user's options leave open, cheapest change first.
             let mut retries = Vec::new();
             if opts.max_constant_term.is_none() {
@@ -937,11 +947,17 @@ pub const SCHED_TIMEOUT_MIN_OPERATIONS: u64 = 200_000;
 /// After its time budget and this many more (at least [`SCHED_HARD_STOP_MIN_MS`]), isl's
 /// scheduler stops at its next operation, however few it did: a safety net for problems
 /// whose operations are slow.
-pub const SCHED_HARD_STOP_BUDGETS: u32 = 3;
+pub const SCHED_HARD_STOP_BUDGETS: u32 = 1;
 
 /// The shortest wait from the time budget to the hard stop, so that tiny budgets (tests)
 /// still end in [`SCHED_TIMEOUT_MIN_OPERATIONS`] operations on any machine.
 pub const SCHED_HARD_STOP_MIN_MS: u64 = 10_000;
+
+/// How long after its time budget `budget` a run of isl's scheduler stops at its next
+/// operation ([`SCHED_HARD_STOP_BUDGETS`], [`SCHED_HARD_STOP_MIN_MS`]).
+fn hard_stop_after(budget: std::time::Duration) -> std::time::Duration {
+    (budget * SCHED_HARD_STOP_BUDGETS).max(std::time::Duration::from_millis(SCHED_HARD_STOP_MIN_MS))
+}
 
 /// A thread that stops isl's computation on a context when a time budget runs out: it
 /// lowers the context's operation budget to [`SCHED_TIMEOUT_MIN_OPERATIONS`] (isl checks it
@@ -966,9 +982,8 @@ impl Watchdog {
                     // aligned word that isl reads at its next operation.
                     unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, lowered) };
                     // Operations can be slow (deriche's: 0.5 ms each, so 200 000 of them
-                    // take 100 s): past three more budgets, stop at the next operation.
-                    let hard = (budget * SCHED_HARD_STOP_BUDGETS)
-                        .max(std::time::Duration::from_millis(SCHED_HARD_STOP_MIN_MS));
+                    // take 100 s): past one more budget (at least 10 s), stop at the next operation.
+                    let hard = hard_stop_after(budget);
                     if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(hard) {
                         // SAFETY: as above.
                         unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, 1) };
