@@ -74,6 +74,22 @@ def test_symbolic_sizes_are_launcher_arguments():
     ]
 
 
+def test_an_i64_scalar_is_passed_as_a_scalar_and_an_f16_scalar_is_refused(tmp_path):
+    """The launcher takes scalars by value: an i64 one looks like a size there and is
+    passed from the call's scalars; an f16 one (a `_Float16` by value, which ctypes cannot
+    pass) is an error that says what to do."""
+    prog = tmp_path / "addk.tc"
+    prog.write_text("def addk(i64(N) X, i64 k, f32 s) -> (i64(N) Z) {\n  Z(i) = X(i) + k\n}\n")
+    name, params = _cuda.launcher_params(_cuda_source(str(prog), {"N": 5}))
+    assert [(k, n) for k, n, _ in params] == [
+        ("tensor", "X"), ("size", "k"), ("scalar", "s"), ("tensor", "Z"), ("stream", "stream"),
+    ]
+    half = tmp_path / "haxpy.tc"
+    half.write_text("def haxpy(f16(N) X, f16 a) -> (f16(N) Z) {\n  Z(i) = a * X(i)\n}\n")
+    with pytest.raises(polyc.KernelError, match="scalar input `a` is f16, which polyc's CUDA launcher takes by value"):
+        _cuda.launcher_params(_cuda_source(str(half), {"N": 5}))
+
+
 try:
     import torch
 except ImportError:
@@ -141,3 +157,12 @@ def test_cuda_tensor_errors_name_the_argument():
     cpu = polyc.compile(example("matmul.tc"))
     with pytest.raises(ValueError, match="argument `A` is on cuda:0, but this kernel was compiled for target `cpu`"):
         cpu(a, torch.rand(4, 3, device="cuda"))
+
+
+@needs_cuda
+def test_scalars_on_cuda_tensors(tmp_path):
+    prog = tmp_path / "scale.tc"
+    prog.write_text("def scale(f32(N) X, i64 k, f32 s) -> (f32(N) Z) {\n  Z(i) = s * X(i) + k\n}\n")
+    f = polyc.compile(str(prog), target="gpu")
+    x = torch.rand(37, device="cuda")
+    torch.testing.assert_close(f(x, 3, 0.5), 0.5 * x + 3)

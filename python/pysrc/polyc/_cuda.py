@@ -71,13 +71,22 @@ def launcher_params(source):
         elif decl.startswith("int64_t"):
             params.append(("size", name, ctypes.c_int64))
         else:
+            ctype_name = decl.rsplit(" ", 1)[0].strip()
+            if ctype_name == "_Float16":
+                # x86-64 passes a _Float16 by value in a vector register; ctypes has no
+                # such type, and an integer in its place would be read from the wrong one.
+                raise KernelError(
+                    "scalar input `%s` is f16, which polyc's CUDA launcher takes by value and "
+                    "ctypes cannot pass: on CUDA tensors, make it an f32 scalar or a 1-element "
+                    "tensor (numpy arrays and CPU tensors take it as it is)" % name
+                )
             ctype = {
                 "float": ctypes.c_float,
                 "double": ctypes.c_double,
                 "int32_t": ctypes.c_int32,
+                "int64_t": ctypes.c_int64,
                 "int8_t": ctypes.c_int8,
-                "__half": ctypes.c_uint16,
-            }.get(decl.rsplit(" ", 1)[0].strip())
+            }.get(ctype_name)
             if ctype is None:
                 raise KernelError("internal error: launcher parameter `%s` has no ctypes type" % decl)
             params.append(("scalar", name, ctype))
@@ -181,6 +190,8 @@ def _launch_plan(kernel, torch, device, sizes):
     size_of = dict(zip(kernel._param_names, sizes))
     steps = []
     for kind, name, ctype in built.params:
+        if kind == "size" and name not in size_of and name in scalar_at:
+            kind = "scalar"  # an i64 scalar input reads like a size in the launcher
         if kind == "tensor":
             steps.append(("tensor", tensor_at[name], ctype))
         elif kind == "scalar":
