@@ -59,3 +59,15 @@ def assert_close(got, want, dtype, what):
 @pytest.fixture
 def cache_dir():
     return _CACHE
+
+
+def smoke_cases():
+    """The smoke suite's programs, each with its odd shape (the second, where there is one)."""
+    import yaml
+
+    with open(os.path.join(REPO, "specs", "suites", "smoke.yaml"), encoding="utf-8") as f:
+        smoke = yaml.safe_load(f)
+    return [
+        (os.path.normpath(os.path.join(REPO, "specs", "suites", c["program"])), c["shapes"][min(1, len(c["shapes"]) - 1)])
+        for c in smoke["cases"]
+    ]

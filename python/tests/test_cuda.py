@@ -11,19 +11,12 @@ import os
 
 import numpy as np
 import pytest
-import yaml
 
 import polyc
 from polyc import _cuda, _native
-from conftest import REPO, assert_close, copies, example, random_inputs
+from conftest import smoke_cases, assert_close, copies, example, random_inputs
 
-with open(os.path.join(REPO, "specs", "suites", "smoke.yaml"), encoding="utf-8") as f:
-    _SMOKE = yaml.safe_load(f)
-
-CASES = [
-    (os.path.normpath(os.path.join(REPO, "specs", "suites", c["program"])), c["shapes"][min(1, len(c["shapes"]) - 1)])
-    for c in _SMOKE["cases"]
-]
+CASES = smoke_cases()
 
 
 def _cuda_source(program, sizes, target="h100"):

@@ -5,19 +5,11 @@ import os
 
 import numpy as np
 import pytest
-import yaml
 
 import polyc
-from conftest import REPO, assert_close, copies, random_inputs
+from conftest import smoke_cases, assert_close, copies, random_inputs
 
-with open(os.path.join(REPO, "specs", "suites", "smoke.yaml"), encoding="utf-8") as f:
-    _SMOKE = yaml.safe_load(f)
-
-# The smoke suite's programs with their odd shape (the second, where there is one).
-CASES = [
-    (os.path.normpath(os.path.join(REPO, "specs", "suites", c["program"])), c["shapes"][min(1, len(c["shapes"]) - 1)])
-    for c in _SMOKE["cases"]
-]
+CASES = smoke_cases()
 
 
 def _check(kernel, sizes):
