@@ -7,10 +7,13 @@
 //!   (`T_k(i, j) = T_{k-1}(i, j) * 1.01 + 0.5`, 1024 × 1024), a chain of 40 reductions
 //!   (matrix-vector products), and a 12-layer MLP (matmul, bias, GELU), each compiled once,
 //!   with the slowest sub-steps, the process's peak memory so far, and the exponent `b` of
-//!   `time ≈ a·n^b` fitted over the chains.
+//!   `time ≈ a·n^b` fitted over the chains;
+//! - the polybench group: each of PolyBench/C 4.2's 30 kernels (`examples/polybench`) at
+//!   PolyBench's LARGE sizes (the `/* LARGE: … */` line of `bench/polybench/K.c`), deriche
+//!   and seidel-2d among them, compiled once each, with the count under 1 s (the goal: all).
 //!
 //! Run: `cargo bench --bench compile_time` (`-- gpu` or `-- cpu` for one target only,
-//! `-- scaling` or `-- smoke` for one group only; both may be given).
+//! `-- scaling`, `-- smoke` or `-- polybench` for one group only; both may be given).
 
 use polyc::pipeline::driver::compile;
 use polyc::pipeline::options::CompileOptions;
@@ -30,7 +33,9 @@ fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let only_target = args.iter().find(|a| *a == "cpu" || *a == "gpu");
-    let only_group = args.iter().find(|a| *a == "smoke" || *a == "scaling");
+    let only_group = args
+        .iter()
+        .find(|a| *a == "smoke" || *a == "scaling" || *a == "polybench");
     for (target, goal) in [("cpu", 200.0), ("gpu", 300.0)] {
         if only_target.is_some_and(|o| o != target) {
             continue;
@@ -43,7 +48,74 @@ fn main() {
             println!("== target {target}: scaling group");
             scaling(target);
         }
+        if only_group.is_none_or(|g| g == "polybench") {
+            println!("== target {target}: polybench group (LARGE sizes)");
+            polybench(target);
+        }
     }
+}
+
+/// One compile: its milliseconds, and its three slowest sub-steps as text.
+fn compile_once(opts: &CompileOptions) -> (f64, Vec<String>) {
+    let c = compile(opts, Mode::Optimised).expect("compiles");
+    let ms: f64 = c.timings.iter().map(|t| t.ms).sum();
+    let parts = polyc::pipeline::timing_report::slowest_sub_steps(&c.timings);
+    let top = parts
+        .iter()
+        .take(3)
+        .map(|(n, v)| format!("{n} {v:.0}"))
+        .collect();
+    (ms, top)
+}
+
+/// The sizes of PolyBench kernel `k` at LARGE, from its C file's `/* LARGE: N=…,… */` line.
+fn large_sizes(root: &Path, k: &str) -> Vec<(String, i64)> {
+    let c = std::fs::read_to_string(root.join(format!("bench/polybench/{k}.c")))
+        .expect("the kernel's C file");
+    let line = c
+        .lines()
+        .find_map(|l| l.strip_prefix("/* LARGE: ")?.strip_suffix(" */"))
+        .expect("a LARGE line");
+    line.split(',')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').expect("NAME=VALUE");
+            (k.to_string(), v.parse().expect("an integer"))
+        })
+        .collect()
+}
+
+fn polybench(target: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut kernels: Vec<String> = std::fs::read_dir(root.join("examples/polybench"))
+        .expect("examples/polybench")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".tc").map(str::to_string)
+        })
+        .collect();
+    kernels.sort();
+    println!("{:<16} {:>10}   slowest sub-steps (ms)", "kernel", "ms");
+    let (mut under, mut logs) = (0, 0.0);
+    for k in &kernels {
+        let opts = CompileOptions {
+            params: large_sizes(root, k),
+            target: Some(target.to_string()),
+            ..CompileOptions::for_program(
+                root.join(format!("examples/polybench/{k}.tc"))
+                    .display()
+                    .to_string(),
+            )
+        };
+        let (ms, top) = compile_once(&opts);
+        println!("{k:<16} {ms:>10.1}   {}", top.join(", "));
+        under += usize::from(ms < 1000.0);
+        logs += ms.ln();
+    }
+    println!(
+        "{under} of {} under 1 s (goal: all); geometric mean {:.0} ms",
+        kernels.len(),
+        (logs / kernels.len() as f64).exp()
+    );
 }
 
 /// `T_k(i, j) = T_{k-1}(i, j) * 1.01 + 0.5` for k = 1..n.
@@ -131,14 +203,7 @@ fn scaling(target: &str) {
             max_statements: 1000,
             ..CompileOptions::for_program(path.display().to_string())
         };
-        let c = compile(&opts, Mode::Optimised).expect("compiles");
-        let ms: f64 = c.timings.iter().map(|t| t.ms).sum();
-        let parts = polyc::pipeline::timing_report::slowest_sub_steps(&c.timings);
-        let top: Vec<String> = parts
-            .iter()
-            .take(3)
-            .map(|(n, v)| format!("{n} {v:.0}"))
-            .collect();
+        let (ms, top) = compile_once(&opts);
         let peak = peak_mb().map_or("?".to_string(), |m| format!("{m:.0}"));
         println!("{name:<14} {ms:>10.1} {peak:>9}   {}", top.join(", "));
         if let Some(n) = n {

@@ -314,7 +314,7 @@ struct CommonArgs {
     #[arg(long = "max-statements", value_name = "N", default_value_t = polyc::pipeline::options::DEFAULT_MAX_STATEMENTS)]
     max_statements: usize,
     /// A compile-time budget in seconds: isl's scheduler gets 40% of it (instead of its
-    /// default 5 s); past that, polyc schedules again more cheaply (constant terms bounded
+    /// default 1 s); past that, polyc schedules again more cheaply (constant terms bounded
     /// by 20, then each strongly connected component apart, then program order), and says
     /// so in a note. An explicit `--isl-option time_budget_ms=N` wins.
     #[arg(

@@ -386,59 +386,140 @@ pub fn check_schedule(deps: &Deps, schedule: &Schedule) -> miette::Result<Result
             names.join(", ")
         ));
     }
-    // a -> b such that S(a) >=lex S(b): the pairs the schedule does not order a-first.
+    // A dependence a -> b is violated where S(b) - S(a) <=lex 0 (in one schedule space;
+    // points in different spaces are never compared). The differences of the scheduled
+    // dependences are few and simple (constant vectors, mostly); composing the schedule
+    // with the order and its inverse instead relates every statement to every other
+    // (25 600 compositions for 160 statements: 52 s).
     let range = smap
         .copy()
         .isl("copying a map")?
         .range()
         .isl("schedule range")?;
-    let ge = range
-        .copy()
-        .isl("copying a set")?
-        .lex_ge_union_set(range)
-        .isl("building the lexicographic order")?;
-    let not_before = smap
-        .copy()
-        .isl("copying a map")?
-        .apply_range(ge)
-        .isl("composing the schedule")?
-        .apply_range(smap.reverse().isl("reversing the schedule")?)
-        .isl("composing the schedule")?;
-    let n = deps.stmt_names.len();
+    let nonpositive = nonpositive_vectors(&range)?;
     for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
-        let bad = deps
+        let of_kind = deps
             .of_kind(kind)
             .copy()
             .isl("copying dependences")?
-            .intersect(not_before.copy().isl("copying a map")?)
-            .isl("finding violated dependences")?
             .intersect_params(deps.context.copy().isl("copying the context")?)
             .isl("finding violated dependences")?;
-        if bad.is_empty().isl("finding violated dependences")? {
+        let backwards = of_kind
+            .copy()
+            .isl("copying dependences")?
+            .apply_domain(smap.copy().isl("copying a map")?)
+            .isl("scheduling dependence sources")?
+            .apply_range(smap.copy().isl("copying a map")?)
+            .isl("scheduling dependence targets")?
+            .deltas()
+            .isl("dependence distances in the schedule")?
+            .coalesce()
+            .isl("simplifying dependence distances")?
+            .intersect(nonpositive.copy().isl("copying a set")?)
+            .isl("finding violated dependences")?;
+        if backwards.is_empty().isl("finding violated dependences")? {
             continue;
         }
-        for src in 0..n {
-            for dst in 0..n {
-                let m = bad
-                    .extract_map(deps.pair_space(src, dst)?)
-                    .isl("extracting violated dependences")?
-                    .coalesce()
-                    .isl("simplifying violated dependences")?;
-                if m.is_empty().isl("finding violated dependences")? {
-                    continue;
-                }
-                let example = example_pair(&m, &deps.stmt_names[src], &deps.stmt_names[dst]);
-                return Ok(Err(Violation {
-                    kind,
-                    source: deps.stmt_names[src].clone(),
-                    target: deps.stmt_names[dst].clone(),
-                    relation: map_text(&m),
-                    example,
-                }));
-            }
+        let ge = range
+            .copy()
+            .isl("copying a set")?
+            .lex_ge_union_set(range.copy().isl("copying a set")?)
+            .isl("building the lexicographic order")?;
+        if let Some(v) = first_violation(deps, kind, &smap, &ge)? {
+            return Ok(Err(v));
         }
     }
     Ok(Ok(()))
+}
+
+/// `{ x : x <=lex 0 }` in each space of `range`.
+fn nonpositive_vectors(range: &UnionSet) -> miette::Result<UnionSet> {
+    let list = range.get_set_list().isl("listing schedule spaces")?;
+    let mut all: Option<UnionSet> = None;
+    for k in 0..list.size().isl("listing schedule spaces")? {
+        let space = list
+            .get_at(k)
+            .isl("listing schedule spaces")?
+            .get_space()
+            .isl("a schedule space")?;
+        // lex_ge relates a to every b <=lex a: its differences b - a are the vectors <=lex 0.
+        let part = UnionSet::from_set(
+            Map::lex_ge(space)
+                .isl("building the lexicographic order")?
+                .deltas()
+                .isl("vectors <=lex 0")?,
+        )
+        .isl("vectors <=lex 0")?;
+        all = Some(match all {
+            None => part,
+            Some(a) => a.union(part).isl("vectors <=lex 0")?,
+        });
+    }
+    match all {
+        Some(a) => Ok(a),
+        None => UnionSet::empty(range.get_space().isl("a schedule space")?).isl("an empty set"),
+    }
+}
+
+/// The first pair of statements (sources, then targets, in order) whose dependences of
+/// `kind` the schedule `smap` does not order source-first (`ge`: the lexicographic order
+/// `>=` on its range), as a [`Violation`].
+fn first_violation(
+    deps: &Deps,
+    kind: DepKind,
+    smap: &UnionMap,
+    ge: &UnionMap,
+) -> miette::Result<Option<Violation>> {
+    let of_kind = deps.of_kind(kind);
+    let n = deps.stmt_names.len();
+    for src in 0..n {
+        for dst in 0..n {
+            let m = of_kind
+                .extract_map(deps.pair_space(src, dst)?)
+                .isl("extracting dependences")?;
+            if m.is_empty().isl("finding violated dependences")? {
+                continue;
+            }
+            let m = UnionMap::from_map(m).isl("a dependence as a union map")?;
+            let at = |set: UnionSet| {
+                smap.copy()
+                    .isl("copying a map")?
+                    .intersect_domain(set)
+                    .isl("restricting the schedule map")
+            };
+            // a -> b such that S(a) >=lex S(b), for the two statements only.
+            let not_before = at(m.copy().isl("copying a map")?.domain().isl("sources")?)?
+                .apply_range(ge.copy().isl("copying a map")?)
+                .isl("composing the schedule")?
+                .apply_range(
+                    at(m.copy().isl("copying a map")?.range().isl("targets")?)?
+                        .reverse()
+                        .isl("reversing the schedule")?,
+                )
+                .isl("composing the schedule")?;
+            let bad = m
+                .intersect(not_before)
+                .isl("finding violated dependences")?
+                .intersect_params(deps.context.copy().isl("copying the context")?)
+                .isl("finding violated dependences")?
+                .extract_map(deps.pair_space(src, dst)?)
+                .isl("extracting violated dependences")?
+                .coalesce()
+                .isl("simplifying violated dependences")?;
+            if bad.is_empty().isl("finding violated dependences")? {
+                continue;
+            }
+            let example = example_pair(&bad, &deps.stmt_names[src], &deps.stmt_names[dst]);
+            return Ok(Some(Violation {
+                kind,
+                source: deps.stmt_names[src].clone(),
+                target: deps.stmt_names[dst].clone(),
+                relation: map_text(&bad),
+                example,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// `S_0[0, 0] -> S_1[0, 0]`: the lexicographically first pair of a dependence relation

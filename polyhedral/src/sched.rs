@@ -934,10 +934,14 @@ pub const SCHED_MAX_OPERATIONS: u64 = 2_000_000;
 pub const SCHED_MAX_CONSTANT_TERM: i32 = 20;
 
 /// The default wall-clock budget of one run of isl's scheduler (`time_budget_ms`): a
-/// scheduling problem that takes longer (40 chained reductions: 27 s on a 2-core machine)
-/// is scheduled again with bounded constant terms ([`SCHED_MAX_CONSTANT_TERM`]: 0.4 s
-/// there), and if that runs out too, one strongly connected component at a time.
-pub const SCHED_TIME_BUDGET_MS: u64 = 5_000;
+/// scheduling problem that takes longer (40 chained reductions at N = 1024: 2.9 s on a
+/// 2-core machine) is scheduled again with bounded constant terms
+/// ([`SCHED_MAX_CONSTANT_TERM`]), and if that runs out too, one strongly connected
+/// component at a time. Every run of the tests, examples and PolyBench at LARGE sizes that
+/// isl finishes at all (at scaled sizes) takes under 0.4 s, except ludcmp's on the GPU
+/// target (2 s, at N = 40; see [`SCHED_TIMEOUT_MIN_OPERATIONS`]); adi's and deriche's
+/// first runs never finish.
+pub const SCHED_TIME_BUDGET_MS: u64 = 1_000;
 
 /// Past its time budget, isl's scheduler still runs up to this many operations: the
 /// largest run of the tests and examples takes about 105 000, so whether a schedule falls
@@ -950,8 +954,9 @@ pub const SCHED_TIMEOUT_MIN_OPERATIONS: u64 = 200_000;
 pub const SCHED_HARD_STOP_BUDGETS: u32 = 1;
 
 /// The shortest wait from the time budget to the hard stop, so that tiny budgets (tests)
-/// still end in [`SCHED_TIMEOUT_MIN_OPERATIONS`] operations on any machine.
-pub const SCHED_HARD_STOP_MIN_MS: u64 = 10_000;
+/// still end in [`SCHED_TIMEOUT_MIN_OPERATIONS`] operations on a machine that is not
+/// much slower than ours.
+pub const SCHED_HARD_STOP_MIN_MS: u64 = 1_000;
 
 /// How long after its time budget `budget` a run of isl's scheduler stops at its next
 /// operation ([`SCHED_HARD_STOP_BUDGETS`], [`SCHED_HARD_STOP_MIN_MS`]).
@@ -982,7 +987,7 @@ impl Watchdog {
                     // aligned word that isl reads at its next operation.
                     unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, lowered) };
                     // Operations can be slow (deriche's: 0.5 ms each, so 200 000 of them
-                    // take 100 s): past one more budget (at least 10 s), stop at the next operation.
+                    // take 100 s): past one more budget (at least 1 s), stop at the next operation.
                     let hard = hard_stop_after(budget);
                     if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(hard) {
                         // SAFETY: as above.

@@ -28,6 +28,9 @@ pub struct BandInfo {
     pub domain: UnionSet,
     /// The band's partial schedule as a union map, restricted to [`BandInfo::domain`].
     pub map: UnionMap,
+    /// Every access (reads and writes) of the statements that reach the band: a tile's
+    /// data is its image (per footprint, the whole program's accesses would be walked).
+    pub accesses: UnionMap,
     /// The prefix schedule of the band (outer bands, as isl computes it).
     pub prefix: UnionMap,
     /// Extent of each member (`max - min + 1`) when the sizes are bound.
@@ -83,15 +86,8 @@ pub fn collect_bands(
             .isl("reading a prefix schedule")?
             .intersect_domain(domain.copy().isl("copying a set")?)
             .isl("restricting a prefix schedule")?;
-        let mut stmts = Vec::new();
-        for i in 0..scop.stmt_names.len() {
-            let part = domain
-                .extract_set(scop.stmt_space(i)?)
-                .isl("extracting a statement's instances")?;
-            if !part.is_empty().isl("testing a set for emptiness")? {
-                stmts.push(i);
-            }
-        }
+        let stmts = stmts_of(scop, &domain)?;
+        let accesses = accesses_of(scop, &stmts)?;
         let extents = member_extents(&map, b.n_members())?;
         let max_extents = if extents.iter().any(Option::is_none) {
             bounded_extents(&map, &scop.context, b.n_members())?
@@ -112,6 +108,7 @@ pub fn collect_bands(
             stmts,
             domain,
             map,
+            accesses,
             prefix,
             extents,
             outer,
@@ -420,6 +417,71 @@ pub struct TensorFootprint {
     pub symbolic: Option<SymbolicFootprint>,
 }
 
+/// The statements (by number, ascending) with instances in `domain`: from its own sets,
+/// not by testing every statement (a band of one statement in a program of hundreds).
+fn stmts_of(scop: &Scop, domain: &UnionSet) -> miette::Result<Vec<usize>> {
+    let list = domain.get_set_list().isl("listing a band's statements")?;
+    let mut out = Vec::new();
+    for k in 0..list.size().isl("listing a band's statements")? {
+        let set = list.get_at(k).isl("listing a band's statements")?;
+        if set.is_empty().isl("testing a set for emptiness")? {
+            continue;
+        }
+        let name = set.get_tuple_name().isl("a statement's name")?;
+        if let Some(i) = scop.stmt_names.iter().position(|n| *n == name) {
+            out.push(i);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Every read and write of `stmts`, as one union map.
+fn accesses_of(scop: &Scop, stmts: &[usize]) -> miette::Result<UnionMap> {
+    let mut all: Option<UnionMap> = None;
+    for &s in stmts {
+        for acc in std::iter::once(&scop.stmt_writes[s]).chain(&scop.stmt_reads[s]) {
+            let m = UnionMap::from_map(acc.map.copy().isl("copying an access")?)
+                .isl("an access as a union map")?;
+            all = Some(match all {
+                None => m,
+                Some(a) => a.union(m).isl("uniting accesses")?,
+            });
+        }
+    }
+    match all {
+        Some(a) => Ok(a),
+        None => {
+            UnionMap::empty(scop.reads.get_space().isl("the accesses' space")?).isl("no accesses")
+        }
+    }
+}
+
+/// The data of `image` per tensor (by id, ascending), without the tensors it has none
+/// of: from its own sets, not by extracting every tensor of the program.
+fn image_by_tensor(scop: &Scop, image: &UnionSet) -> miette::Result<Vec<(usize, Set)>> {
+    let list = image.get_set_list().isl("listing a tile's data")?;
+    let mut out: Vec<(usize, Set)> = Vec::new();
+    for k in 0..list.size().isl("listing a tile's data")? {
+        let set = list.get_at(k).isl("listing a tile's data")?;
+        if set.is_empty().isl("testing a set for emptiness")? {
+            continue;
+        }
+        let name = set.get_tuple_name().isl("a tensor's name")?;
+        let tid = (0..scop.tensor_extents.len()).find(|&t| {
+            scop.tensor_extents[t]
+                .get_tuple_name()
+                .is_ok_and(|n| n == name)
+        });
+        if let Some(tid) = tid {
+            out.push((tid, set));
+        }
+    }
+    out.sort_by_key(|(tid, _)| *tid);
+    Ok(out)
+}
+
 /// The footprint of one tile of `band`, where member `d` of the band is restricted to a
 /// window of `windows[d]` consecutive values (`None`: not restricted), every band in
 /// `outer` is fixed to one point, and inner bands are unrestricted. `elem_bytes[t]` is the
@@ -499,19 +561,12 @@ fn footprints_uncached(
     elem_bytes: &[u64],
 ) -> miette::Result<Vec<TensorFootprint>> {
     let image = polyhedral::substeps::timed("tile:footprint_image", || {
-        tile_image(ctx, scop, bands, band, windows)
+        tile_image(ctx, bands, band, windows)
     })?;
     let _boxes = polyhedral::substeps::span("tile:footprint_boxes");
     let mut out = Vec::new();
-    for (tid, ext) in scop.tensor_extents.iter().enumerate() {
-        let part = image
-            .copy()
-            .isl("copying a tile's data")?
-            .extract_set(ext.get_space().isl("a tensor's space")?)
-            .isl("extracting a tensor's data")?;
-        if part.is_empty().isl("testing a set for emptiness")? {
-            continue;
-        }
+    for (tid, part) in image_by_tensor(scop, &image)? {
+        let ext = &scop.tensor_extents[tid];
         let name = ext
             .get_tuple_name()
             .map(|s| s.to_string())
@@ -682,7 +737,6 @@ fn constant_shifts(base: &MultiAff, offset: &MultiAff) -> miette::Result<Option<
 /// and `polyc_p{k}_{d}`, the point of the `k`-th outer band (see [`tile_footprint`]).
 fn tile_image(
     ctx: &Ctx,
-    scop: &Scop,
     bands: &[BandInfo],
     band: usize,
     windows: &[Option<i64>],
@@ -714,13 +768,9 @@ fn tile_image(
         let text = format!("[{}] -> {{ {tt} : {} }}", ps.join(", "), cons.join(" and "));
         inst = restrict(ctx, inst, &b.map, &text)?;
     }
-    let accesses = scop
-        .reads
+    b.accesses
         .copy()
         .isl("copying accesses")?
-        .union(scop.writes.copy().isl("copying accesses")?)
-        .isl("uniting accesses")?;
-    accesses
         .intersect_domain(inst)
         .isl("restricting accesses to a tile")?
         .range()
@@ -782,17 +832,9 @@ pub fn tile_data_maps(
     windows: &[Option<i64>],
 ) -> miette::Result<Vec<(usize, Map)>> {
     use polyhedral::isl::isl_rs::DimType;
-    let image = tile_image(ctx, scop, bands, band, windows)?;
+    let image = tile_image(ctx, bands, band, windows)?;
     let mut out = Vec::new();
-    for (tid, ext) in scop.tensor_extents.iter().enumerate() {
-        let part = image
-            .copy()
-            .isl("copying a tile's data")?
-            .extract_set(ext.get_space().isl("a tensor's space")?)
-            .isl("extracting a tensor's data")?;
-        if part.is_empty().isl("testing a set for emptiness")? {
-            continue;
-        }
+    for (tid, part) in image_by_tensor(scop, &image)? {
         // The tile position's parameters become the input tuple: position -> elements.
         let mut map = Map::from_range(part).isl("a tile's data as a map")?;
         let mut moved = Vec::new();

@@ -15,18 +15,26 @@ use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::scop::Scop;
 use schedule_tree::ScheduleTree;
 
-/// The statements that register tiles could serve: reductions (their write leaves out an
-/// iterator) whose write keeps at least two iterators (the rows and columns of a register
-/// tile).
+/// The statements that register tiles could serve: reductions whose write keeps at least
+/// two iterators (the rows and columns of a register tile). A reduction's write leaves out
+/// an iterator of its own, or one of the sequential `for` loops around it while it reads
+/// the element it writes (symm's `C(k, j) += …` in its loop over `i`). A stencil's
+/// `B(i, j) = f(A)` in a time loop leaves out the time loop's iterator only and overwrites
+/// its element: it is no reduction.
 pub fn register_candidates(scop: &Scop) -> Vec<usize> {
     (0..scop.stmt_names.len())
         .filter(|&s| {
             let n = scop.iter_names[s].len();
-            let index = &scop.stmt_writes[s].index;
-            let kept = (0..n)
-                .filter(|&i| index.iter().any(|e| e.uses_iter(i)))
-                .count();
-            kept >= 2 && kept < n
+            let loops = scop.stmt_loops[s].len().min(n);
+            let write = &scop.stmt_writes[s];
+            let uses = |i: usize| write.index.iter().any(|e| e.uses_iter(i));
+            let kept = (0..n).filter(|&i| uses(i)).count();
+            let own_reduced = (loops..n).any(|i| !uses(i));
+            let loop_reduced = (0..loops).any(|i| !uses(i));
+            let accumulates = scop.stmt_reads[s]
+                .iter()
+                .any(|r| r.tensor == write.tensor && r.index == write.index);
+            kept >= 2 && (own_reduced || (loop_reduced && accumulates))
         })
         .collect()
 }
