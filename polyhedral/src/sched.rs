@@ -943,9 +943,11 @@ pub const SCHED_MAX_CONSTANT_TERM: i32 = 20;
 /// first runs never finish.
 pub const SCHED_TIME_BUDGET_MS: u64 = 1_000;
 
-/// Past its time budget, isl's scheduler still runs up to this many operations: the
-/// largest run of the tests and examples takes about 105 000, so whether a schedule falls
-/// back never depends on how busy the machine is for them.
+/// Past its time budget, isl's scheduler still runs up to this many operations (until the
+/// hard stop, [`SCHED_HARD_STOP_MIN_MS`]): the largest run of the tests and examples takes
+/// about 105 000, so whether a schedule falls back does not depend on how busy the machine
+/// is for them, unless a run is slower than budget and hard stop together (ludcmp's on the
+/// GPU target at N = 40 takes 2 s, the closest).
 pub const SCHED_TIMEOUT_MIN_OPERATIONS: u64 = 200_000;
 
 /// After its time budget and this many more (at least [`SCHED_HARD_STOP_MIN_MS`]), isl's
