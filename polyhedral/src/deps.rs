@@ -435,7 +435,8 @@ pub fn check_schedule(deps: &Deps, schedule: &Schedule) -> miette::Result<Result
 /// `{ x : x <=lex 0 }` in each space of `range`.
 fn nonpositive_vectors(range: &UnionSet) -> miette::Result<UnionSet> {
     let list = range.get_set_list().isl("listing schedule spaces")?;
-    let mut all: Option<UnionSet> = None;
+    let mut all =
+        UnionSet::empty(range.get_space().isl("a schedule space")?).isl("an empty set")?;
     for k in 0..list.size().isl("listing schedule spaces")? {
         let space = list
             .get_at(k)
@@ -443,22 +444,15 @@ fn nonpositive_vectors(range: &UnionSet) -> miette::Result<UnionSet> {
             .get_space()
             .isl("a schedule space")?;
         // lex_ge relates a to every b <=lex a: its differences b - a are the vectors <=lex 0.
-        let part = UnionSet::from_set(
-            Map::lex_ge(space)
-                .isl("building the lexicographic order")?
-                .deltas()
-                .isl("vectors <=lex 0")?,
-        )
-        .isl("vectors <=lex 0")?;
-        all = Some(match all {
-            None => part,
-            Some(a) => a.union(part).isl("vectors <=lex 0")?,
-        });
+        let part = Map::lex_ge(space)
+            .isl("building the lexicographic order")?
+            .deltas()
+            .isl("vectors <=lex 0")?;
+        all = all
+            .union(UnionSet::from_set(part).isl("vectors <=lex 0")?)
+            .isl("vectors <=lex 0")?;
     }
-    match all {
-        Some(a) => Ok(a),
-        None => UnionSet::empty(range.get_space().isl("a schedule space")?).isl("an empty set"),
-    }
+    Ok(all)
 }
 
 /// The first pair of statements (sources, then targets, in order) whose dependences of

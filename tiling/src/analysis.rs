@@ -439,23 +439,16 @@ fn stmts_of(scop: &Scop, domain: &UnionSet) -> miette::Result<Vec<usize>> {
 
 /// Every read and write of `stmts`, as one union map.
 fn accesses_of(scop: &Scop, stmts: &[usize]) -> miette::Result<UnionMap> {
-    let mut all: Option<UnionMap> = None;
+    let mut all =
+        UnionMap::empty(scop.reads.get_space().isl("the accesses' space")?).isl("no accesses")?;
     for &s in stmts {
         for acc in std::iter::once(&scop.stmt_writes[s]).chain(&scop.stmt_reads[s]) {
             let m = UnionMap::from_map(acc.map.copy().isl("copying an access")?)
                 .isl("an access as a union map")?;
-            all = Some(match all {
-                None => m,
-                Some(a) => a.union(m).isl("uniting accesses")?,
-            });
+            all = all.union(m).isl("uniting accesses")?;
         }
     }
-    match all {
-        Some(a) => Ok(a),
-        None => {
-            UnionMap::empty(scop.reads.get_space().isl("the accesses' space")?).isl("no accesses")
-        }
-    }
+    Ok(all)
 }
 
 /// The data of `image` per tensor (by id, ascending), without the tensors it has none
