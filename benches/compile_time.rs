@@ -12,6 +12,8 @@
 //!   PolyBench's LARGE sizes (the `/* LARGE: … */` line of `bench/polybench/K.c`), deriche
 //!   and seidel-2d among them, compiled once each, with the count under 1 s (the goal: all).
 //!
+//! The bench uses jemalloc, as the `polyc` binary does.
+//!
 //! Run: `cargo bench --bench compile_time` (`-- gpu` or `-- cpu` for one target only,
 //! `-- scaling`, `-- smoke` or `-- polybench` for one group only; both may be given).
 
@@ -21,6 +23,10 @@ use polyc::pipeline::stages::Mode;
 use std::path::Path;
 
 const RUNS: usize = 15;
+
+/// The `polyc` binary's allocator (see `src/main.rs`), so that these times are its times.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

@@ -13,6 +13,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// jemalloc for every allocation of the process, isl's included (see `Cargo.toml`).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// polyc — a polyhedral scheduling compiler for tensor programs.
 ///
 /// `polyc PROG [flags]` compiles (the default command); `polyc run`, `polyc dump` and
@@ -198,7 +202,10 @@ struct CommonArgs {
     /// treat_coalescing, maximize_band_depth, separate_components, carry_self_first,
     /// split_scaled, algorithm; and polyc's own: max_operations and time_budget_ms (the
     /// budgets of one run of isl's scheduler), scale_sizes and scale_probe (scheduling large
-    /// bound sizes at scaled-down ones; see the README's "Large bound sizes").
+    /// bound sizes at scaled-down ones; see the README's "Large bound sizes"), and aligned
+    /// (default 1: where all statements' loops fused as written give every dependence
+    /// distance zero, that schedule is taken without running isl's scheduler; 0 always
+    /// runs it).
     #[arg(long = "isl-option", value_name = "NAME=VALUE")]
     isl_options: Vec<String>,
     /// Replace the tree after STAGE with the one in FILE (isl YAML); it is checked against

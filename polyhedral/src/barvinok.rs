@@ -182,9 +182,19 @@ impl Barvinok {
         // scheduler probes, a host program's threads) would otherwise call in unmapped
         // memory (a crash found through the Python package, which loads polyc into a
         // long-lived process).
+        //
+        // Not RTLD_DEEPBIND where the process replaced malloc (the polyc binary links
+        // jemalloc): barvinok's isl would then free with libc's `free` what the process's
+        // `malloc` allocated, and abort. The polyc binary exports no isl_* symbol, so
+        // barvinok finds its own isl without it.
+        let deep = if malloc_replaced() {
+            0
+        } else {
+            libc::RTLD_DEEPBIND
+        };
         let flags = libloading::os::unix::RTLD_NOW
             | libloading::os::unix::RTLD_LOCAL
-            | libc::RTLD_DEEPBIND
+            | deep
             | libc::RTLD_NODELETE;
         // SAFETY: loading runs the libraries' initialisers (C++ static constructors of
         // NTL and barvinok), which have no preconditions.
@@ -504,5 +514,22 @@ impl Barvinok {
             s
         };
         self.take_str(s, &what)
+    }
+}
+
+/// Whether the process's `malloc` is not libc's (a program that links its own allocator
+/// in place of malloc, as the polyc binary does).
+fn malloc_replaced() -> bool {
+    // SAFETY: dlopen of the already loaded libc with RTLD_NOLOAD and dlsym of a name that
+    // exists only read the loader's tables; the handle is closed again.
+    unsafe {
+        let libc_handle = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        if libc_handle.is_null() {
+            return false;
+        }
+        let own = libc::dlsym(libc_handle, c"malloc".as_ptr());
+        let global = libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr());
+        libc::dlclose(libc_handle);
+        !own.is_null() && !global.is_null() && own != global
     }
 }

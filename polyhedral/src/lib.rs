@@ -33,6 +33,7 @@ pub mod order;
 pub mod program_order;
 pub mod qpoly;
 pub mod sched;
+pub mod sched_aligned;
 pub mod sched_scaled;
 pub mod scop;
 pub mod substeps;

@@ -16,10 +16,30 @@ pub fn reference_schedule(scop: &Scop) -> miette::Result<Schedule> {
 /// Program order (see [`reference_schedule`]); with `validity`, the bands get their
 /// coincidence and permutability flags from it.
 pub(crate) fn program_order(scop: &Scop, validity: Option<&UnionMap>) -> miette::Result<Schedule> {
+    let all: Vec<usize> = (0..scop.stmt_domains.len()).collect();
+    let domain = scop.domain.copy().isl("copying the domain")?;
+    order_of(scop, &all, domain, validity)
+}
+
+/// The reference order of statements `which` only (ascending), over their instances: what
+/// the dataflow analysis of one tensor needs.
+/// `which` is not empty.
+pub(crate) fn reference_schedule_of(scop: &Scop, which: &[usize]) -> miette::Result<Schedule> {
+    order_of(scop, which, stmts_filter(scop, which)?, None)
+}
+
+/// Program order of statements `which` (ascending) over `domain`, their instances.
+fn order_of(
+    scop: &Scop,
+    which: &[usize],
+    domain: UnionSet,
+    validity: Option<&UnionMap>,
+) -> miette::Result<Schedule> {
     // Statements that never run (empty domain for every size) get no filter: isl drops
     // their space from the domain union anyway.
     let mut live = Vec::new();
-    for (i, d) in scop.stmt_domains.iter().enumerate() {
+    for &i in which {
+        let d = &scop.stmt_domains[i];
         let runs = !d
             .copy()
             .isl("copying a domain")?
@@ -31,8 +51,7 @@ pub(crate) fn program_order(scop: &Scop, validity: Option<&UnionMap>) -> miette:
             live.push(i);
         }
     }
-    let schedule = Schedule::from_domain(scop.domain.copy().isl("copying the domain")?)
-        .isl("creating a schedule")?;
+    let schedule = Schedule::from_domain(domain).isl("creating a schedule")?;
     if live.is_empty() {
         return Ok(schedule);
     }

@@ -114,6 +114,10 @@ pub struct IslSchedOptions {
     /// for a few times the scaled run's time, and keep isl's own result when that is
     /// enough (default on); off, the scaled schedule is always carried over.
     pub scale_probe: Option<bool>,
+    /// `aligned`: where every dependence has distance zero with all statements' loops
+    /// fused as written, take that schedule without running isl's scheduler (default on;
+    /// see [`crate::sched_aligned`]); not an isl option.
+    pub aligned: Option<bool>,
 }
 
 /// The value type of an option, for parsing and error messages.
@@ -126,7 +130,7 @@ enum OptType {
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 16] = [
+const OPTIONS: [(&str, OptType); 17] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -143,6 +147,7 @@ const OPTIONS: [(&str, OptType); 16] = [
     ("time_budget_ms", OptType::Budget),
     ("scale_sizes", OptType::Bool),
     ("scale_probe", OptType::Bool),
+    ("aligned", OptType::Bool),
 ];
 
 type Getter = fn(&Context) -> Result<i32, LibISLError>;
@@ -246,6 +251,7 @@ impl IslSchedOptions {
             "carry_self_first" => &mut self.carry_self_first,
             "scale_sizes" => &mut self.scale_sizes,
             "scale_probe" => &mut self.scale_probe,
+            "aligned" => &mut self.aligned,
             _ => &mut self.split_scaled,
         }
     }
@@ -1143,6 +1149,7 @@ mod tests {
             "time_budget_ms=250",
             "scale_sizes=0",
             "scale_probe=0",
+            "aligned=0",
         ]))
         .unwrap();
         assert_eq!(
@@ -1164,6 +1171,7 @@ mod tests {
                 time_budget_ms: Some(250),
                 scale_sizes: Some(false),
                 scale_probe: Some(false),
+                aligned: Some(false),
             }
         );
         assert_eq!(o.settings().len(), 12);
@@ -1190,7 +1198,7 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe"
+                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned"
                     .into()
             )
         );

@@ -369,6 +369,14 @@ fn isl_scheduled(
         built.borrow_mut().push((sizes.to_vec(), instance.clone()));
         Some(instance)
     };
+    if sched_opts.aligned != Some(false) && sched_opts.serialize_sccs != Some(true) {
+        let aligned = polyhedral::substeps::timed("schedule:aligned", || {
+            polyhedral::sched_aligned::aligned_schedule(scop, deps)
+        })?;
+        if let Some(schedule) = aligned {
+            return Ok((ScheduleTree::from_isl(&schedule)?, Vec::new()));
+        }
+    }
     let s = polyhedral::substeps::timed("schedule:isl", || {
         match isl_schedule_scaled(ctx, scop, deps, &names, &build, &sched_opts)? {
             Some(s) => Ok(s),

@@ -31,6 +31,10 @@ pub struct BandInfo {
     /// Every access (reads and writes) of the statements that reach the band: a tile's
     /// data is its image (per footprint, the whole program's accesses would be walked).
     pub accesses: UnionMap,
+    /// The data each point of the band touches (`[t] -> T[e]`, one relation per tensor
+    /// rather than per statement), built on first use: the footprint of a window of a
+    /// band without outer bands is its image.
+    pub point_data: std::cell::OnceCell<UnionMap>,
     /// The prefix schedule of the band (outer bands, as isl computes it).
     pub prefix: UnionMap,
     /// Extent of each member (`max - min + 1`) when the sizes are bound.
@@ -109,6 +113,7 @@ pub fn collect_bands(
             domain,
             map,
             accesses,
+            point_data: std::cell::OnceCell::new(),
             prefix,
             extents,
             outer,
@@ -735,6 +740,9 @@ fn tile_image(
     windows: &[Option<i64>],
 ) -> miette::Result<UnionSet> {
     let b = &bands[band];
+    if b.outer.is_empty() {
+        return window_image(ctx, b, windows);
+    }
     let mut inst = b.domain.copy().isl("copying a set")?;
     // Outer bands: fixed to one point each.
     for (k, &o) in b.outer.iter().enumerate() {
@@ -746,19 +754,7 @@ fn tile_image(
         let text = format!("[{}] -> {{ {tt} : {} }}", ps.join(", "), cons.join(" and "));
         inst = restrict(ctx, inst, &ob.map, &text)?;
     }
-    let n = b.n_members();
-    let (t, tt) = tuple(n, "t");
-    let mut ps = Vec::new();
-    let mut cons = Vec::new();
-    for (d, w) in windows.iter().enumerate() {
-        if let Some(s) = w {
-            let p = format!("polyc_o{d}");
-            cons.push(format!("{p} <= {} < {p} + {s}", t[d]));
-            ps.push(p);
-        }
-    }
-    if !cons.is_empty() {
-        let text = format!("[{}] -> {{ {tt} : {} }}", ps.join(", "), cons.join(" and "));
+    if let Some(text) = window_text(b.n_members(), windows) {
         inst = restrict(ctx, inst, &b.map, &text)?;
     }
     b.accesses
@@ -768,6 +764,54 @@ fn tile_image(
         .isl("restricting accesses to a tile")?
         .range()
         .isl("the tile's data")
+}
+
+/// [`tile_image`] of a band without outer bands: the image of the window under the data
+/// of each point ([`BandInfo::point_data`]).
+fn window_image(ctx: &Ctx, b: &BandInfo, windows: &[Option<i64>]) -> miette::Result<UnionSet> {
+    let point_data = match b.point_data.get() {
+        Some(d) => d,
+        None => {
+            let d = b
+                .map
+                .copy()
+                .isl("copying a band's schedule")?
+                .reverse()
+                .isl("reversing a band's schedule")?
+                .apply_range(b.accesses.copy().isl("copying accesses")?)
+                .isl("the data of a band's points")?;
+            b.point_data.get_or_init(|| d)
+        }
+    };
+    let data = point_data
+        .copy()
+        .isl("copying the data of a band's points")?;
+    let Some(text) = window_text(b.n_members(), windows) else {
+        return data.range().isl("the tile's data");
+    };
+    let window = UnionSet::read_from_str(&ctx.isl, &text).isl("reading a tile window")?;
+    data.intersect_domain(window)
+        .isl("restricting data to a tile")?
+        .range()
+        .isl("the tile's data")
+}
+
+/// The band values in the windows (`polyc_o{d} <= t{d} < polyc_o{d} + size` for each
+/// member `d` with a window), as isl text with the windows' first values as parameters;
+/// `None` when no member has a window.
+fn window_text(n_members: usize, windows: &[Option<i64>]) -> Option<String> {
+    let (t, tt) = tuple(n_members, "t");
+    let mut ps = Vec::new();
+    let mut cons = Vec::new();
+    for (d, w) in windows.iter().enumerate() {
+        if let Some(s) = w {
+            let p = format!("polyc_o{d}");
+            cons.push(format!("{p} <= {} < {p} + {s}", t[d]));
+            ps.push(p);
+        }
+    }
+    (!cons.is_empty())
+        .then(|| format!("[{}] -> {{ {tt} : {} }}", ps.join(", "), cons.join(" and ")))
 }
 
 /// The footprint of one tile as quasi-polynomials in the symbolic sizes, counted by
