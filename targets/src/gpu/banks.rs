@@ -53,8 +53,30 @@ pub struct SharedAccess {
     pub requests: f64,
 }
 
-type Env = HashMap<String, i64>;
-type Lanes = Vec<Option<Env>>;
+/// One thread's values of the names in scope, the latest binding of a name replacing the
+/// earlier one: a short vector of names borrowed from the kernel (the walk clones one per
+/// thread and visit, and a hash map of owned names made most of its time).
+#[derive(Clone, Default)]
+struct Env<'k>(Vec<(&'k str, i64)>);
+
+impl<'k> Env<'k> {
+    fn get(&self, name: &str) -> Option<&i64> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    fn get_mut(&mut self, name: &str) -> Option<&mut i64> {
+        self.0.iter_mut().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    fn insert(&mut self, name: &'k str, value: i64) {
+        match self.get_mut(name) {
+            Some(v) => *v = value,
+            None => self.0.push((name, value)),
+        }
+    }
+}
+
+type Lanes<'k> = Vec<Option<Env<'k>>>;
 
 struct Walker<'a> {
     prog: &'a Program,
@@ -62,7 +84,7 @@ struct Walker<'a> {
     outer: HashMap<String, i64>,
     /// Enclosing loops inside the current thread loop: iterator, step, iterations, and
     /// the one being visited.
-    loops: Vec<(String, i64, i64, i64)>,
+    loops: Vec<(&'a str, i64, i64, i64)>,
     sites: Vec<SharedAccess>,
     /// Sites by buffer and description (the copies of one loop nest printed twice are
     /// one site).
@@ -261,11 +283,11 @@ fn degrees_with(
             let x = t % k.block[0];
             let y = (t / k.block[0]) % k.block[1];
             let z = t / (k.block[0] * k.block[1]);
-            Some(Env::from([
-                ("polyc_tid0".to_string(), x),
-                ("polyc_tid1".to_string(), y),
-                ("polyc_tid2".to_string(), z),
-                ("polyc_tidf".to_string(), t),
+            Some(Env(vec![
+                ("polyc_tid0", x),
+                ("polyc_tid1", y),
+                ("polyc_tid2", z),
+                ("polyc_tidf", t),
             ]))
         })
         .collect();
@@ -287,18 +309,36 @@ fn degrees_with(
     (!w.failed).then_some(w.sites)
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
     fn value(&self, env: &Env, e: &KExpr) -> Option<i64> {
-        e.eval(&|n: &str| env.get(n).or_else(|| self.outer.get(n)).copied())
+        self.value_with(env, &[], e)
     }
 
     fn text_value(&self, env: &Env, text: &str) -> Option<i64> {
-        eval_c_int(text, &|n: &str| {
-            env.get(n).or_else(|| self.outer.get(n)).copied()
-        })
+        self.text_value_with(env, &[], text)
     }
 
-    fn walk(&mut self, n: &KNode, lanes: &Lanes) {
+    /// The value of a name: in `extra` (the latest binding first), then `env`, then the
+    /// kernel's.
+    fn lookup(&self, env: &Env, extra: &[(&str, i64)], n: &str) -> Option<i64> {
+        extra
+            .iter()
+            .rev()
+            .find(|(m, _)| *m == n)
+            .map(|(_, v)| *v)
+            .or_else(|| env.get(n).copied())
+            .or_else(|| self.outer.get(n).copied())
+    }
+
+    fn value_with(&self, env: &Env, extra: &[(&str, i64)], e: &KExpr) -> Option<i64> {
+        e.eval(&|n: &str| self.lookup(env, extra, n))
+    }
+
+    fn text_value_with(&self, env: &Env, extra: &[(&str, i64)], text: &str) -> Option<i64> {
+        eval_c_int(text, &|n: &str| self.lookup(env, extra, n))
+    }
+
+    fn walk(&mut self, n: &'a KNode, lanes: &Lanes<'a>) {
         if lanes.iter().all(Option::is_none) {
             return;
         }
@@ -332,7 +372,7 @@ impl Walker<'_> {
                 for env in next.iter_mut().flatten() {
                     match self.value(env, value) {
                         Some(v) => {
-                            env.insert(name.clone(), v);
+                            env.insert(name.as_str(), v);
                         }
                         None => self.failed = true,
                     }
@@ -378,7 +418,7 @@ impl Walker<'_> {
 
     /// A copy loop printed as vector copies ([`Emitter::vector_copy_width`]): each thread
     /// at its first vector.
-    fn vector_copy_loop(&mut self, n: &KNode, lanes: &Lanes) {
+    fn vector_copy_loop(&mut self, n: &'a KNode, lanes: &Lanes<'a>) {
         let (
             Some((w, _)),
             KNode::For {
@@ -412,7 +452,7 @@ impl Walker<'_> {
                 return;
             };
             trip = trip.max(upper - first + 1);
-            m.insert(iter.clone(), first + t * w);
+            m.insert(iter.as_str(), first + t * w);
             if self.value(m, cond) == Some(0) {
                 *env = None;
             }
@@ -424,7 +464,13 @@ impl Walker<'_> {
     /// Walks the body of a loop spread over threads, each thread running `per_thread`
     /// iterations: the short loops outside it no longer make vectors, and `width` (a
     /// vector copy's elements) is the width of the accesses inside.
-    fn walk_in_thread(&mut self, body: &KNode, lanes: &Lanes, per_thread: i64, width: Option<i64>) {
+    fn walk_in_thread(
+        &mut self,
+        body: &'a KNode,
+        lanes: &Lanes<'a>,
+        per_thread: i64,
+        width: Option<i64>,
+    ) {
         let saved = std::mem::take(&mut self.loops);
         let weight = self.weight;
         self.weight *= per_thread as f64;
@@ -447,7 +493,7 @@ impl Walker<'_> {
     }
 
     /// Each thread at its own first iteration of a block-stride loop.
-    fn thread_loop(&mut self, n: &KNode, lanes: &Lanes) {
+    fn thread_loop(&mut self, n: &'a KNode, lanes: &Lanes<'a>) {
         let KNode::For {
             iter,
             init,
@@ -474,7 +520,7 @@ impl Walker<'_> {
                 *env = None;
                 continue;
             };
-            m.insert(iter.clone(), v);
+            m.insert(iter.as_str(), v);
             if self.value(m, cond) == Some(0) {
                 *env = None;
             }
@@ -494,7 +540,7 @@ impl Walker<'_> {
     }
 
     /// A loop all threads run in step: its first iteration, then its last.
-    fn seq_loop(&mut self, n: &KNode, lanes: &Lanes) {
+    fn seq_loop(&mut self, n: &'a KNode, lanes: &Lanes<'a>) {
         let KNode::For {
             iter,
             init,
@@ -532,13 +578,13 @@ impl Walker<'_> {
             let mut next = lanes.clone();
             for env in next.iter_mut() {
                 let Some(m) = env.as_mut() else { continue };
-                m.insert(iter.clone(), v);
+                m.insert(iter.as_str(), v);
                 if self.value(m, cond) == Some(0) {
                     *env = None;
                 }
             }
             let pos = if i == 0 { 0 } else { trip - 1 };
-            self.loops.push((iter.clone(), *step, trip, pos));
+            self.loops.push((iter.as_str(), *step, trip, pos));
             let weight = self.weight;
             self.weight *= trip as f64;
             self.walk(body, &next);
@@ -547,7 +593,7 @@ impl Walker<'_> {
         }
     }
 
-    fn stmt(&mut self, stmt: usize, args: &[KExpr], locals: &[LocalRef], lanes: &Lanes) {
+    fn stmt(&mut self, stmt: usize, args: &[KExpr], locals: &[LocalRef], lanes: &Lanes<'a>) {
         let st = &self.prog.stmts[stmt];
         let names: Vec<String> = st.iters.iter().map(|i| c_ident(&i.name)).collect();
         let mut accesses: Vec<(usize, Vec<Aff>, &str)> =
@@ -565,12 +611,12 @@ impl Walker<'_> {
             let texts: Vec<String> = idx.iter().map(|a| self.e.aff_text(a, &names)).collect();
             let text = self.e.tile_index_text(l, &texts);
             let at = |w: &Walker, env: &Env| {
-                let mut env = env.clone();
+                let mut extra: Vec<(&str, i64)> = Vec::with_capacity(names.len());
                 for (name, a) in names.iter().zip(args) {
-                    let v = w.value(&env, a)?;
-                    env.insert(name.clone(), v);
+                    let v = w.value_with(env, &extra, a)?;
+                    extra.push((name.as_str(), v));
                 }
-                w.text_value(&env, &text)
+                w.text_value_with(env, &extra, &text)
             };
             let site = format!("{} {verb} {}", st.name, self.prog.tensors[t].name);
             self.record(l.promo, site, t, lanes, &at);
@@ -583,7 +629,7 @@ impl Walker<'_> {
         promo: usize,
         site: String,
         tensor: usize,
-        lanes: &Lanes,
+        lanes: &Lanes<'a>,
         at: &dyn Fn(&Walker, &Env) -> Option<i64>,
     ) {
         if self.only.is_some_and(|p| p != promo) {
@@ -643,10 +689,10 @@ impl Walker<'_> {
     /// iterator to the run's start; 1 and no move when none.
     fn vector_width(
         &self,
-        lanes: &Lanes,
+        lanes: &Lanes<'a>,
         esize: i64,
         at: &dyn Fn(&Walker, &Env) -> Option<i64>,
-    ) -> (i64, Option<(String, i64)>) {
+    ) -> (i64, Option<(&'a str, i64)>) {
         if let Some(w) = self.forced_width {
             return (w, None);
         }
@@ -654,9 +700,9 @@ impl Walker<'_> {
             return (1, None);
         };
         let cur = |iter: &str| env.get(iter).copied().unwrap_or(0);
-        let moved = |iter: &str, by: i64| {
+        let moved = |iter: &'a str, by: i64| {
             let mut e = env.clone();
-            e.insert(iter.to_string(), cur(iter) + by);
+            e.insert(iter, cur(iter) + by);
             at(self, &e)
         };
         for (iter, step, trip, pos) in self.loops.iter().rev() {
@@ -672,7 +718,7 @@ impl Walker<'_> {
                             && (1..w).all(|m| moved(iter, (g + m - pos) * step) == Some(base + m))
                     });
                 if run {
-                    return (w, Some((iter.clone(), (g - pos) * step)));
+                    return (w, Some((*iter, (g - pos) * step)));
                 }
                 w /= 2;
             }
