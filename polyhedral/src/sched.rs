@@ -111,7 +111,7 @@ pub struct IslSchedOptions {
     /// the schedule over (default on; see [`crate::sched_scaled`]); not an isl option.
     pub scale_sizes: Option<bool>,
     /// `scale_probe`: with [`IslSchedOptions::scale_sizes`], first schedule the real sizes
-    /// for a few times the scaled run's time, and keep isl's own result when that is
+    /// for [`crate::sched_scaled::PROBE_MIN`], and keep isl's own result when that is
     /// enough (default on); off, the scaled schedule is always carried over.
     pub scale_probe: Option<bool>,
     /// `aligned`: where every dependence has distance zero with all statements' loops

@@ -22,10 +22,13 @@
 //!    real sizes, as before.
 //!
 //! Not every program is slow at large sizes (a stencil's problem costs about the same at
-//! any size). So polyc first schedules the real sizes for [`PROBE_MIN`], and again, after
-//! the base instance, for [`PROBE_FACTOR`] times the base's time (when that is longer),
-//! and keeps isl's own result when it comes in time; only when it does not are the other
-//! instances scheduled and the result carried over. `--isl-option scale_probe=0` always carries it over, and
+//! any size). So polyc first schedules the real sizes for [`PROBE_MIN`], and keeps isl's
+//! own result when it comes in time; only when it does not are the instances scheduled and
+//! the result carried over. (A second probe, after the base instance and for as long as
+//! it took, never succeeded on PolyBench at LARGE sizes, on either target, and cost
+//! heat-3d 0.28 s and ludcmp up to 1 s; programs whose problem does not grow with the
+//! sizes, such as chains of element-wise statements, mostly need no search at all, see
+//! [`crate::sched_aligned`].) `--isl-option scale_probe=0` always carries it over, and
 //! `scale_sizes=0` schedules the real sizes only.
 //!
 //! Where isl finds no schedule at the base sizes (or runs past its time budget with every
@@ -48,12 +51,8 @@ pub const SCALE_SPACING: i64 = 16;
 /// How far each further instance moves one scaled value.
 pub const SCALE_STEP: i64 = 8;
 /// The real sizes are first scheduled for this long (every probe of PolyBench at LARGE
-/// sizes that succeeds takes under 110 ms; one that fails is time lost) …
+/// sizes that succeeds takes under 110 ms; one that fails is time lost).
 pub const PROBE_MIN: std::time::Duration = std::time::Duration::from_millis(150);
-/// … then, after the base instance, for this many times the base's time (a problem that
-/// does not grow with its sizes takes about as long at the real ones; at LARGE sizes,
-/// heat-3d's takes 4 times as long, and a longer probe only delays the instances).
-pub const PROBE_FACTOR: u32 = 1;
 
 /// Which sizes are scaled, and to what.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,7 +154,6 @@ pub fn isl_schedule_scaled(
     let Some(base) = built else {
         return Ok(None);
     };
-    let started = std::time::Instant::now();
     let (first, note, retried) = match run_isl(ctx, &base.0, &base.1, opts, None)? {
         IslRun::Schedule(s, note, retried) => (s, note, retried),
         IslRun::NoSchedule(why) => {
@@ -166,14 +164,6 @@ pub fn isl_schedule_scaled(
             return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
         }
     };
-    // Where the sizes do not make isl slow, the real sizes take about as long as the
-    // base: schedule them for a few times the base's time, and keep isl's own result.
-    let longer = started.elapsed() * PROBE_FACTOR;
-    if retried.is_none() && probing && longer > PROBE_MIN {
-        if let Some(done) = probe(ctx, scop, deps, opts, longer)? {
-            return Ok(Some(done));
-        }
-    }
     // The other instances run with the option that the base instance needed.
     let more_opts = opts.with_retry(retried);
     let mut texts = vec![first.to_str().isl("printing a schedule")?.to_string()];
