@@ -204,8 +204,8 @@ struct CommonArgs {
     /// budgets of one run of isl's scheduler), scale_sizes and scale_probe (scheduling large
     /// bound sizes at scaled-down ones; see the README's "Large bound sizes"), and aligned
     /// (default 1: where all statements' loops fused as written give every dependence
-    /// distance zero, that schedule is taken without running isl's scheduler; 0 always
-    /// runs it).
+    /// distance zero, that schedule is taken without running isl's scheduler, unless
+    /// serialize_sccs=1 or algorithm=feautrier is given; 0 always runs it).
     #[arg(long = "isl-option", value_name = "NAME=VALUE")]
     isl_options: Vec<String>,
     /// Replace the tree after STAGE with the one in FILE (isl YAML); it is checked against

@@ -20,7 +20,8 @@
 //! (`polyhedral/tests/sched_aligned.rs` compares the two on programs of several shapes);
 //! this finds it in time linear in the number of dependences. Where two statements may run
 //! in either order, isl groups them under a `set` node in its own way; such programs, and
-//! anything else, go to isl's scheduler, and `--isl-option aligned=0` always does.
+//! anything else, go to isl's scheduler, and `--isl-option aligned=0` always does (as do
+//! `serialize_sccs=1`, which asks for no fusion, and `algorithm=feautrier`).
 
 use crate::deps::Deps;
 use crate::isl::IslResultExt;

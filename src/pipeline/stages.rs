@@ -369,7 +369,10 @@ fn isl_scheduled(
         built.borrow_mut().push((sizes.to_vec(), instance.clone()));
         Some(instance)
     };
-    if sched_opts.aligned != Some(false) && sched_opts.serialize_sccs != Some(true) {
+    // (Not where isl is asked for no fusion, or for Feautrier's algorithm, whose trees
+    // differ from the fused one.)
+    let feautrier = sched_opts.algorithm == Some(polyhedral::sched::IslAlgorithm::Feautrier);
+    if sched_opts.aligned != Some(false) && sched_opts.serialize_sccs != Some(true) && !feautrier {
         let aligned = polyhedral::substeps::timed("schedule:aligned", || {
             polyhedral::sched_aligned::aligned_schedule(scop, deps)
         })?;
