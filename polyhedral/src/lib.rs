@@ -35,5 +35,6 @@ pub mod qpoly;
 pub mod sched;
 pub mod sched_aligned;
 pub mod sched_scaled;
+pub mod sched_workers;
 pub mod scop;
 pub mod substeps;

@@ -31,14 +31,21 @@
 //! [`crate::sched_aligned`].) `--isl-option scale_probe=0` always carries it over, and
 //! `scale_sizes=0` schedules the real sizes only.
 //!
-//! Where isl finds no schedule at the base sizes (or runs past its time budget with every
-//! retry), the real sizes get the program-order schedule, with a note that says so.
+//! The instances are built and scheduled on worker threads, each on its own isl context
+//! ([`crate::sched_workers`]), while the compiling thread probes the real sizes and then
+//! joins them; the result is the one of running them one after another.
+//!
+//! Where isl finds no schedule at the base sizes or at another instance's (or runs past
+//! its time budget with every retry), the real sizes get the program-order schedule, with
+//! a note that says so: their problem is larger still.
 
 use crate::deps::{check_schedule, Deps};
 use crate::isl::{Ctx, IslResultExt};
 use crate::sched::{
     covers, flags_hold, initial_schedule, run_isl, IslRun, IslSchedOptions, IslScheduled,
 };
+pub use crate::sched_workers::BuildInstance;
+use crate::sched_workers::{run_all, InstanceRun};
 use crate::scop::Scop;
 use isl_rs::Schedule;
 
@@ -117,16 +124,12 @@ impl ScalePlan {
     }
 }
 
-/// The model and dependences of the program at other sizes.
-pub type Instance = std::rc::Rc<(Scop, Deps)>;
-
-/// Builds (or recalls) the model and dependences of the program at other sizes (`None`
-/// when that fails: the real sizes are then scheduled as they are).
-pub type BuildInstance<'a> = dyn Fn(&[Option<i64>]) -> Option<Instance> + 'a;
-
 /// isl's scheduler at scaled sizes (see the module's doc), carried over to `scop`.
 /// `None`: not applicable, or the instances disagree, or the result fails at the real
 /// sizes; schedule at the real sizes then. `names` are the sizes' names, for the notes.
+///
+/// The instances run on worker threads, each on its own isl context
+/// ([`crate::sched_workers`]), while the real sizes are probed on this one.
 pub fn isl_schedule_scaled(
     ctx: &Ctx,
     scop: &Scop,
@@ -142,43 +145,36 @@ pub fn isl_schedule_scaled(
         return Ok(None);
     };
     let _s = crate::substeps::span("schedule:isl_scaled");
-    let probing = opts.scale_probe != Some(false);
-    // A problem that is quick at the real sizes needs no base instance.
-    if probing {
-        if let Some(done) = probe(ctx, scop, deps, opts, PROBE_MIN)? {
-            return Ok(Some(done));
-        }
-    }
     let instances = plan.instances();
-    let built = crate::substeps::timed("schedule:scaled_models", || build(&instances[0]));
-    let Some(base) = built else {
-        return Ok(None);
+    // The real sizes are probed on this thread while workers schedule the instances.
+    let mut probed: miette::Result<Option<IslScheduled>> = Ok(None);
+    let mut probe_first = || {
+        probed = probe(ctx, scop, deps, opts, PROBE_MIN);
+        !matches!(probed, Ok(None))
     };
-    let (first, note, retried) = match run_isl(ctx, &base.0, &base.1, opts, None)? {
-        IslRun::Schedule(s, note, retried) => (s, note, retried),
-        IslRun::NoSchedule(why) => {
+    let first: Option<&mut dyn FnMut() -> bool> =
+        (opts.scale_probe != Some(false)).then_some(&mut probe_first);
+    let Some(mut runs) = run_all(build, &instances, opts, first) else {
+        return probed;
+    };
+    let (text, note, retried) = match runs.remove(0)? {
+        InstanceRun::Schedule(text, note, retried) => (text, note, retried),
+        InstanceRun::Unbuilt => return Ok(None),
+        InstanceRun::NoSchedule(why) => {
             return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
         }
-        IslRun::OutOfTime => {
+        InstanceRun::OutOfTime => {
             let why = "it ran past its time budget".to_string();
             return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
         }
     };
-    // The other instances run with the option that the base instance needed.
-    let more_opts = opts.with_retry(retried);
-    let mut texts = vec![first.to_str().isl("printing a schedule")?.to_string()];
-    for sizes in &instances[1..] {
-        let built = crate::substeps::timed("schedule:scaled_models", || build(sizes));
-        let Some(instance) = built else {
-            return Ok(None);
-        };
-        match run_isl(ctx, &instance.0, &instance.1, &more_opts, None)? {
-            IslRun::Schedule(sched, _, _) => {
-                texts.push(sched.to_str().isl("printing a schedule")?.to_string())
-            }
-            _ => return Ok(None),
-        }
-    }
+    let texts = match other_texts(build, (&instances[1..], runs), opts, retried)? {
+        Others::Texts(texts) => texts,
+        Others::Unbuilt => return Ok(None),
+        // As for the base instance (the real sizes' problem is larger still).
+        Others::Failed(why) => return Ok(Some(program_order(scop, deps, &plan, names, &why)?)),
+    };
+    let texts: Vec<String> = std::iter::once(text).chain(texts).collect();
     let Some(schedule) = carry_over(ctx, scop, deps, &plan, &texts)? else {
         return Ok(None);
     };
@@ -189,6 +185,63 @@ pub fn isl_schedule_scaled(
         notes: note.into_iter().collect(),
         fell_back: false,
     }))
+}
+
+/// What the instances after the base one gave.
+enum Others {
+    /// Their schedule texts.
+    Texts(Vec<String>),
+    /// One could not be built (the real sizes are scheduled then).
+    Unbuilt,
+    /// isl found no schedule for one (or ran past its time budget with every retry), and
+    /// why.
+    Failed(String),
+}
+
+/// The schedule texts of the instances after the base one, as scheduled with the option
+/// `retried` that the base instance needed: `runs` ran with `opts`, and those that did
+/// not end with the same option run again with it.
+fn other_texts(
+    build: &BuildInstance,
+    (instances, runs): (&[Vec<Option<i64>>], Vec<miette::Result<InstanceRun>>),
+    opts: &IslSchedOptions,
+    retried: Option<&'static str>,
+) -> miette::Result<Others> {
+    let mut texts = Vec::with_capacity(runs.len());
+    let mut again = Vec::new();
+    for (k, run) in runs.into_iter().enumerate() {
+        match run? {
+            InstanceRun::Schedule(text, _, r) if r == retried => texts.push(Some(text)),
+            _ if retried.is_some() => {
+                texts.push(None);
+                again.push(k);
+            }
+            other => return Ok(failed(other)),
+        }
+    }
+    if !again.is_empty() {
+        let sizes: Vec<Vec<Option<i64>>> = again.iter().map(|k| instances[*k].clone()).collect();
+        let reruns = run_all(build, &sizes, &opts.with_retry(retried), None).unwrap_or_default();
+        for (k, run) in again.into_iter().zip(reruns) {
+            match run? {
+                InstanceRun::Schedule(text, _, _) => texts[k] = Some(text),
+                other => return Ok(failed(other)),
+            }
+        }
+    }
+    Ok(texts
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .map_or(Others::Unbuilt, Others::Texts))
+}
+
+/// What an instance's run that gave no schedule means for the others.
+fn failed(run: InstanceRun) -> Others {
+    match run {
+        InstanceRun::NoSchedule(why) => Others::Failed(why),
+        InstanceRun::OutOfTime => Others::Failed("it ran past its time budget".into()),
+        _ => Others::Unbuilt,
+    }
 }
 
 /// isl's own schedule at the real sizes if it comes within `time` (a probe stops at once

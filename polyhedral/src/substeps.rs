@@ -61,20 +61,11 @@ fn publish(name: Option<&'static str>) {
 impl Drop for Span {
     fn drop(&mut self) {
         let ms = self.start.elapsed().as_secs_f64() * 1e3;
-        TOTALS.with(|t| {
-            let mut t = t.borrow_mut();
-            match t.iter_mut().find(|s| s.name == self.name) {
-                Some(s) => {
-                    s.ms += ms;
-                    s.calls += 1;
-                }
-                None => t.push(SubStep {
-                    name: self.name,
-                    ms,
-                    calls: 1,
-                }),
-            }
-        });
+        add(vec![SubStep {
+            name: self.name,
+            ms,
+            calls: 1,
+        }]);
         let outer = OPEN.with(|o| {
             let mut o = o.borrow_mut();
             o.pop();
@@ -88,6 +79,23 @@ impl Drop for Span {
 /// resets them.
 pub fn take() -> Vec<SubStep> {
     TOTALS.with(|t| std::mem::take(&mut *t.borrow_mut()))
+}
+
+/// Adds `steps` (another thread's [`take`]n totals) to this thread's totals: a sub-step
+/// that ran on several threads at once then counts the time of each.
+pub fn add(steps: Vec<SubStep>) {
+    TOTALS.with(|t| {
+        let mut t = t.borrow_mut();
+        for step in steps {
+            match t.iter_mut().find(|s| s.name == step.name) {
+                Some(s) => {
+                    s.ms += step.ms;
+                    s.calls += step.calls;
+                }
+                None => t.push(step),
+            }
+        }
+    });
 }
 
 /// The innermost sub-step open now on the compiling thread, if any.
@@ -113,5 +121,29 @@ mod tests {
         assert_eq!(names, vec![("t:inner", 3), ("t:outer", 1)]);
         assert!(got[1].ms >= got[0].ms);
         assert!(take().is_empty());
+    }
+
+    #[test]
+    fn another_threads_totals_add_up() {
+        take();
+        {
+            let _a = span("t:model");
+        }
+        let theirs = std::thread::spawn(|| {
+            for _ in 0..2 {
+                let _b = span("t:model");
+            }
+            let _c = span("t:isl");
+            drop(_c);
+            take()
+        })
+        .join()
+        .unwrap();
+        let before: f64 = theirs.iter().map(|s| s.ms).sum();
+        add(theirs);
+        let got = take();
+        let names: Vec<_> = got.iter().map(|s| (s.name, s.calls)).collect();
+        assert_eq!(names, vec![("t:model", 3), ("t:isl", 1)]);
+        assert!(got.iter().map(|s| s.ms).sum::<f64>() >= before);
     }
 }

@@ -13,7 +13,7 @@ use polyhedral::ilp::{ilp_schedule, parse_constraints, IlpOptions};
 use polyhedral::ir::Program;
 use polyhedral::isl::{Ctx, IslResultExt};
 use polyhedral::sched::{initial_schedule, isl_schedule, isl_schedule_or_initial, SchedulerKind};
-use polyhedral::sched_scaled::{isl_schedule_scaled, Instance};
+use polyhedral::sched_scaled::isl_schedule_scaled;
 use polyhedral::scop::{param_texts, Scop};
 use schedule_tree::{NodeKind, ScheduleTree};
 use std::time::Instant;
@@ -357,17 +357,11 @@ fn isl_scheduled(
     all.extend(opts.isl_options.iter().cloned());
     let sched_opts = polyhedral::sched::IslSchedOptions::parse(&all)?;
     let names: Vec<String> = program.params.iter().map(|p| p.name.clone()).collect();
-    // The models at other sizes, built once (the register-shape run reuses them).
-    let built = std::cell::RefCell::new(Vec::<(Vec<Option<i64>>, Instance)>::new());
-    let build = |sizes: &[Option<i64>]| -> Option<Instance> {
-        if let Some((_, i)) = built.borrow().iter().find(|(s, _)| s == sizes) {
-            return Some(i.clone());
-        }
+    // The models at other sizes, built on worker threads' own isl contexts.
+    let build = |ctx: &Ctx, sizes: &[Option<i64>]| -> Option<(Scop, Deps)> {
         let small = Scop::build(ctx, program, sizes, source).ok()?;
         let deps = Deps::compute(&small).ok()?;
-        let instance = std::rc::Rc::new((small, deps));
-        built.borrow_mut().push((sizes.to_vec(), instance.clone()));
-        Some(instance)
+        Some((small, deps))
     };
     // (Not where isl is asked for no fusion, or for Feautrier's algorithm, whose trees
     // differ from the fused one.)

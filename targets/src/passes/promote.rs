@@ -550,37 +550,62 @@ fn box_sizes(m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
     Ok(Some((offset, sizes)))
 }
 
-/// [`box_sizes`] remembered by the map's text without its range's name: the statements of
-/// a fused band (and the tensors they touch) have tiles of the same shape, and the box of
-/// one is the box of all (isl's answer does not depend on the name).
-#[derive(Default)]
-struct BoxMemo {
-    seen: std::collections::HashMap<String, Option<(Map, Vec<i64>)>>,
+/// How many footprint boxes [`BOXES`] keeps before it starts again (a long-lived process,
+/// such as the Python package's, compiles many programs).
+const BOXES_KEPT: usize = 4096;
+
+thread_local! {
+    /// [`box_sizes`] by the map's text without its range's name, for every mark of every
+    /// stage on this thread: the offset as text (isl objects belong to one context), and
+    /// the sizes. The statements of a fused band (and the tensors they touch) have tiles
+    /// of the same shape, and the analysis of a mark runs at promotion and again at code
+    /// generation.
+    static BOXES: std::cell::RefCell<BoxTexts> = std::cell::RefCell::new(BoxTexts::new());
 }
 
-impl BoxMemo {
-    fn box_sizes(&mut self, m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
-        let anonymous = m
-            .copy()
-            .isl("copying a map")?
-            .reset_tuple_id(DimType::Out)
-            .isl("dropping a range's name")?;
-        let key = anonymous.to_str().isl("printing a map")?.to_string();
-        if !self.seen.contains_key(&key) {
-            let found = box_sizes(&anonymous)?;
-            self.seen.insert(key.clone(), found);
+/// A map's text → its box's offset text and sizes (`None`: no fixed box).
+type BoxTexts = std::collections::HashMap<String, Option<(String, Vec<i64>)>>;
+
+/// [`box_sizes`] remembered in [`BOXES`] (isl's answer depends on the map only, and not on
+/// its range's name).
+fn remembered_box_sizes(m: &Map) -> Result<Option<(Map, Vec<i64>)>> {
+    let anonymous = m
+        .copy()
+        .isl("copying a map")?
+        .reset_tuple_id(DimType::Out)
+        .isl("dropping a range's name")?;
+    let key = anonymous.to_str().isl("printing a map")?.to_string();
+    let known = BOXES.with(|b| b.borrow().get(&key).cloned());
+    let found = match known {
+        Some(found) => found,
+        None => {
+            let found = match box_sizes(&anonymous)? {
+                Some((offset, sizes)) => Some((
+                    offset.to_str().isl("printing a box offset")?.to_string(),
+                    sizes,
+                )),
+                None => None,
+            };
+            BOXES.with(|b| {
+                let mut b = b.borrow_mut();
+                if b.len() >= BOXES_KEPT {
+                    b.clear();
+                }
+                b.insert(key, found.clone());
+            });
+            found
         }
-        let Some((offset, sizes)) = &self.seen[&key] else {
-            return Ok(None);
-        };
-        let mut offset = offset.copy().isl("copying a box offset")?;
-        if m.has_tuple_id(DimType::Out).isl("reading a range's name")? {
-            offset = offset
-                .set_tuple_id(DimType::Out, m.get_tuple_id(DimType::Out).isl("a name")?)
-                .isl("naming a box offset")?;
-        }
-        Ok(Some((offset, sizes.clone())))
+    };
+    let Some((offset, sizes)) = found else {
+        return Ok(None);
+    };
+    let mut offset = Map::read_from_str(&m.get_ctx(), &offset).isl("reading a box offset")?;
+    if m.has_tuple_id(DimType::Out).isl("reading a range's name")? {
+        offset = offset
+            .set_tuple_id(DimType::Out, m.get_tuple_id(DimType::Out).isl("a name")?)
+            .isl("naming a box offset")?;
     }
+    Ok(Some((offset, sizes)))
 }
 
 /// The tiles of every tensor the subtree of a mark touches (see the module
@@ -621,14 +646,13 @@ pub fn analyse_mark_with(
     )?;
     // Instances per tile, per statement (box sizes), for the access counts.
     let per_stmt = by_domain_name(&inst)?;
-    let mut memo = BoxMemo::default();
     let mut inst_count: BTreeMap<String, i64> = BTreeMap::new();
     for (s, m) in per_stmt {
         let r = m.reverse().isl("reversing a map")?;
         // With symbolic sizes, a statement whose instances per tile grow with a size (a
         // tile loop over it lies below the mark) is counted at the extent the default
         // policy assumes (this only ranks tiles by reuse; their boxes are exact).
-        let c = match memo.box_sizes(&r)? {
+        let c = match remembered_box_sizes(&r)? {
             Some((_, sizes)) => sizes.iter().product(),
             None => match crate::passes::assumed_sizes::assumed_sizes(
                 r.get_space().isl("reading a space")?,
@@ -667,7 +691,7 @@ pub fn analyse_mark_with(
             (Some(a), None) | (None, Some(a)) => a.copy().isl("copying")?,
             (None, None) => continue,
         };
-        let Some((offset, sizes)) = memo.box_sizes(&all)? else {
+        let Some((offset, sizes)) = remembered_box_sizes(&all)? else {
             continue;
         };
         if (sizes.is_empty() && !scalars) || sizes.iter().any(|&s| s <= 0) {

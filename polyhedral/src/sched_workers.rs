@@ -1,0 +1,221 @@
+//! isl's scheduler on worker threads, one isl context each, for the instances of a
+//! program at other sizes ([`crate::sched_scaled`]).
+//!
+//! isl objects belong to their context and a context to one thread at a time, so a worker
+//! builds its own model of the program (through [`BuildInstance`]), schedules it, and
+//! hands back only text. The instances are independent, so on a machine with two cores
+//! they take about half the time of their sum; and they run while the real sizes are
+//! probed on the compiling thread.
+//!
+//! The result does not depend on how the runs are spread over threads: every run has the
+//! budgets it has alone, and the caller reads the results in the order of the instances.
+//! Workers whose results are no longer needed (the probe succeeded, or the first instance
+//! found no schedule) are stopped through a [`Cancel`].
+
+use crate::deps::Deps;
+use crate::isl::{Ctx, IslResultExt};
+use crate::sched::{run_isl, IslRun, IslSchedOptions};
+use crate::scop::Scop;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Builds the model and dependences of the program at other sizes, on the context given
+/// (a worker's own); `None` when that fails (the real sizes are then scheduled as they
+/// are).
+pub type BuildInstance<'a> = dyn Fn(&Ctx, &[Option<i64>]) -> Option<(Scop, Deps)> + Sync + 'a;
+
+/// A worker's stack: isl's scheduler recurses over the dependence graph's components.
+const WORKER_STACK: usize = 64 << 20;
+
+/// What one run of isl's scheduler on an instance gave, as text.
+pub enum InstanceRun {
+    /// The schedule's text (domain included), the run's note, and the isl option of the
+    /// retry it needed (see [`IslRun::Schedule`]).
+    Schedule(String, Option<String>, Option<&'static str>),
+    /// isl found no schedule, and why.
+    NoSchedule(String),
+    /// isl ran past its time budget, with every retry.
+    OutOfTime,
+    /// The model could not be built at these sizes, or the run was cancelled.
+    Unbuilt,
+}
+
+/// Stops workers' isl computations from another thread.
+#[derive(Default)]
+struct Cancel {
+    /// Set once the results are no longer needed.
+    cancelled: AtomicBool,
+    /// The workers' live `isl_ctx*`s; the lock keeps them alive while another thread
+    /// lowers their budgets.
+    ctxs: Mutex<Vec<usize>>,
+}
+
+impl Cancel {
+    fn attach(&self, ctx: &Ctx) {
+        if let Ok(mut p) = self.ctxs.lock() {
+            p.push(ctx.ptr());
+        }
+    }
+
+    fn detach(&self, ctx: &Ctx) {
+        if let Ok(mut p) = self.ctxs.lock() {
+            p.retain(|c| *c != ctx.ptr());
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Marks the work cancelled and makes isl's next operation on every live context
+    /// fail. isl's runs set their own budgets when they start, so this is repeated until
+    /// the workers have finished (see [`run_all`]).
+    fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let Ok(p) = self.ctxs.lock() {
+            for ctx in p.iter() {
+                // SAFETY: a context is alive while it is in the list, and the lock is held
+                // (a worker detaches it, under the same lock, before freeing it); the
+                // budget is one word that isl reads at its next operation, as the
+                // scheduler's watchdog does.
+                unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(*ctx, 1) };
+            }
+        }
+    }
+}
+
+/// Builds the instance at `sizes` on a context of its own and schedules it with `opts`.
+fn run_instance(
+    build: &BuildInstance,
+    sizes: &[Option<i64>],
+    opts: &IslSchedOptions,
+    cancel: &Cancel,
+) -> miette::Result<InstanceRun> {
+    let ctx = Ctx::new();
+    cancel.attach(&ctx);
+    let result = schedule_on(&ctx, build, sizes, opts, cancel);
+    cancel.detach(&ctx);
+    result
+}
+
+/// [`run_instance`]'s work on the worker's context (every isl object of it is dropped
+/// before the context).
+fn schedule_on(
+    ctx: &Ctx,
+    build: &BuildInstance,
+    sizes: &[Option<i64>],
+    opts: &IslSchedOptions,
+    cancel: &Cancel,
+) -> miette::Result<InstanceRun> {
+    if cancel.is_cancelled() {
+        return Ok(InstanceRun::Unbuilt);
+    }
+    let built = crate::substeps::timed("schedule:scaled_models", || build(ctx, sizes));
+    let Some((scop, deps)) = built else {
+        return Ok(InstanceRun::Unbuilt);
+    };
+    if cancel.is_cancelled() {
+        return Ok(InstanceRun::Unbuilt);
+    }
+    let run = run_isl(ctx, &scop, &deps, opts, None);
+    if cancel.is_cancelled() {
+        // Stopped part-way (its error is the stop's).
+        return Ok(InstanceRun::Unbuilt);
+    }
+    Ok(match run? {
+        IslRun::Schedule(s, note, retried) => {
+            let text = s.to_str().isl("printing a schedule")?.to_string();
+            InstanceRun::Schedule(text, note, retried)
+        }
+        IslRun::NoSchedule(why) => InstanceRun::NoSchedule(why),
+        IslRun::OutOfTime => InstanceRun::OutOfTime,
+    })
+}
+
+/// The results of [`run_all`], in the order of the instances.
+type Results = Mutex<Vec<Option<miette::Result<InstanceRun>>>>;
+
+/// Every one of `instances` built and scheduled with `opts`, on worker threads (as many
+/// as the machine has cores, at least one beside `first`, at most one per instance),
+/// while this thread runs `first`; then this thread works on them too. When `first`
+/// returns true the results are not needed: the workers are stopped and the answer is
+/// `None`. When the first instance gives no schedule, or needed a retry, the others are
+/// stopped (their results are then [`InstanceRun::Unbuilt`]). The workers' sub-step timings are merged
+/// into this thread's.
+pub fn run_all(
+    build: &BuildInstance,
+    instances: &[Vec<Option<i64>>],
+    opts: &IslSchedOptions,
+    first: Option<&mut dyn FnMut() -> bool>,
+) -> Option<Vec<miette::Result<InstanceRun>>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let spawned = if first.is_some() { cores.max(2) } else { cores } - 1;
+    let spawned = spawned.min(instances.len());
+    let next = AtomicUsize::new(0);
+    let results: Results = Mutex::new((0..instances.len()).map(|_| None).collect());
+    let (cancel, steps) = (Cancel::default(), Mutex::new(Vec::new()));
+    let work = |on_worker: bool| {
+        work_through(build, instances, opts, (&next, &results, &cancel));
+        // On a worker, the thread's timings go back to the compiling thread.
+        if on_worker {
+            if let Ok(mut s) = steps.lock() {
+                s.push(crate::substeps::take());
+            }
+        }
+    };
+    let needed = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..spawned)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("polyc-isl".into())
+                    .stack_size(WORKER_STACK)
+                    .spawn_scoped(scope, || work(true))
+                    .ok()
+            })
+            .collect();
+        if first.is_some_and(|f| f()) {
+            while workers.iter().any(|w| !w.is_finished()) {
+                cancel.cancel();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            return false;
+        }
+        work(false);
+        true
+    });
+    for taken in steps.into_inner().unwrap_or_default() {
+        crate::substeps::add(taken);
+    }
+    let results = results.into_inner().unwrap_or_default();
+    needed.then(|| {
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or(Ok(InstanceRun::Unbuilt)))
+            .collect()
+    })
+}
+
+/// One thread's share of [`run_all`]: the next instance not taken yet, until none is
+/// left; a first instance without a schedule cancels the rest.
+fn work_through(
+    build: &BuildInstance,
+    instances: &[Vec<Option<i64>>],
+    opts: &IslSchedOptions,
+    (next, results, cancel): (&AtomicUsize, &Results, &Cancel),
+) {
+    loop {
+        let k = next.fetch_add(1, Ordering::SeqCst);
+        let Some(sizes) = instances.get(k) else {
+            break;
+        };
+        let result = run_instance(build, sizes, opts, cancel);
+        // The others ran with `opts` for nothing when the first found no schedule, or
+        // needed a retry (they are scheduled again with its option).
+        if k == 0 && !matches!(result, Ok(InstanceRun::Schedule(_, _, None))) {
+            cancel.cancel();
+        }
+        if let Ok(mut r) = results.lock() {
+            r[k] = Some(result);
+        }
+    }
+}

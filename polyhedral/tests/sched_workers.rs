@@ -1,0 +1,119 @@
+//! isl's scheduler on worker threads (`sched_workers`): each instance gets the schedule it
+//! gets on the compiling thread, in the order asked; work that is no longer needed stops.
+
+use polyhedral::deps::Deps;
+use polyhedral::diag::SourceFile;
+use polyhedral::isl::Ctx;
+use polyhedral::lang::{parser, sema};
+use polyhedral::sched::{isl_schedule, IslSchedOptions};
+use polyhedral::sched_workers::{run_all, InstanceRun};
+use polyhedral::scop::Scop;
+
+/// The program of the PolyBench kernel `name` (from `examples/polybench`).
+fn polybench(name: &str) -> (SourceFile, polyhedral::ir::Program) {
+    let path = format!(
+        "{}/../examples/polybench/{name}.tc",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).expect("the example exists");
+    let src = SourceFile::new(&path, &text);
+    let defs = parser::parse(&src).unwrap_or_else(|e| panic!("{e:?}"));
+    let prog = sema::lower(&src, &defs[0]).unwrap_or_else(|e| panic!("{e:?}"));
+    (src, prog)
+}
+
+/// isl's schedule of `prog` at `sizes` on this thread, as text.
+fn here(src: &SourceFile, prog: &polyhedral::ir::Program, sizes: &[Option<i64>]) -> String {
+    let ctx = Ctx::new();
+    let scop = Scop::build(&ctx, prog, sizes, src).expect("model builds");
+    let deps = Deps::compute(&scop).expect("dependences");
+    let s = isl_schedule(&ctx, &scop, &deps, &IslSchedOptions::default()).expect("isl");
+    s.to_str().expect("prints").to_string()
+}
+
+#[test]
+fn every_instance_gets_its_own_schedule_in_order() {
+    for (name, instances) in [
+        (
+            "2mm",
+            vec![
+                vec![32, 48, 40, 56],
+                vec![40, 48, 40, 56],
+                vec![32, 56, 40, 56],
+            ],
+        ),
+        ("lu", vec![vec![32], vec![40], vec![37]]),
+        (
+            "jacobi_1d",
+            vec![vec![48, 32], vec![56, 32], vec![48, 40], vec![41, 33]],
+        ),
+    ] {
+        let (src, prog) = polybench(name);
+        let sizes: Vec<Vec<Option<i64>>> = instances
+            .iter()
+            .map(|v| v.iter().map(|x| Some(*x)).collect())
+            .collect();
+        let build = |ctx: &Ctx, s: &[Option<i64>]| {
+            let scop = Scop::build(ctx, &prog, s, &src).ok()?;
+            let deps = Deps::compute(&scop).ok()?;
+            Some((scop, deps))
+        };
+        let runs = run_all(&build, &sizes, &IslSchedOptions::default(), None).expect("needed");
+        assert_eq!(runs.len(), sizes.len());
+        for (run, s) in runs.into_iter().zip(&sizes) {
+            match run.expect("no error") {
+                InstanceRun::Schedule(text, note, retried) => {
+                    assert_eq!(text, here(&src, &prog, s), "{name} at {s:?}");
+                    assert_eq!((note, retried), (None, None), "{name} at {s:?}");
+                }
+                _ => panic!("{name} at {s:?}: no schedule"),
+            }
+        }
+    }
+}
+
+#[test]
+fn an_instance_that_cannot_be_built_is_unbuilt() {
+    let (src, prog) = polybench("lu");
+    // This builder gives no model below N = 20.
+    let build = |ctx: &Ctx, s: &[Option<i64>]| {
+        let scop = Scop::build(ctx, &prog, s, &src).ok()?;
+        (s[0] > Some(20)).then_some(())?;
+        let deps = Deps::compute(&scop).ok()?;
+        Some((scop, deps))
+    };
+    let runs = run_all(&build, &[vec![Some(10)]], &IslSchedOptions::default(), None);
+    assert!(matches!(runs.as_deref(), Some([Ok(InstanceRun::Unbuilt)])));
+}
+
+#[test]
+fn work_stops_when_the_first_task_no_longer_needs_it() {
+    // adi at these sizes runs every isl run to its time budget and then retries; if the
+    // workers were not stopped, their retries would show in the timings.
+    let (src, prog) = polybench("adi");
+    let build = |ctx: &Ctx, s: &[Option<i64>]| {
+        let scop = Scop::build(ctx, &prog, s, &src).ok()?;
+        let deps = Deps::compute(&scop).ok()?;
+        Some((scop, deps))
+    };
+    let sizes = vec![vec![Some(32), Some(48)], vec![Some(40), Some(48)]];
+    polyhedral::substeps::take();
+    let mut ran = false;
+    let mut first = || {
+        // Long enough for the workers to be inside isl's scheduler.
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        ran = true;
+        true
+    };
+    let first: &mut dyn FnMut() -> bool = &mut first;
+    let runs = run_all(&build, &sizes, &IslSchedOptions::default(), Some(first));
+    assert!(ran);
+    assert!(runs.is_none());
+    let steps = polyhedral::substeps::take();
+    for retry in ["schedule:isl_bounded", "schedule:isl_serialized"] {
+        assert!(
+            steps.iter().all(|s| s.name != retry),
+            "a stopped worker went on to {retry}: {steps:?}"
+        );
+    }
+}
