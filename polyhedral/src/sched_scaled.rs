@@ -163,10 +163,6 @@ pub fn isl_schedule_scaled(
         InstanceRun::NoSchedule(why) => {
             return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
         }
-        InstanceRun::OutOfTime => {
-            let why = "it ran past its time budget".to_string();
-            return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
-        }
     };
     let texts = match other_texts(build, (&instances[1..], runs), opts, retried)? {
         Others::Texts(texts) => texts,
@@ -239,7 +235,6 @@ fn other_texts(
 fn failed(run: InstanceRun) -> Others {
     match run {
         InstanceRun::NoSchedule(why) => Others::Failed(why),
-        InstanceRun::OutOfTime => Others::Failed("it ran past its time budget".into()),
         _ => Others::Unbuilt,
     }
 }

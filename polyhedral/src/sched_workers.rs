@@ -32,10 +32,8 @@ pub enum InstanceRun {
     /// The schedule's text (domain included), the run's note, and the isl option of the
     /// retry it needed (see [`IslRun::Schedule`]).
     Schedule(String, Option<String>, Option<&'static str>),
-    /// isl found no schedule, and why.
+    /// isl found no schedule (or ran past its time budget with every retry), and why.
     NoSchedule(String),
-    /// isl ran past its time budget, with every retry.
-    OutOfTime,
     /// The model could not be built at these sizes, or the run was cancelled.
     Unbuilt,
 }
@@ -128,7 +126,8 @@ fn schedule_on(
             InstanceRun::Schedule(text, note, retried)
         }
         IslRun::NoSchedule(why) => InstanceRun::NoSchedule(why),
-        IslRun::OutOfTime => InstanceRun::OutOfTime,
+        // (A run without a probe's limit reports running out of time as no schedule.)
+        IslRun::OutOfTime => InstanceRun::NoSchedule("it ran past its time budget".into()),
     })
 }
 
@@ -140,8 +139,8 @@ type Results = Mutex<Vec<Option<miette::Result<InstanceRun>>>>;
 /// while this thread runs `first`; then this thread works on them too. When `first`
 /// returns true the results are not needed: the workers are stopped and the answer is
 /// `None`. When the first instance gives no schedule, or needed a retry, the others are
-/// stopped (their results are then [`InstanceRun::Unbuilt`]). The workers' sub-step timings are merged
-/// into this thread's.
+/// stopped (their results are then [`InstanceRun::Unbuilt`]). The workers' sub-step
+/// timings are merged into this thread's.
 pub fn run_all(
     build: &BuildInstance,
     instances: &[Vec<Option<i64>>],
