@@ -122,15 +122,20 @@ pub fn riscv_compile(api: &Path, c: &Path, obj: &Path) -> std::io::Result<Output
 /// `polyc ARGS` (a `run … --check`): asserts exit 0 and that every tensor matched the
 /// interpreter; returns standard error.
 pub fn run_checked(args: &[&str]) -> String {
-    let o = polyc(args);
-    assert_code(&o, 0);
-    let out = stdout(&o);
+    assert_checked(&polyc(args), &format!("{args:?}"))
+}
+
+/// The output of a `run … --check` (`what` names it in a failure): asserts exit 0 and that
+/// every tensor matched the interpreter; returns standard error.
+pub fn assert_checked(o: &Output, what: &str) -> String {
+    assert_code(o, 0);
+    let out = stdout(o);
     assert!(
         !out.is_empty() && out.lines().all(|l| l.ends_with(" ok")),
-        "{args:?}:\n{out}\n{}",
-        stderr(&o)
+        "{what}:\n{out}\n{}",
+        stderr(o)
     );
-    stderr(&o)
+    stderr(o)
 }
 
 /// The Gemmini functional model's counters line in a run's standard error.

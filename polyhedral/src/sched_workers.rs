@@ -13,7 +13,7 @@
 //! found no schedule) are stopped through a [`Cancel`].
 
 use crate::deps::Deps;
-use crate::isl::{Ctx, IslResultExt};
+use crate::isl::Ctx;
 use crate::sched::{run_isl, IslRun, IslSchedOptions};
 use crate::scop::Scop;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -122,8 +122,14 @@ fn schedule_on(
     }
     Ok(match run? {
         IslRun::Schedule(s, note, retried) => {
-            let text = s.to_str().isl("printing a schedule")?.to_string();
-            InstanceRun::Schedule(text, note, retried)
+            // A stop may come while the schedule is printed: isl then fails to print it.
+            let text = crate::isl::ffi::model::schedule_text(&s);
+            let _ = ctx.take_error();
+            match text {
+                Some(text) if !cancel.is_cancelled() => InstanceRun::Schedule(text, note, retried),
+                _ if cancel.is_cancelled() => InstanceRun::Unbuilt,
+                _ => miette::bail!("isl could not print the schedule of a scaled instance"),
+            }
         }
         IslRun::NoSchedule(why) => InstanceRun::NoSchedule(why),
         // (A run without a probe's limit reports running out of time as no schedule.)

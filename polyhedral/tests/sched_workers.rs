@@ -117,3 +117,21 @@ fn work_stops_when_the_first_task_no_longer_needs_it() {
         );
     }
 }
+
+/// A schedule printed on a context whose operation budget another thread lowered (what
+/// stopping a worker does) is no text, not a crash: `isl-rs`'s `to_str` read the NULL
+/// that isl returns there as a string, which crashed about one `polyc explain` in a hundred.
+#[test]
+fn a_schedule_printed_after_a_stop_is_no_text() {
+    let (src, prog) = polybench("gesummv");
+    let ctx = Ctx::new();
+    let scop = Scop::build(&ctx, &prog, &[Some(67)], &src).expect("model builds");
+    let deps = Deps::compute(&scop).expect("dependences");
+    let s = isl_schedule(&ctx, &scop, &deps, &IslSchedOptions::default()).expect("isl");
+    let before = polyhedral::isl::ffi::model::schedule_text(&s).expect("prints");
+    assert_eq!(before, s.to_str().expect("prints"));
+    // SAFETY: the context is alive; the budget is what a stop sets.
+    unsafe { polyhedral::isl::ffi::sched::isl_ctx_set_max_operations(ctx.ptr(), 1) };
+    assert_eq!(polyhedral::isl::ffi::model::schedule_text(&s), None);
+    let _ = ctx.take_error();
+}

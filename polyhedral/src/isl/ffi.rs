@@ -88,6 +88,17 @@ pub mod model {
         pub fn isl_map_to_str(map: usize) -> *mut c_char;
         /// `char *isl_union_map_to_str(keep isl_union_map *umap)` — caller frees.
         pub fn isl_union_map_to_str(umap: usize) -> *mut c_char;
+        /// `char *isl_schedule_to_str(keep isl_schedule *schedule)` — caller frees; NULL
+        /// when isl fails (a context whose operation budget ran out).
+        pub fn isl_schedule_to_str(schedule: usize) -> *mut c_char;
+    }
+
+    /// isl's text form of a schedule (what `isl-rs`'s `to_str` gives), `None` when isl
+    /// cannot print it: `isl-rs` reads the NULL that isl then returns as a string (a
+    /// crash), which a worker whose budget another thread lowered reaches.
+    pub fn schedule_text(schedule: &isl_rs::Schedule) -> Option<String> {
+        // SAFETY: the schedule is borrowed; the returned string is ours to free.
+        unsafe { super::take_isl_string(isl_schedule_to_str(schedule.ptr)) }
     }
 
     /// isl's text form of a set (`"<error>"` if isl cannot print it).
