@@ -681,11 +681,21 @@ fn box_of_pieces(set: &Set) -> miette::Result<Option<PieceBoxes>> {
         let mut placed = false;
         for g in groups.iter_mut() {
             if let Some(lows) = constant_shifts(&g.base, &offset)? {
-                for (span, (lo, len)) in g.spans.iter_mut().zip(lows.iter().zip(&sizes)) {
-                    *span = (span.0.min(*lo), span.1.max(lo + len));
+                let merged: Vec<(i64, i64)> = g
+                    .spans
+                    .iter()
+                    .zip(lows.iter().zip(&sizes))
+                    .map(|(span, (lo, len))| (span.0.min(*lo), span.1.max(lo + len)))
+                    .collect();
+                // One box around both only when it holds no more than the two apart: a
+                // stencil's neighbours overlap, but statements that isl shifted whole
+                // rows apart in one band (layer norm's phases at `j`, `2047 + j`,
+                // `4094 + j`) would make a box of every row between them.
+                if volume(&merged) <= volume(&g.spans).saturating_add(volume_of(&sizes)) {
+                    g.spans = merged;
+                    placed = true;
+                    break;
                 }
-                placed = true;
-                break;
             }
         }
         if !placed {
@@ -705,6 +715,22 @@ fn box_of_pieces(set: &Set) -> miette::Result<Option<PieceBoxes>> {
         })
         .collect();
     Ok(Some(PieceBoxes { boxes }))
+}
+
+/// The elements of a box given by `[lo, hi)` per dimension.
+fn volume(spans: &[(i64, i64)]) -> u64 {
+    spans
+        .iter()
+        .map(|(lo, hi)| (hi - lo).max(0) as u64)
+        .fold(1u64, |v, x| v.saturating_mul(x))
+}
+
+/// The elements of a box of the given sizes.
+fn volume_of(sizes: &[i64]) -> u64 {
+    sizes
+        .iter()
+        .map(|&x| x.max(0) as u64)
+        .fold(1u64, |v, x| v.saturating_mul(x))
 }
 
 /// Per dimension, `offset - base` when it is a constant along every dimension.
@@ -979,4 +1005,30 @@ pub(crate) fn live_out_band(scop: &Scop, bands: &[BandInfo]) -> Option<usize> {
     bands
         .iter()
         .position(|b| b.outer.is_empty() && b.stmts.contains(&last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boxes(text: &str) -> Vec<Vec<u64>> {
+        let ctx = Ctx::new();
+        let set = Set::read_from_str(&ctx.isl, text).expect("a set");
+        box_of_pieces(&set).expect("boxes").expect("pieces").boxes
+    }
+
+    #[test]
+    fn neighbouring_pieces_share_a_box_and_distant_ones_do_not() {
+        // A stencil's shifted reads overlap: one box around both.
+        assert_eq!(
+            boxes("{ A[i, j] : 0 <= i < 4 and 0 <= j < 32; A[i, j] : 1 <= i < 5 and 2 <= j < 34 }"),
+            vec![vec![5, 34]]
+        );
+        // A phase that isl shifted 2047 columns on: a box around both would hold every
+        // column between them.
+        assert_eq!(
+            boxes("{ A[i, j] : 0 <= i < 4 and 0 <= j < 32; A[i, j] : 0 <= i < 4 and 2047 <= j < 2079 }"),
+            vec![vec![4, 32], vec![4, 32]]
+        );
+    }
 }
