@@ -964,10 +964,9 @@ fn register_tiles(
 /// band writes stays at one element while `p` is fixed (each statement either updates an
 /// accumulator indexed by `p` alone, or runs once per `p`: an initialisation or a final
 /// combination). Its `p` gets a `reg` size of [`REG_ROWS`] (halved while the band's
-/// accumulators would take more than `2 * REG_ROWS` registers, one each), and the reductions
-/// stay whole (or, when `p` moves every tensor it moves along its last dimension only,
-/// R / (8 * element bytes * accumulators) vector lanes instead of rows); the reductions
-/// stay whole: the accumulators live in registers across the whole reduction, and the rows
+/// accumulators would take more than `2 * REG_ROWS` registers, one each; when `p` moves
+/// every tensor it moves along its last dimension only, R / (8 * element bytes *
+/// accumulators) vector lanes instead), and the reductions stay whole: the accumulators live in registers across the whole reduction, and the rows
 /// give that many independent multiply-add chains where a single row is one chain, bound by
 /// the add's latency (gesummv at N = 1300: 7.4 ms untiled, 1.6 ms with 8 rows). Only when
 /// the data of one such tile (`p` at its size, the reductions whole) fits half of L2:
