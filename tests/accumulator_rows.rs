@@ -23,16 +23,6 @@ fn default_spec(file: &str, params: &str) -> String {
     spec
 }
 
-/// Runs `file` at `params` with `--check` on `threads` threads (every tensor must match).
-fn checked(file: &str, params: &str, threads: &str) {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
-        .args(["run", file, "--param", params, "--check"])
-        .env("OMP_NUM_THREADS", threads)
-        .output()
-        .expect("polyc runs");
-    assert_checked(&o, &format!("{file} {params} on {threads} threads"));
-}
-
 /// (name, program, sizes, the default spec)
 fn cases(t: &str) -> Vec<(String, String, &'static str, String)> {
     let lanes = if t == "f64" { 32 } else { 64 };
@@ -86,7 +76,7 @@ fn matrix_vector_forms_get_accumulator_rows_and_match_the_interpreter() {
             let file = write(dir.path(), &format!("{name}.tc"), &text);
             assert_eq!(default_spec(&file, params), spec, "{name}");
             for threads in ["1", "2"] {
-                checked(&file, params, threads);
+                checked_on(&file, params, threads);
             }
         }
     }
@@ -101,7 +91,7 @@ fn bands_whose_writes_run_along_the_reduction_keep_their_cache_tiles() {
     let file = write(dir.path(), "rows.tc", text);
     let spec = default_spec(&file, "R=512,N=1024");
     assert!(!spec.contains("@reg"), "{spec}");
-    checked(&file, "R=67,N=45", "2");
+    checked_on(&file, "R=67,N=45", "2");
 }
 
 #[test]

@@ -163,3 +163,14 @@ pub fn f64s(dir: &Path, name: &str) -> Vec<f64> {
         other => panic!("{name}: expected f64, got {:?}", other.dtype()),
     }
 }
+
+/// Runs `file` at `params` with `--check` on `threads` threads (`OMP_NUM_THREADS`):
+/// asserts that every tensor matched the interpreter.
+pub fn checked_on(file: &str, params: &str, threads: &str) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_polyc"))
+        .args(["run", file, "--param", params, "--check"])
+        .env("OMP_NUM_THREADS", threads)
+        .output()
+        .expect("polyc runs");
+    assert_checked(&o, &format!("{file} {params} on {threads} threads"));
+}

@@ -281,38 +281,38 @@ fn contraction_groups_keep_their_register_tiles() {
 #[test]
 fn row_sums_are_vector_reductions() {
     let c = polyc_ok(&["examples/layernorm.tc", "--param", "R=64,N=256"]);
-    let want = "float polyc_red = polyc_tile4[(r - 0)];
-          float polyc_lane[32] __attribute__((aligned(64))) = {0};
-          int64_t polyc_v = 255;
-          for (; polyc_v + 31 <= 510; polyc_v += 32) {
-            for (int64_t polyc_l = 0; polyc_l < 32; polyc_l += 1) {
-              const int64_t c3 = polyc_v + polyc_l;
-              {
-                const int64_t r = c2;
-                const int64_t j = c3 - 255;
-                polyc_tile1[((r - 0)) * 272 + (j - 0)] = (X[r * 256 + j] - polyc_tile3[(r - 0)]);
+    let want = "float polyc_red = polyc_tile3[(r - 0)];
+              float polyc_lane[32] __attribute__((aligned(64))) = {0};
+              int64_t polyc_v = 0;
+              for (; polyc_v + 31 <= 255; polyc_v += 32) {
+                for (int64_t polyc_l = 0; polyc_l < 32; polyc_l += 1) {
+                  const int64_t c4 = polyc_v + polyc_l;
+                  {
+                    const int64_t r = 8 * c2 + c3;
+                    const int64_t j = c4;
+                    polyc_tile1[((r - 0)) * 272 + (j - 0)] = (X[r * 256 + j] - polyc_tile4[(r - 8 * c2)]);
+                  }
+                  {
+                    const int64_t r = 8 * c2 + c3;
+                    const int64_t j = c4;
+                    polyc_lane[polyc_l] = polyc_fma_f32(polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_lane[polyc_l]);
+                  }
+                }
               }
-              {
-                const int64_t r = c2;
-                const int64_t j = c3 - 255;
-                polyc_lane[polyc_l] = polyc_fma_f32(polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_lane[polyc_l]);
+              for (int64_t c4 = polyc_v; c4 <= 255; c4 += 1) {
+                {
+                  const int64_t r = 8 * c2 + c3;
+                  const int64_t j = c4;
+                  polyc_tile1[((r - 0)) * 272 + (j - 0)] = (X[r * 256 + j] - polyc_tile4[(r - 8 * c2)]);
+                }
+                {
+                  const int64_t r = 8 * c2 + c3;
+                  const int64_t j = c4;
+                  polyc_red = polyc_fma_f32(polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_red);
+                }
               }
-            }
-          }
-          for (int64_t c3 = polyc_v; c3 <= 510; c3 += 1) {
-            {
-              const int64_t r = c2;
-              const int64_t j = c3 - 255;
-              polyc_tile1[((r - 0)) * 272 + (j - 0)] = (X[r * 256 + j] - polyc_tile3[(r - 0)]);
-            }
-            {
-              const int64_t r = c2;
-              const int64_t j = c3 - 255;
-              polyc_red = polyc_fma_f32(polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_tile1[((r - 0)) * 272 + (j - 0)], polyc_red);
-            }
-          }
-          for (int64_t polyc_l = 0; polyc_l < 32; polyc_l += 1) polyc_red += polyc_lane[polyc_l];
-          polyc_tile4[(r - 0)] = polyc_red;
+              for (int64_t polyc_l = 0; polyc_l < 32; polyc_l += 1) polyc_red += polyc_lane[polyc_l];
+              polyc_tile3[(r - 0)] = polyc_red;
 ";
     assert!(c.contains(want), "{c}");
     assert_eq!(c.matches("float polyc_lane[32]").count(), 2, "{c}");

@@ -118,6 +118,9 @@ pub struct IslSchedOptions {
     /// fused as written, take that schedule without running isl's scheduler (default on;
     /// see [`crate::sched_aligned`]); not an isl option.
     pub aligned: Option<bool>,
+    /// `phases`: split bands in which isl shifted whole phases apart, so that they run one
+    /// after the other (default on; see [`crate::sched_phases`]); not an isl option.
+    pub phases: Option<bool>,
 }
 
 /// The value type of an option, for parsing and error messages.
@@ -130,7 +133,7 @@ enum OptType {
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 17] = [
+const OPTIONS: [(&str, OptType); 18] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -148,6 +151,7 @@ const OPTIONS: [(&str, OptType); 17] = [
     ("scale_sizes", OptType::Bool),
     ("scale_probe", OptType::Bool),
     ("aligned", OptType::Bool),
+    ("phases", OptType::Bool),
 ];
 
 type Getter = fn(&Context) -> Result<i32, LibISLError>;
@@ -252,6 +256,7 @@ impl IslSchedOptions {
             "scale_sizes" => &mut self.scale_sizes,
             "scale_probe" => &mut self.scale_probe,
             "aligned" => &mut self.aligned,
+            "phases" => &mut self.phases,
             _ => &mut self.split_scaled,
         }
     }
@@ -824,68 +829,98 @@ pub(crate) fn flags_hold(
         .intersect_params(scop.context.copy().isl("copying the context")?)
         .isl("restricting dependences")?;
     for (prefix, partial, coincident, permutable) in bands {
-        // Dependences between instances that the outer bands and sequences do not
-        // separate, mapped to their distances in this band.
-        let same_prefix = prefix
-            .copy()
-            .isl("copying a prefix schedule")?
-            .apply_range(prefix.reverse().isl("reversing a prefix schedule")?)
-            .isl("pairing instances of a prefix")?;
-        let inner = validity
-            .copy()
-            .isl("copying dependences")?
-            .intersect(same_prefix)
-            .isl("restricting dependences to a band")?;
-        let dist = partial
-            .copy()
-            .isl("copying a band schedule")?
-            .reverse()
-            .isl("reversing a band schedule")?
-            .apply_range(inner)
-            .isl("mapping dependences to a band")?
-            .apply_range(partial)
-            .isl("mapping dependences to a band")?
-            .deltas()
-            .isl("computing band distances")?;
+        let dist = band_distances(&validity, &prefix, &partial)?;
         if dist.is_empty().isl("testing band distances")? {
             continue;
         }
         let n = coincident.len();
-        let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
-        let set = |cons: &str| -> miette::Result<UnionSet> {
-            let text = format!(
-                "{}{{ [{}] : {cons} }}",
-                scop.param_prefix(),
-                dims.join(", ")
-            );
-            UnionSet::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))
-        };
         if permutable && n > 0 {
+            let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
             let nonneg: Vec<String> = dims.iter().map(|d| format!("{d} >= 0")).collect();
-            let ok = dist
-                .is_subset(&set(&nonneg.join(" and "))?)
-                .isl("testing permutability")?;
+            let text = format!(
+                "{}{{ [{}] : {} }}",
+                scop.param_prefix(),
+                dims.join(", "),
+                nonneg.join(" and ")
+            );
+            let cone =
+                UnionSet::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))?;
+            let ok = dist.is_subset(&cone).isl("testing permutability")?;
             if !ok {
                 return Ok(false);
             }
         }
         for (k, &c) in coincident.iter().enumerate() {
-            if !c {
-                continue;
-            }
-            let mut cons: Vec<String> = dims[..k].iter().map(|d| format!("{d} = 0")).collect();
-            cons.push(format!("({0} < 0 or {0} > 0)", dims[k]));
-            let carried = dist
-                .copy()
-                .isl("copying distances")?
-                .intersect(set(&cons.join(" and "))?)
-                .isl("testing a coincident member")?;
-            if !carried.is_empty().isl("testing a coincident member")? {
+            if c && carried_at(ctx, scop, &dist, k, n)? {
                 return Ok(false);
             }
         }
     }
     Ok(true)
+}
+
+/// The distances, in a band's members, of the dependences of `validity` between instances
+/// that the band's prefix schedule does not separate (`prefix` and `partial` as union
+/// maps from the instances).
+pub(crate) fn band_distances(
+    validity: &UnionMap,
+    prefix: &UnionMap,
+    partial: &UnionMap,
+) -> miette::Result<UnionSet> {
+    let same_prefix = prefix
+        .copy()
+        .isl("copying a prefix schedule")?
+        .apply_range(
+            prefix
+                .copy()
+                .isl("copying a prefix schedule")?
+                .reverse()
+                .isl("reversing a prefix schedule")?,
+        )
+        .isl("pairing instances of a prefix")?;
+    let inner = validity
+        .copy()
+        .isl("copying dependences")?
+        .intersect(same_prefix)
+        .isl("restricting dependences to a band")?;
+    partial
+        .copy()
+        .isl("copying a band schedule")?
+        .reverse()
+        .isl("reversing a band schedule")?
+        .apply_range(inner)
+        .isl("mapping dependences to a band")?
+        .apply_range(partial.copy().isl("copying a band schedule")?)
+        .isl("mapping dependences to a band")?
+        .deltas()
+        .isl("computing band distances")
+}
+
+/// Whether some distance of `dist` (in a band of `n` members) is zero in the members
+/// before `k` and not zero in member `k`: member `k` carries a dependence.
+pub(crate) fn carried_at(
+    ctx: &Ctx,
+    scop: &Scop,
+    dist: &UnionSet,
+    k: usize,
+    n: usize,
+) -> miette::Result<bool> {
+    let dims: Vec<String> = (0..n).map(|d| format!("__polyc_d{d}")).collect();
+    let mut cons: Vec<String> = dims[..k].iter().map(|d| format!("{d} = 0")).collect();
+    cons.push(format!("({0} < 0 or {0} > 0)", dims[k]));
+    let text = format!(
+        "{}{{ [{}] : {} }}",
+        scop.param_prefix(),
+        dims.join(", "),
+        cons.join(" and ")
+    );
+    let at = UnionSet::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))?;
+    let carried = dist
+        .copy()
+        .isl("copying distances")?
+        .intersect(at)
+        .isl("testing a member")?;
+    Ok(!carried.is_empty().isl("testing a member")?)
 }
 
 /// A band of a schedule: its prefix schedule, its partial schedule, its coincident flags
@@ -1150,6 +1185,7 @@ mod tests {
             "scale_sizes=0",
             "scale_probe=0",
             "aligned=0",
+            "phases=0",
         ]))
         .unwrap();
         assert_eq!(
@@ -1172,6 +1208,7 @@ mod tests {
                 scale_sizes: Some(false),
                 scale_probe: Some(false),
                 aligned: Some(false),
+                phases: Some(false),
             }
         );
         assert_eq!(o.settings().len(), 12);
@@ -1198,7 +1235,7 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned"
+                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned, phases"
                     .into()
             )
         );

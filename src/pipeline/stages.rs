@@ -401,6 +401,15 @@ fn isl_scheduled(
             notes.push(note);
         }
     }
+    if mode == Mode::Optimised && !s.fell_back && sched_opts.phases != Some(false) {
+        let split = polyhedral::substeps::timed("schedule:phases", || {
+            polyhedral::sched_phases::split_phases(ctx, scop, deps, &tree.to_isl(ctx)?)
+        })?;
+        if let Some((split, split_notes)) = split {
+            tree = ScheduleTree::from_isl(&split)?;
+            notes.extend(split_notes);
+        }
+    }
     Ok((tree, notes))
 }
 

@@ -589,22 +589,37 @@ pub struct DivisionFault {
 /// and NaN stays NaN. Against glibc's `expf`, its relative error is at most 1.2e-7
 /// (2 ulp) for `|x| ≤ 80`, and at most 1.8e-6 near the ends of the range, where results
 /// are within 2⁷ of the smallest or largest float (test `exp_f32_matches_libm`).
+///
+/// The range and NaN tests are integer masks on the bits, with no comparison of floats
+/// and no `?:` on them: gcc 12 without AVX-512 does not if-convert a float comparison
+/// under `-ftrapping-math` (the default; "tree could trap"), nor the float arithmetic it
+/// duplicates into the branches of a `?:`, and then leaves every loop around an
+/// exponential scalar (softmax with the exponential inside its sum: 60 ms at 2048², one
+/// thread, on an AVX2 machine).
 pub const EXP_F32: &str = "\
-/* exp for float: a branch-free polynomial the compiler vectorises (see polyc's c.rs). */
+/* exp for float: a branch-free polynomial the compiler vectorises (see polyc's c.rs);
+   its range and NaN tests are integer masks on the bits. */
 static inline float polyc_exp_f32(float x) {
-  float t = x * 1.44269504f + 12582912.0f;
+  union { float f; uint32_t u; } in = { x }, xc, y;
+  uint32_t ax = in.u & 0x7fffffffu;
+  uint32_t neg = in.u >> 31;
+  uint32_t nan = -(uint32_t)(ax > 0x7f800000u);
+  uint32_t over = -(uint32_t)(ax > 0x42b17218u) & (neg - 1u) & ~nan;
+  uint32_t under = -(uint32_t)(ax > 0x42aeac50u) & -neg & ~nan;
+  xc.u = in.u & ~(nan | over | under);
+  float t = xc.f * 1.44269504f + 12582912.0f;
   float n = t - 12582912.0f;
-  n = n < -125.0f ? -125.0f : (n > 128.0f ? 128.0f : n);
-  n = n == n ? n : 0.0f;
-  float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
+  int32_t ni = (int32_t)n;
+  ni = ni < -125 ? -125 : ni;
+  float nf = (float)ni;
+  float r = (xc.f - nf * 0.693145752f) - nf * 1.42860677e-6f;
   float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f
       + r * (0.00833333377f + r * (0.00138888892f + r * 0.000198412701f))))));
   union { uint32_t u; float f; } b;
-  b.u = (uint32_t)((int32_t)n + 126) << 23;
-  float y = p * b.f * 2.0f;
-  y = x < -87.3365479f ? 0.0f : y;
-  y = x > 88.7228394f ? (float)INFINITY : y;
-  return x == x ? y : x;
+  b.u = (uint32_t)(ni + 126) << 23;
+  y.f = p * b.f * 2.0f;
+  y.u = (y.u & ~(nan | over | under)) | (in.u & nan) | (0x7f800000u & over);
+  return y.f;
 }
 ";
 
@@ -1084,7 +1099,7 @@ pub(crate) struct Emitter<'a> {
     shared: HashSet<usize>,
     /// Inside a sum-reduction loop ([`Emitter::reduction`]): the statement's target is
     /// this scalar instead of its access.
-    red_lhs: RefCell<Option<(*const Stmt, String)>>,
+    red_lhs: RefCell<Vec<(*const Stmt, String)>>,
     /// The block (threads per dimension x, y, z) of the GPU kernel being printed: a
     /// block-stride loop with at most that many iterations runs once per thread.
     block: Option<[i64; 3]>,
@@ -1101,11 +1116,33 @@ pub(crate) struct Emitter<'a> {
     async_copies: std::cell::Cell<bool>,
     /// Integer indices are 32-bit `int` (see [`crate::codegen::ranges`]), not `int64_t`.
     index32: bool,
+    /// Loop-invariant subexpressions computed before the loop being printed, by address
+    /// in the program, with their locals' names (see `invariant_print`).
+    hoisted: RefCell<Vec<(*const Expr, String)>>,
+    /// How many statements have had subexpressions hoisted (numbers the locals).
+    hoist_count: std::cell::Cell<usize>,
 }
 
 /// Loops with fewer iterations than this are never emitted as vectorised reductions: a
 /// 5-tap window is better unrolled around the vector loop outside it.
 const MIN_REDUCTION_TRIP: i64 = 64;
+
+/// The most sums one reduction loop keeps in scalars and lanes ([`Emitter::reduction`]):
+/// each takes [`REDUCTION_LANE_BYTES`] of lanes.
+const MAX_LOOP_SUMS: usize = 4;
+
+/// One sum of a reduction loop: the `+=` statement, its iterator values and its tiles.
+type LoopSum<'n> = (&'n Stmt, &'n [KExpr], &'n [LocalRef]);
+
+/// The scalar (`polyc_red`) or lane array (`polyc_lane`) of the `k`-th sum of a reduction
+/// loop: the first sum keeps the plain name.
+fn sum_name(base: &str, k: usize) -> String {
+    if k == 0 {
+        base.to_string()
+    } else {
+        format!("{base}{k}")
+    }
+}
 
 /// The bytes of partial sums a vector-lane reduction keeps (two 512-bit vectors: 32 f32
 /// lanes, 16 f64), so that the adds of one block do not wait for each other.
@@ -1236,6 +1273,8 @@ fn block_stride(block: &[i64], elem_bytes: i64, shared: bool) -> i64 {
     }
 }
 
+#[path = "invariant_print.rs"]
+mod invariant_print;
 #[path = "pipeline_print.rs"]
 mod pipeline_print;
 
@@ -1286,7 +1325,7 @@ impl<'a> Emitter<'a> {
             poison: false,
             in_tile: std::cell::Cell::new(0),
             unrolled: std::cell::Cell::new(1),
-            red_lhs: RefCell::new(None),
+            red_lhs: RefCell::new(Vec::new()),
             block: None,
             promo_tensor: HashMap::new(),
             pipelined: HashMap::new(),
@@ -1295,6 +1334,8 @@ impl<'a> Emitter<'a> {
             async_copies: std::cell::Cell::new(false),
             index32: false,
             shared: HashSet::new(),
+            hoisted: RefCell::new(Vec::new()),
+            hoist_count: std::cell::Cell::new(0),
         }
     }
 
@@ -1666,14 +1707,14 @@ impl<'a> Emitter<'a> {
     }
 
     /// A sequential loop of the C dialect, with at least [`MIN_REDUCTION_TRIP`] iterations
-    /// (or a trip count known at run time), whose body is a list of statements: one
-    /// floating-point `+=` update of an element that does not move with the loop (a row
-    /// sum: `s(r) += e(r, j)` over `j`), and others that write elements moving with the
-    /// loop (`d(r, j) = X(r, j) − mean(r)`). Tensors written in the loop are read only at
-    /// the indices written, and the updated one not at all, so no value crosses
-    /// iterations but the sum. Returns the update and the iterator values its target
-    /// needs.
-    fn reduction<'n>(&'n self, n: &'n KNode) -> Option<(&'n Stmt, &'n [KExpr], &'n [LocalRef])> {
+    /// (or a trip count known at run time), whose body is a list of statements: one to
+    /// [`MAX_LOOP_SUMS`] floating-point `+=` updates of elements that do not move with the
+    /// loop (row sums: `s(r) += e(r, j)` over `j`, or the sums of `x` and `x²` side by
+    /// side), of one type, and others that write elements moving with the loop (`d(r, j) =
+    /// X(r, j) − mean(r)`). Tensors written in the loop are read only at the indices
+    /// written, and the updated ones not at all, so no value crosses iterations but the
+    /// sums. Returns the updates with the iterator values their targets need.
+    fn reduction<'n>(&'n self, n: &'n KNode) -> Option<Vec<LoopSum<'n>>> {
         let KNode::For {
             iter,
             init,
@@ -1697,7 +1738,7 @@ impl<'a> Emitter<'a> {
                     && args.get(i).is_none_or(|a| a.mentions(iter))
             })
         };
-        let mut red = None;
+        let mut red: Vec<LoopSum<'n>> = Vec::new();
         for &(k, args, locals) in &stmts {
             let st = &self.prog.stmts[k];
             if moves(st, args) {
@@ -1707,16 +1748,19 @@ impl<'a> Emitter<'a> {
                 return None;
             };
             let ct = compute_type(st.dtype);
-            if red.is_some()
+            if red.len() >= MAX_LOOP_SUMS
+                || red
+                    .first()
+                    .is_some_and(|(first, _, _)| first.dtype != st.dtype)
                 || st.dtype != ct
                 || !matches!(ct, DType::F32 | DType::F64)
                 || reads_tensor(e, st.lhs)
             {
                 return None;
             }
-            red = Some((st, args, locals));
+            red.push((st, args, locals));
         }
-        let (rs, args, _) = red?;
+        let args = red.first()?.1;
         // The statements run at the same iterator values, so equal index expressions
         // name equal elements.
         if stmts.windows(2).any(|w| w[0].1 != w[1].1) {
@@ -1744,15 +1788,17 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
-        // Every read of a tensor the loop writes is at the written index; the sum's
-        // tensor is not read, and no two statements write one tensor.
+        // Every read of a tensor the loop writes is at the written index; the sums'
+        // tensors are not read, and no two statements write one tensor.
         for &(k, _, _) in &stmts {
             let w = &self.prog.stmts[k];
             for &(j, _, _) in &stmts {
                 let r = &self.prog.stmts[j];
                 if let StmtBody::Update(_, e) = &r.body {
-                    if !reads_only_at(e, w.lhs, &w.lhs_index) || (j != k && reads_tensor(e, rs.lhs))
-                    {
+                    let reads_a_sum = red
+                        .iter()
+                        .any(|(rs, _, _)| !std::ptr::eq(*rs, r) && reads_tensor(e, rs.lhs));
+                    if !reads_only_at(e, w.lhs, &w.lhs_index) || reads_a_sum {
                         return None;
                     }
                 }
@@ -1761,23 +1807,18 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
-        red
+        Some(red)
     }
 
-    /// Emits a [`Emitter::reduction`] loop: the target in a scalar `polyc_red`; where the
-    /// loop's bound is an upper bound on its iterator ([`ascending_bound`]), blocks of
-    /// lanes with a partial sum each ([`Emitter::lane_loop`], vectorised by any C compiler
-    /// at `-O3` with no OpenMP or reassociation flag), then the iterations left into the
-    /// scalar, then the lanes added to it; elsewhere the whole loop under the dialect's
-    /// [`Dialect::simd_reduction_pragma`]. Either way the sums are reassociated, within
-    /// the interpreter's tolerance. Then the scalar is stored back.
-    fn reduction_loop(
-        &self,
-        out: &mut String,
-        n: &KNode,
-        (st, args, locals): (&Stmt, &[KExpr], &[LocalRef]),
-        level: usize,
-    ) {
+    /// Emits a [`Emitter::reduction`] loop: each sum's target in a scalar `polyc_red`
+    /// (`polyc_red1`, … for the others); where the loop's bound is an upper bound on its
+    /// iterator ([`ascending_bound`]), blocks of lanes with a partial sum each
+    /// ([`Emitter::lane_loop`], vectorised by any C compiler at `-O3` with no OpenMP or
+    /// reassociation flag), then the iterations left into the scalars, then the lanes added
+    /// to them; elsewhere the whole loop under the dialect's
+    /// [`Dialect::simd_reduction_pragma`]. Either way the sums are reassociated, within the
+    /// interpreter's tolerance. Then the scalars are stored back.
+    fn reduction_loop(&self, out: &mut String, n: &KNode, sums: Vec<LoopSum<'_>>, level: usize) {
         let KNode::For {
             iter,
             init,
@@ -1789,16 +1830,51 @@ impl<'a> Emitter<'a> {
         else {
             return;
         };
-        let (_, idx) = self.open_stmt(out, st, args, level, true);
-        *self.cur.borrow_mut() = locals.to_vec();
-        let lhs = self.access(st.lhs, &idx);
-        self.cur.borrow_mut().clear();
-        let c = st.dtype.c_type();
-        indent(out, level + 1);
-        let _ = writeln!(out, "{c} polyc_red = {lhs};");
-        let lanes = (REDUCTION_LANE_BYTES / st.dtype.size_bytes().max(1)) as i64;
+        let Some(&(first_st, args, _)) = sums.first() else {
+            return;
+        };
+        // Every sum runs at the same iterator values: one block declares those their
+        // targets use.
+        indent(out, level);
+        out.push_str("{\n");
+        let names: Vec<String> = first_st.iters.iter().map(|i| c_ident(&i.name)).collect();
+        for (i, (name, a)) in names.iter().zip(args).enumerate() {
+            if sums
+                .iter()
+                .any(|(st, _, _)| st.lhs_index.iter().any(|x| x.uses_iter(i)))
+            {
+                indent(out, level + 1);
+                let _ = writeln!(out, "const {} {name} = {};", self.ix(), self.kexpr(a, 0));
+            }
+        }
+        let mut lhs = Vec::with_capacity(sums.len());
+        for (k, &(st, _, locals)) in sums.iter().enumerate() {
+            let idx: Vec<String> = st
+                .lhs_index
+                .iter()
+                .map(|a| a.to_c(&names, &self.texts))
+                .collect();
+            *self.cur.borrow_mut() = locals.to_vec();
+            lhs.push(self.access(st.lhs, &idx));
+            self.cur.borrow_mut().clear();
+            indent(out, level + 1);
+            let _ = writeln!(
+                out,
+                "{} {} = {};",
+                st.dtype.c_type(),
+                sum_name("polyc_red", k),
+                lhs[k]
+            );
+        }
+        let lanes = (REDUCTION_LANE_BYTES / first_st.dtype.size_bytes().max(1)) as i64;
         let first = if *step > 0 && ascending_bound(iter, cond) {
-            self.lane_loop(out, (iter, init, cond, *step, body), st, lanes, level + 1);
+            self.lane_loop(
+                out,
+                (iter, init, cond, *step, body),
+                &sums,
+                lanes,
+                level + 1,
+            );
             "polyc_v".to_string()
         } else {
             if let Some(pragma) = self.dialect.simd_reduction_pragma() {
@@ -1814,20 +1890,28 @@ impl<'a> Emitter<'a> {
             self.ix(),
             self.kexpr(cond, 0)
         );
-        *self.red_lhs.borrow_mut() = Some((st as *const Stmt, "polyc_red".into()));
+        *self.red_lhs.borrow_mut() = sums
+            .iter()
+            .enumerate()
+            .map(|(k, (st, _, _))| (*st as *const Stmt, sum_name("polyc_red", k)))
+            .collect();
         self.node(out, body, level + 2);
-        *self.red_lhs.borrow_mut() = None;
+        self.red_lhs.borrow_mut().clear();
         indent(out, level + 1);
         out.push_str("}\n");
-        if first == "polyc_v" {
+        for (k, target) in lhs.iter().enumerate() {
+            let red = sum_name("polyc_red", k);
+            if first == "polyc_v" {
+                indent(out, level + 1);
+                let _ = writeln!(
+                    out,
+                    "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) {red} += {}[polyc_l];",
+                    sum_name("polyc_lane", k)
+                );
+            }
             indent(out, level + 1);
-            let _ = writeln!(
-                out,
-                "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) polyc_red += polyc_lane[polyc_l];"
-            );
+            let _ = writeln!(out, "{target} = {red};");
         }
-        indent(out, level + 1);
-        let _ = writeln!(out, "{lhs} = polyc_red;");
         indent(out, level);
         out.push_str("}\n");
     }
@@ -1844,21 +1928,24 @@ impl<'a> Emitter<'a> {
         &self,
         out: &mut String,
         (iter, init, cond, step, body): (&str, &KExpr, &KExpr, i64, &KNode),
-        st: &Stmt,
+        sums: &[LoopSum<'_>],
         lanes: i64,
         level: usize,
     ) {
-        let c = st.dtype.c_type();
         let last = KExpr::Add(
             Box::new(KExpr::Var("polyc_v".into())),
             Box::new(KExpr::Int((lanes - 1) * step)),
         );
         let last_cond = cond.substitute(&|v| (v == iter).then(|| last.clone()));
-        indent(out, level);
-        let _ = writeln!(
-            out,
-            "{c} polyc_lane[{lanes}] __attribute__((aligned(64))) = {{0}};"
-        );
+        for (k, (st, _, _)) in sums.iter().enumerate() {
+            indent(out, level);
+            let _ = writeln!(
+                out,
+                "{} {}[{lanes}] __attribute__((aligned(64))) = {{0}};",
+                st.dtype.c_type(),
+                sum_name("polyc_lane", k)
+            );
+        }
         indent(out, level);
         let _ = writeln!(out, "int64_t polyc_v = {};", self.kexpr(init, 0));
         indent(out, level);
@@ -1880,9 +1967,18 @@ impl<'a> Emitter<'a> {
             format!("polyc_l * {step}")
         };
         let _ = writeln!(out, "const int64_t {iter} = polyc_v + {at};");
-        *self.red_lhs.borrow_mut() = Some((st as *const Stmt, "polyc_lane[polyc_l]".into()));
+        *self.red_lhs.borrow_mut() = sums
+            .iter()
+            .enumerate()
+            .map(|(k, (st, _, _))| {
+                (
+                    *st as *const Stmt,
+                    format!("{}[polyc_l]", sum_name("polyc_lane", k)),
+                )
+            })
+            .collect();
         self.node(out, body, level + 2);
-        *self.red_lhs.borrow_mut() = None;
+        self.red_lhs.borrow_mut().clear();
         indent(out, level + 1);
         out.push_str("}\n");
         indent(out, level);
@@ -2349,6 +2445,14 @@ impl<'a> Emitter<'a> {
     }
 
     pub(crate) fn node(&self, out: &mut String, n: &KNode, level: usize) {
+        if matches!(n, KNode::For { .. }) && self.hoisted_loop(out, n, level) {
+            return;
+        }
+        self.node_unhoisted(out, n, level);
+    }
+
+    /// [`Emitter::node`] without hoisting the invariant parts of a loop's statements.
+    fn node_unhoisted(&self, out: &mut String, n: &KNode, level: usize) {
         if let Some(r) = self.reduction(n) {
             self.reduction_loop(out, n, r, level);
             return;
@@ -2475,9 +2579,15 @@ impl<'a> Emitter<'a> {
 
     fn stmt(&self, out: &mut String, st: &Stmt, args: &[KExpr], level: usize) {
         let (names, idx) = self.open_stmt(out, st, args, level, false);
-        let lhs = match self.red_lhs.borrow().as_ref() {
-            Some((p, r)) if std::ptr::eq(*p, st) => r.clone(),
-            _ => self.access(st.lhs, &idx),
+        let red = self
+            .red_lhs
+            .borrow()
+            .iter()
+            .find(|(p, _)| std::ptr::eq(*p, st))
+            .map(|(_, r)| r.clone());
+        let lhs = match red {
+            Some(r) => r,
+            None => self.access(st.lhs, &idx),
         };
         let store = st.dtype;
         let ct = compute_type(store);
@@ -2570,6 +2680,9 @@ impl<'a> Emitter<'a> {
     /// A right-hand side in the statement's compute type; the result is always an atom
     /// (a name, an access, a call or a parenthesised expression).
     fn expr(&self, st: &Stmt, names: &[String], e: &Expr) -> String {
+        if let Some(name) = self.hoisted_name(e) {
+            return name;
+        }
         let ct = compute_type(st.dtype);
         let c = ct.c_type();
         let x = suffix(ct);
