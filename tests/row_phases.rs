@@ -113,6 +113,31 @@ fn bands_of_one_sweep_or_sequential_rows_stay_whole() {
     ]);
     assert_code(&o, 0);
     assert!(!stderr(&o).contains("phases"), "{}", stderr(&o));
+    // Statistics over columns: the phases would walk columns, so isl's tiled band stays.
+    let cols = write(
+        dir.path(),
+        "cols.tc",
+        "def coln(f64(N, C) X) -> (f64(N, C) Y) {\n  mean(c) +=! X(n, c)\n  \
+         var(c) +=! (X(n, c) - mean(c) / N) * (X(n, c) - mean(c) / N)\n  \
+         Y(n, c) = (X(n, c) - mean(c) / N) * rsqrt(var(c) / N + 0.00001)\n}\n",
+    );
+    let o = polyc(&[
+        "dump",
+        &cols,
+        "--param",
+        "N=37,C=45",
+        "--stage",
+        "scheduled",
+    ]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains(
+            "Band {S_0 -> (c, 0); S_1 -> (c, n); S_2 -> (c, 36); S_3 -> (c, 36 + n); S_4 -> (c, 72 + n)} permutable coincident=[1,0]"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stderr(&o).contains("phases"), "{}", stderr(&o));
     // PolyBench's doitgen: the phases sit under a sequential member, so isl's band stays.
     let doitgen = abs("examples/polybench/doitgen.tc");
     let o = polyc(&[

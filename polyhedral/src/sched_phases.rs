@@ -17,7 +17,9 @@
 //!   other's, and not the reverse; statements that neither precedes form one phase;
 //! - the split applies when every member above `m` is coincident (the phases then run
 //!   one row at a time under parallel loops), the phases are totally ordered that way,
-//!   and at least two of them sweep (take more than one value along `m`): a statement at one point, such as
+//!   every statement that sweeps walks along `m` only through the last index of the
+//!   tensors it touches (a phase that walks a column, such as correlation's column
+//!   statistics, keeps the blocking of isl's tiled band), and at least two of them sweep (take more than one value along `m`): a statement at one point, such as
 //!   an initialisation at `0` before a reduction, is no reason to split (a GEMM's band
 //!   stays whole);
 //! - for a fixed value of the outer members, the new order runs every instance of one
@@ -33,8 +35,8 @@ use crate::deps::{check_schedule, Deps};
 use crate::isl::{Ctx, IslResultExt};
 use crate::scop::Scop;
 use isl_rs::{
-    DimType, MultiUnionPwAff, Schedule, ScheduleNode, ScheduleNodeType, Set, UnionMap, UnionSet,
-    UnionSetList,
+    DimType, Map, MultiUnionPwAff, Schedule, ScheduleNode, ScheduleNodeType, Set, UnionMap,
+    UnionSet, UnionSetList,
 };
 
 /// One band's split: the member it splits before, and its phases in order (statement
@@ -151,14 +153,18 @@ fn phase_plan(scop: &Scop, node: &ScheduleNode) -> miette::Result<Option<Plan>> 
             continue;
         };
         let mut sweeping = 0;
+        let mut contiguous = true;
         for p in &phases {
             let mut sweeps = false;
             for &k in p {
-                sweeps |= !ranges[k].1.is_singleton().isl("testing a range")?;
+                if !ranges[k].1.is_singleton().isl("testing a range")? {
+                    sweeps = true;
+                    contiguous &= sweeps_rows(scop, ranges[k].0, &domain, &member)?;
+                }
             }
             sweeping += usize::from(sweeps);
         }
-        if sweeping >= 2 {
+        if sweeping >= 2 && contiguous {
             let phases = phases
                 .into_iter()
                 .map(|p| p.into_iter().map(|k| ranges[k].0).collect())
@@ -167,6 +173,56 @@ fn phase_plan(scop: &Scop, node: &ScheduleNode) -> miette::Result<Option<Plan>> 
         }
     }
     Ok(None)
+}
+
+/// Whether statement `s` walks along the member (`member`, over `domain`) only through
+/// the last index of each tensor it reads or writes: a phase that walks a column would
+/// lose the blocking along the outer members that isl's tiled band gave it.
+fn sweeps_rows(
+    scop: &Scop,
+    s: usize,
+    domain: &UnionSet,
+    member: &UnionMap,
+) -> miette::Result<bool> {
+    let d = domain
+        .extract_set(scop.stmt_space(s)?)
+        .isl("reading a statement's instances")?;
+    // (The domain's own constraints are dropped: they involve every iterator.)
+    let map = Map::from_union_map(
+        member
+            .copy()
+            .isl("copying a band member")?
+            .intersect_domain(
+                UnionSet::from_set(d.copy().isl("copying a statement's instances")?)
+                    .isl("reading a statement's instances")?,
+            )
+            .isl("restricting a band member")?,
+    )
+    .isl("reading a statement's member")?
+    .gist_domain(d)
+    .isl("simplifying a statement's member")?;
+    let mut moving = Vec::new();
+    for k in 0..scop.iter_names[s].len() {
+        if map
+            .involves_dims(DimType::In, k as u32, 1)
+            .isl("testing a member's iterators")?
+        {
+            moving.push(k);
+        }
+    }
+    let accesses = scop.stmt_reads[s]
+        .iter()
+        .chain(std::iter::once(&scop.stmt_writes[s]));
+    for a in accesses {
+        let outer = a.index.len().saturating_sub(1);
+        if a.index[..outer]
+            .iter()
+            .any(|ix| moving.iter().any(|&k| ix.uses_iter(k)))
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Per statement that reaches the band: its index and its values along the member.
