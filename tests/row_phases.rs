@@ -39,19 +39,23 @@ fn sums(t: &str) -> String {
     )
 }
 
+/// `polyc dump FILE --param PARAMS --stage scheduled` (exit code 0 checked).
+fn scheduled(file: &str, params: &str) -> std::process::Output {
+    let o = polyc(&["dump", file, "--param", params, "--stage", "scheduled"]);
+    assert_code(&o, 0);
+    o
+}
+
+/// Fails when polyc said it split a band into phases.
+fn assert_no_split(o: &std::process::Output) {
+    assert!(!stderr(o).contains("phases"), "{}", stderr(o));
+}
+
 #[test]
 fn shifted_phases_run_one_after_the_other_under_the_row_loop() {
     let dir = tempdir();
     let file = write(dir.path(), "ln.tc", &inside("f64"));
-    let o = polyc(&[
-        "dump",
-        &file,
-        "--param",
-        "R=37,N=45",
-        "--stage",
-        "scheduled",
-    ]);
-    assert_code(&o, 0);
+    let o = scheduled(&file, "R=37,N=45");
     assert_eq!(
         stdout(&o),
         "Domain {S_0(r) : 0 <= r <= 36; S_1(r, j) : 0 <= r <= 36 and 0 <= j <= 44; S_2(r) : 0 <= r <= 36; S_3(r, j) : 0 <= r <= 36 and 0 <= j <= 44; S_4(r, j) : 0 <= r <= 36 and 0 <= j <= 44}\n  \
@@ -103,16 +107,7 @@ fn bands_of_one_sweep_or_sequential_rows_stay_whole() {
         "mm.tc",
         "def mm(f32(M, K) A, f32(K, N) B) -> (f32(M, N) C) {\n  C(i, j) +=! A(i, k) * B(k, j)\n}\n",
     );
-    let o = polyc(&[
-        "dump",
-        &gemm,
-        "--param",
-        "M=67,N=45,K=53",
-        "--stage",
-        "scheduled",
-    ]);
-    assert_code(&o, 0);
-    assert!(!stderr(&o).contains("phases"), "{}", stderr(&o));
+    assert_no_split(&scheduled(&gemm, "M=67,N=45,K=53"));
     // Statistics over columns: the phases would walk columns, so isl's tiled band stays.
     let cols = write(
         dir.path(),
@@ -121,15 +116,7 @@ fn bands_of_one_sweep_or_sequential_rows_stay_whole() {
          var(c) +=! (X(n, c) - mean(c) / N) * (X(n, c) - mean(c) / N)\n  \
          Y(n, c) = (X(n, c) - mean(c) / N) * rsqrt(var(c) / N + 0.00001)\n}\n",
     );
-    let o = polyc(&[
-        "dump",
-        &cols,
-        "--param",
-        "N=37,C=45",
-        "--stage",
-        "scheduled",
-    ]);
-    assert_code(&o, 0);
+    let o = scheduled(&cols, "N=37,C=45");
     assert!(
         stdout(&o).contains(
             "Band {S_0 -> (c, 0); S_1 -> (c, n); S_2 -> (c, 36); S_3 -> (c, 36 + n); S_4 -> (c, 72 + n)} permutable coincident=[1,0]"
@@ -137,19 +124,10 @@ fn bands_of_one_sweep_or_sequential_rows_stay_whole() {
         "{}",
         stdout(&o)
     );
-    assert!(!stderr(&o).contains("phases"), "{}", stderr(&o));
+    assert_no_split(&o);
     // PolyBench's doitgen: the phases sit under a sequential member, so isl's band stays.
     let doitgen = abs("examples/polybench/doitgen.tc");
-    let o = polyc(&[
-        "dump",
-        &doitgen,
-        "--param",
-        "NR=15,NQ=14,NP=16",
-        "--stage",
-        "scheduled",
-    ]);
-    assert_code(&o, 0);
-    assert!(!stderr(&o).contains("phases"), "{}", stderr(&o));
+    assert_no_split(&scheduled(&doitgen, "NR=15,NQ=14,NP=16"));
 }
 
 /// The C that `polyc compile` writes for `file` at `params` (into `dir`).
@@ -210,7 +188,12 @@ fn layer_norm_forms_match_the_interpreter() {
             ("sums", sums(t)),
         ] {
             let file = write(dir.path(), &format!("{name}_{t}.tc"), &text);
-            for (params, threads) in [("R=37,N=45", "1"), ("R=37,N=45", "2"), ("R=5,N=130", "2")] {
+            for (params, threads) in [
+                ("R=37,N=45", "1"),
+                ("R=37,N=45", "2"),
+                ("R=5,N=130", "2"),
+                ("R=67,N=53", "2"),
+            ] {
                 checked_on(&file, params, threads);
             }
         }

@@ -129,6 +129,7 @@ fn phase_plan(scop: &Scop, node: &ScheduleNode) -> miette::Result<Option<Plan>> 
     let partial = node
         .band_get_partial_schedule()
         .isl("reading a band's schedule")?;
+    let instances = statement_instances(scop, &domain)?;
     for m in 1..n {
         // The members above the split must be parallel: the phases then run row by row
         // under a parallel loop (a sequential outer member is left to isl's band).
@@ -145,7 +146,7 @@ fn phase_plan(scop: &Scop, node: &ScheduleNode) -> miette::Result<Option<Plan>> 
             .isl("reading a band member")?
             .intersect_domain(domain.copy().isl("copying a domain")?)
             .isl("restricting a band member")?;
-        let ranges = statement_ranges(scop, &domain, &member)?;
+        let ranges = statement_ranges(scop, &instances, &member)?;
         if ranges.len() < 2 {
             continue;
         }
@@ -159,7 +160,7 @@ fn phase_plan(scop: &Scop, node: &ScheduleNode) -> miette::Result<Option<Plan>> 
             for &k in p {
                 if !ranges[k].1.is_singleton().isl("testing a range")? {
                     sweeps = true;
-                    contiguous &= sweeps_rows(scop, ranges[k].0, &domain, &member)?;
+                    contiguous &= sweeps_rows(scop, &instances[k], &member)?;
                 }
             }
             sweeping += usize::from(sweeps);
@@ -178,15 +179,8 @@ fn phase_plan(scop: &Scop, node: &ScheduleNode) -> miette::Result<Option<Plan>> 
 /// Whether statement `s` walks along the member (`member`, over `domain`) only through
 /// the last index of each tensor it reads or writes: a phase that walks a column would
 /// lose the blocking along the outer members that isl's tiled band gave it.
-fn sweeps_rows(
-    scop: &Scop,
-    s: usize,
-    domain: &UnionSet,
-    member: &UnionMap,
-) -> miette::Result<bool> {
-    let d = domain
-        .extract_set(scop.stmt_space(s)?)
-        .isl("reading a statement's instances")?;
+fn sweeps_rows(scop: &Scop, instances: &(usize, Set), member: &UnionMap) -> miette::Result<bool> {
+    let (s, d) = (instances.0, &instances.1);
     // (The domain's own constraints are dropped: they involve every iterator.)
     let map = Map::from_union_map(
         member
@@ -199,7 +193,7 @@ fn sweeps_rows(
             .isl("restricting a band member")?,
     )
     .isl("reading a statement's member")?
-    .gist_domain(d)
+    .gist_domain(d.copy().isl("copying a statement's instances")?)
     .isl("simplifying a statement's member")?;
     let mut moving = Vec::new();
     for k in 0..scop.iter_names[s].len() {
@@ -225,20 +219,30 @@ fn sweeps_rows(
     Ok(true)
 }
 
-/// Per statement that reaches the band: its index and its values along the member.
-fn statement_ranges(
-    scop: &Scop,
-    domain: &UnionSet,
-    member: &UnionMap,
-) -> miette::Result<Vec<(usize, Set)>> {
+/// Per statement that reaches the band (in statement order): its index and its instances
+/// in `domain`.
+fn statement_instances(scop: &Scop, domain: &UnionSet) -> miette::Result<Vec<(usize, Set)>> {
     let mut out = Vec::new();
     for i in 0..scop.stmt_names.len() {
         let d = domain
             .extract_set(scop.stmt_space(i)?)
             .isl("reading a statement's instances")?;
-        if d.is_empty().isl("testing a statement's instances")? {
-            continue;
+        if !d.is_empty().isl("testing a statement's instances")? {
+            out.push((i, d));
         }
+    }
+    Ok(out)
+}
+
+/// Per statement of `instances` (same order): its index and its values along the member.
+fn statement_ranges(
+    scop: &Scop,
+    instances: &[(usize, Set)],
+    member: &UnionMap,
+) -> miette::Result<Vec<(usize, Set)>> {
+    let mut out = Vec::new();
+    for (i, d) in instances {
+        let d = d.copy().isl("copying a statement's instances")?;
         let values = member
             .copy()
             .isl("copying a band member")?
@@ -250,7 +254,7 @@ fn statement_ranges(
             .isl("reading a statement's values")?
             .intersect_params(scop.context.copy().isl("copying the context")?)
             .isl("restricting a statement's values")?;
-        out.push((i, values));
+        out.push((*i, values));
     }
     Ok(out)
 }

@@ -2549,25 +2549,21 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Opens a statement's block: `{`, then a `const int64_t` per iterator (with
-    /// `lhs_only`, only those the target's index uses). Returns the iterators' C names
-    /// and the target's index texts.
+    /// Opens a statement's block: `{`, then a `const int64_t` per iterator. Returns the
+    /// iterators' C names and the target's index texts.
     fn open_stmt(
         &self,
         out: &mut String,
         st: &Stmt,
         args: &[KExpr],
         level: usize,
-        lhs_only: bool,
     ) -> (Vec<String>, Vec<String>) {
         indent(out, level);
         out.push_str("{\n");
         let names: Vec<String> = st.iters.iter().map(|i| c_ident(&i.name)).collect();
-        for (i, (name, a)) in names.iter().zip(args).enumerate() {
-            if !lhs_only || st.lhs_index.iter().any(|x| x.uses_iter(i)) {
-                indent(out, level + 1);
-                let _ = writeln!(out, "const {} {name} = {};", self.ix(), self.kexpr(a, 0));
-            }
+        for (name, a) in names.iter().zip(args) {
+            indent(out, level + 1);
+            let _ = writeln!(out, "const {} {name} = {};", self.ix(), self.kexpr(a, 0));
         }
         let idx: Vec<String> = st
             .lhs_index
@@ -2578,7 +2574,7 @@ impl<'a> Emitter<'a> {
     }
 
     fn stmt(&self, out: &mut String, st: &Stmt, args: &[KExpr], level: usize) {
-        let (names, idx) = self.open_stmt(out, st, args, level, false);
+        let (names, idx) = self.open_stmt(out, st, args, level);
         let red = self
             .red_lhs
             .borrow()

@@ -104,7 +104,11 @@ impl Emitter<'_> {
         let hoists: Vec<(*const Expr, String)> = self.hoisted.borrow_mut().split_off(keep);
         let used = |name: &str| uses_name(&inner, name);
         if !hoists.iter().any(|(_, name)| used(name)) {
-            self.node_unhoisted(out, n, level);
+            // No local is used: the loop as printed, one level out (no block around it).
+            for line in inner.lines() {
+                out.push_str(line.strip_prefix("  ").unwrap_or(line));
+                out.push('\n');
+            }
             return true;
         }
         indent(out, level);
