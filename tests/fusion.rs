@@ -535,3 +535,43 @@ fn fused_scalar_temporary_gets_a_one_element_buffer() {
         );
     }
 }
+
+/// Row maxima and minima get vector lanes like sums: every lane starts at the running
+/// value, and the lanes join it through `polyc_max_*` / `polyc_min_*` after the blocks.
+/// f32 (32 lanes) and f64 (16 lanes), at row lengths with iterations left after the last
+/// block, match the interpreter.
+#[test]
+fn row_maxima_and_minima_are_vector_reductions() {
+    let dir = tempdir();
+    for t in ["f32", "f64"] {
+        let file = write(
+            dir.path(),
+            &format!("range_{t}.tc"),
+            &format!(
+                "def range({t}(R, N) X) -> ({t}(R, N) Y) {{\n  \
+                 hi(r) max=! X(r, j)\n  lo(r) min=! X(r, j) * 2.0\n  \
+                 Y(r, j) = (X(r, j) - lo(r)) / (hi(r) - lo(r) + 1.0)\n}}\n"
+            ),
+        );
+        let c = polyc_ok(&[&file, "--param", "R=37,N=130"]);
+        let (lanes, ty) = if t == "f32" {
+            (32, "float")
+        } else {
+            (16, "double")
+        };
+        let each = format!("for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1)");
+        for want in [
+            format!("{ty} polyc_lane[{lanes}] __attribute__((aligned(64)));"),
+            format!("{each} polyc_lane[polyc_l] = polyc_red;"),
+            format!("polyc_lane[polyc_l] = polyc_max_{t}(X[r * 130 + j], polyc_lane[polyc_l]);"),
+            format!("polyc_lane1[polyc_l] = polyc_min_{t}((X[r * 130 + j] * (({ty})2.0)), polyc_lane1[polyc_l]);"),
+            format!("{each} polyc_red = polyc_max_{t}(polyc_lane[polyc_l], polyc_red);"),
+            format!("{each} polyc_red1 = polyc_min_{t}(polyc_lane1[polyc_l], polyc_red1);"),
+        ] {
+            assert!(c.contains(&want), "{want}\n{c}");
+        }
+        for (params, threads) in [("R=37,N=130", "1"), ("R=5,N=200", "2"), ("R=3,N=70", "1")] {
+            checked_on(&file, params, threads);
+        }
+    }
+}

@@ -499,13 +499,12 @@ pub trait Dialect {
     fn parallel_pragma(&self) -> Option<&'static str> {
         None
     }
-    /// Whether sums over a sequential loop are emitted as vector reductions
-    /// ([`Emitter::reduction_loop`]: partial sums in lanes), and the pragma that lets the
-    /// compiler add in vector lanes where the loop's bound does not allow blocks of lanes
-    /// (the sum is then kept in `polyc_red` under this pragma); `None`, the default: no
-    /// such reductions.
-    fn simd_reduction_pragma(&self) -> Option<&'static str> {
-        None
+    /// Whether sums, maxima and minima over a sequential loop are emitted as vector
+    /// reductions ([`Emitter::reduction_loop`]: partial results in lanes), with OpenMP's
+    /// `#pragma omp simd reduction(…)` where the loop's bound does not allow blocks of
+    /// lanes; `false`, the default: no such reductions.
+    fn omp_simd_reductions(&self) -> bool {
+        false
     }
     /// The statement that makes the threads of a block wait for each other (by default a
     /// comment: host code runs one thread per tile).
@@ -598,7 +597,13 @@ pub struct DivisionFault {
 /// thread, on an AVX2 machine).
 pub const EXP_F32: &str = "\
 /* exp for float: a branch-free polynomial the compiler vectorises (see polyc's c.rs);
-   its range and NaN tests are integer masks on the bits. */
+   its range and NaN tests are integer masks on the bits. Its multiply-adds are fused
+   where the machine has FMA, whatever -ffp-contract says. */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define POLYC_EXP_MA(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define POLYC_EXP_MA(a, b, c) ((a) * (b) + (c))
+#endif
 static inline float polyc_exp_f32(float x) {
   union { float f; uint32_t u; } in = { x }, xc, y;
   uint32_t ax = in.u & 0x7fffffffu;
@@ -607,14 +612,19 @@ static inline float polyc_exp_f32(float x) {
   uint32_t over = -(uint32_t)(ax > 0x42b17218u) & (neg - 1u) & ~nan;
   uint32_t under = -(uint32_t)(ax > 0x42aeac50u) & -neg & ~nan;
   xc.u = in.u & ~(nan | over | under);
-  float t = xc.f * 1.44269504f + 12582912.0f;
+  float t = POLYC_EXP_MA(xc.f, 1.44269504f, 12582912.0f);
   float n = t - 12582912.0f;
   int32_t ni = (int32_t)n;
   ni = ni < -125 ? -125 : ni;
   float nf = (float)ni;
-  float r = (xc.f - nf * 0.693145752f) - nf * 1.42860677e-6f;
-  float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f
-      + r * (0.00833333377f + r * (0.00138888892f + r * 0.000198412701f))))));
+  float r = POLYC_EXP_MA(-nf, 1.42860677e-6f, POLYC_EXP_MA(-nf, 0.693145752f, xc.f));
+  float p = POLYC_EXP_MA(r, 0.000198412701f, 0.00138888892f);
+  p = POLYC_EXP_MA(r, p, 0.00833333377f);
+  p = POLYC_EXP_MA(r, p, 0.0416666679f);
+  p = POLYC_EXP_MA(r, p, 0.166666672f);
+  p = POLYC_EXP_MA(r, p, 0.5f);
+  p = POLYC_EXP_MA(r, p, 1.0f);
+  p = POLYC_EXP_MA(r, p, 1.0f);
   union { uint32_t u; float f; } b;
   b.u = (uint32_t)(ni + 126) << 23;
   y.f = p * b.f * 2.0f;
@@ -1131,8 +1141,46 @@ const MIN_REDUCTION_TRIP: i64 = 64;
 /// each takes [`REDUCTION_LANE_BYTES`] of lanes.
 const MAX_LOOP_SUMS: usize = 4;
 
-/// One sum of a reduction loop: the `+=` statement, its iterator values and its tiles.
+/// One sum of a reduction loop: the `+=` (or `max=`, `min=`) statement, its iterator
+/// values and its tiles.
 type LoopSum<'n> = (&'n Stmt, &'n [KExpr], &'n [LocalRef]);
+
+/// The operator of a reduction loop's statement (`+`, `max` or `min`).
+fn sum_op(st: &Stmt) -> AssignOp {
+    match &st.body {
+        StmtBody::Update(op, _) => *op,
+        StmtBody::Init(op) => *op,
+    }
+}
+
+/// `red = red op lane` in C for a reduction of type `t` (a lane joins its scalar).
+fn join_lane(op: AssignOp, t: DType, red: &str, lane: &str) -> String {
+    match op {
+        AssignOp::Max => format!("{red} = polyc_max_{}({lane}, {red});", suffix(t)),
+        AssignOp::Min => format!("{red} = polyc_min_{}({lane}, {red});", suffix(t)),
+        _ => format!("{red} += {lane};"),
+    }
+}
+
+/// OpenMP's `#pragma omp simd` with one `reduction` clause per operator over a loop's
+/// scalars (`polyc_red`, `polyc_red1`, …; `ops[k]` is the operator of the `k`-th).
+fn omp_simd_reduction(ops: &[AssignOp]) -> String {
+    let mut text = String::from("#pragma omp simd");
+    for (op, clause) in [
+        (AssignOp::Add, "+"),
+        (AssignOp::Max, "max"),
+        (AssignOp::Min, "min"),
+    ] {
+        let names: Vec<String> = (0..ops.len())
+            .filter(|&k| ops[k] == op)
+            .map(|k| sum_name("polyc_red", k))
+            .collect();
+        if !names.is_empty() {
+            let _ = write!(text, " reduction({clause}:{})", names.join(", "));
+        }
+    }
+    text
+}
 
 /// The scalar (`polyc_red`) or lane array (`polyc_lane`) of the `k`-th sum of a reduction
 /// loop: the first sum keeps the plain name.
@@ -1726,7 +1774,9 @@ impl<'a> Emitter<'a> {
         else {
             return None;
         };
-        self.dialect.simd_reduction_pragma()?;
+        if !self.dialect.omp_simd_reductions() {
+            return None;
+        }
         if const_trip(iter, init, cond, *step).is_some_and(|t| t < MIN_REDUCTION_TRIP) {
             return None;
         }
@@ -1744,7 +1794,8 @@ impl<'a> Emitter<'a> {
             if moves(st, args) {
                 continue;
             }
-            let StmtBody::Update(AssignOp::Add, e) = &st.body else {
+            let StmtBody::Update(AssignOp::Add | AssignOp::Max | AssignOp::Min, e) = &st.body
+            else {
                 return None;
             };
             let ct = compute_type(st.dtype);
@@ -1816,7 +1867,7 @@ impl<'a> Emitter<'a> {
     /// ([`Emitter::lane_loop`], vectorised by any C compiler at `-O3` with no OpenMP or
     /// reassociation flag), then the iterations left into the scalars, then the lanes added
     /// to them; elsewhere the whole loop under the dialect's
-    /// [`Dialect::simd_reduction_pragma`]. Either way the sums are reassociated, within the
+    /// OpenMP's `#pragma omp simd reduction(…)` ([`omp_simd_reduction`]). Either way the sums are reassociated, within the
     /// interpreter's tolerance. Then the scalars are stored back.
     fn reduction_loop(&self, out: &mut String, n: &KNode, sums: Vec<LoopSum<'_>>, level: usize) {
         let KNode::For {
@@ -1877,10 +1928,9 @@ impl<'a> Emitter<'a> {
             );
             "polyc_v".to_string()
         } else {
-            if let Some(pragma) = self.dialect.simd_reduction_pragma() {
-                indent(out, level + 1);
-                let _ = writeln!(out, "{pragma}");
-            }
+            indent(out, level + 1);
+            let ops: Vec<AssignOp> = sums.iter().map(|(st, _, _)| sum_op(st)).collect();
+            let _ = writeln!(out, "{}", omp_simd_reduction(&ops));
             self.kexpr(init, 0)
         };
         indent(out, level + 1);
@@ -1902,11 +1952,13 @@ impl<'a> Emitter<'a> {
         for (k, target) in lhs.iter().enumerate() {
             let red = sum_name("polyc_red", k);
             if first == "polyc_v" {
+                let st = sums[k].0;
+                let lane = format!("{}[polyc_l]", sum_name("polyc_lane", k));
                 indent(out, level + 1);
                 let _ = writeln!(
                     out,
-                    "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) {red} += {}[polyc_l];",
-                    sum_name("polyc_lane", k)
+                    "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) {}",
+                    join_lane(sum_op(st), st.dtype, &red, &lane)
                 );
             }
             indent(out, level + 1);
@@ -1938,13 +1990,28 @@ impl<'a> Emitter<'a> {
         );
         let last_cond = cond.substitute(&|v| (v == iter).then(|| last.clone()));
         for (k, (st, _, _)) in sums.iter().enumerate() {
+            let lane = sum_name("polyc_lane", k);
             indent(out, level);
-            let _ = writeln!(
-                out,
-                "{} {}[{lanes}] __attribute__((aligned(64))) = {{0}};",
-                st.dtype.c_type(),
-                sum_name("polyc_lane", k)
-            );
+            if sum_op(st) == AssignOp::Add {
+                let _ = writeln!(
+                    out,
+                    "{} {lane}[{lanes}] __attribute__((aligned(64))) = {{0}};",
+                    st.dtype.c_type()
+                );
+            } else {
+                // A maximum or minimum starts every lane at the running value.
+                let _ = writeln!(
+                    out,
+                    "{} {lane}[{lanes}] __attribute__((aligned(64)));",
+                    st.dtype.c_type()
+                );
+                indent(out, level);
+                let _ = writeln!(
+                    out,
+                    "for (int64_t polyc_l = 0; polyc_l < {lanes}; polyc_l += 1) {lane}[polyc_l] = {};",
+                    sum_name("polyc_red", k)
+                );
+            }
         }
         indent(out, level);
         let _ = writeln!(out, "int64_t polyc_v = {};", self.kexpr(init, 0));
@@ -3088,6 +3155,22 @@ fn math(f: Func, ct: DType, a: &str, exp_f32: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use polyhedral::ir::AssignOp;
+
+    /// Every scalar of a reduction loop is in the clause of its operator (a scalar left
+    /// out would be shared by the vector lanes).
+    #[test]
+    fn simd_reductions_name_every_scalar_under_its_operator() {
+        assert_eq!(
+            super::omp_simd_reduction(&[AssignOp::Add]),
+            "#pragma omp simd reduction(+:polyc_red)"
+        );
+        assert_eq!(
+            super::omp_simd_reduction(&[AssignOp::Add, AssignOp::Max, AssignOp::Add, AssignOp::Min]),
+            "#pragma omp simd reduction(+:polyc_red, polyc_red2) reduction(max:polyc_red1) reduction(min:polyc_red3)"
+        );
+    }
+
     /// The most distinct 16-byte words that the 8 threads of a quarter warp touch in one
     /// group of 4 banks, when thread `t` reads the 128-bit vector at float `base(t)`
     /// (shared memory serves a 128-bit access one quarter warp at a time).
@@ -3144,22 +3227,26 @@ int main(void) {
             format!("#include <stdint.h>\n#include <string.h>\n#include <math.h>\n{EXP_F32}{main}");
         std::fs::write(&src, text).unwrap();
         let exe = dir.path().join("exp");
-        let cc = std::process::Command::new("cc")
-            .args(["-O2", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .arg("-lm")
-            .status()
-            .unwrap();
-        assert!(cc.success());
-        let out = std::process::Command::new(&exe).output().unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        let v: Vec<&str> = text.split_whitespace().collect();
-        let inner: f64 = v[0].parse().unwrap();
-        let outer: f64 = v[1].parse().unwrap();
-        assert!(inner <= 1.2e-7, "{text}");
-        assert!(outer <= 1.8e-6, "{text}");
-        assert_eq!(&v[2..], ["nan", "inf", "0", "1"], "{text}");
+        // Without and with the machine's FMA (the multiply-adds fused or not).
+        for flags in [&["-O2"][..], &["-O2", "-march=native"][..]] {
+            let cc = std::process::Command::new("cc")
+                .args(flags)
+                .arg("-o")
+                .arg(&exe)
+                .arg(&src)
+                .arg("-lm")
+                .status()
+                .unwrap();
+            assert!(cc.success());
+            let out = std::process::Command::new(&exe).output().unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            let v: Vec<&str> = text.split_whitespace().collect();
+            let inner: f64 = v[0].parse().unwrap();
+            let outer: f64 = v[1].parse().unwrap();
+            assert!(inner <= 1.2e-7, "{flags:?}: {text}");
+            assert!(outer <= 1.8e-6, "{flags:?}: {text}");
+            assert_eq!(&v[2..], ["nan", "inf", "0", "1"], "{flags:?}: {text}");
+        }
     }
     use polyhedral::ir::{Param, Span};
 

@@ -35,8 +35,8 @@ impl Dialect for CDialect {
     fn parallel_pragma(&self) -> Option<&'static str> {
         Some("#pragma omp parallel for")
     }
-    fn simd_reduction_pragma(&self) -> Option<&'static str> {
-        Some(OMP_SIMD_REDUCTION)
+    fn omp_simd_reductions(&self) -> bool {
+        true
     }
     fn fma_names(&self) -> [&'static str; 2] {
         ["polyc_fma_f32", "polyc_fma_f64"]
@@ -87,9 +87,6 @@ fn vector_width_pragmas(bytes: u32) -> Option<(String, &'static str)> {
     };
     Some((open, close))
 }
-
-/// OpenMP's vector reduction over `polyc_red`.
-const OMP_SIMD_REDUCTION: &str = "#pragma omp simd reduction(+:polyc_red)";
 
 /// Emits the complete C translation unit of `kernel` for the CPU (see
 /// [`crate::codegen::cfamily`] for the contract). `param_texts[p]` is the value (`"64"`)

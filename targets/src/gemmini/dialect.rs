@@ -13,8 +13,8 @@ use crate::codegen::kir::Kernel;
 pub struct GemminiC;
 
 impl Dialect for GemminiC {
-    fn simd_reduction_pragma(&self) -> Option<&'static str> {
-        Some("#pragma omp simd reduction(+:polyc_red)")
+    fn omp_simd_reductions(&self) -> bool {
+        true
     }
 }
 

@@ -59,9 +59,6 @@ impl Dialect for GpuDialect {
     fn parallel_pragma(&self) -> Option<&'static str> {
         None
     }
-    fn simd_reduction_pragma(&self) -> Option<&'static str> {
-        None
-    }
     fn block_sync(&self) -> &'static str {
         match self {
             GpuDialect::Cuda => "__syncthreads();",
