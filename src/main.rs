@@ -205,10 +205,13 @@ struct CommonArgs {
     /// bound sizes at scaled-down ones; see the README's "Large bound sizes"), and aligned
     /// (default 1: where all statements' loops fused as written give every dependence
     /// distance zero, that schedule is taken without running isl's scheduler, unless
-    /// serialize_sccs=1 or algorithm=feautrier is given; 0 always runs it), and phases
+    /// serialize_sccs=1 or algorithm=feautrier is given; 0 always runs it), phases
     /// (default 1: a band in which isl shifted whole phases apart, such as a row's
     /// reductions and their use, runs them one after the other under its parallel outer
-    /// members; see the README's "Shifted phases"; 0 keeps isl's band).
+    /// members; see the README's "Shifted phases"; 0 keeps isl's band), and contiguous
+    /// (default 1: a band member that walks the last index of the tensors below it moves
+    /// below inner loops that walk other indices, where the dependences allow; see the
+    /// README's "Contiguous inner loops"; 0 keeps isl's order).
     #[arg(long = "isl-option", value_name = "NAME=VALUE")]
     isl_options: Vec<String>,
     /// Replace the tree after STAGE with the one in FILE (isl YAML); it is checked against

@@ -121,6 +121,10 @@ pub struct IslSchedOptions {
     /// `phases`: split bands in which isl shifted whole phases apart, so that they run one
     /// after the other (default on; see [`crate::sched_phases`]); not an isl option.
     pub phases: Option<bool>,
+    /// `contiguous`: move a band member below inner loops where that makes the innermost
+    /// loops walk the last index of the tensors they touch (default on; see the `tiling`
+    /// crate's `contiguous` pass); not an isl option.
+    pub contiguous: Option<bool>,
 }
 
 /// The value type of an option, for parsing and error messages.
@@ -133,7 +137,7 @@ enum OptType {
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 18] = [
+const OPTIONS: [(&str, OptType); 19] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -152,6 +156,7 @@ const OPTIONS: [(&str, OptType); 18] = [
     ("scale_probe", OptType::Bool),
     ("aligned", OptType::Bool),
     ("phases", OptType::Bool),
+    ("contiguous", OptType::Bool),
 ];
 
 type Getter = fn(&Context) -> Result<i32, LibISLError>;
@@ -257,6 +262,7 @@ impl IslSchedOptions {
             "scale_probe" => &mut self.scale_probe,
             "aligned" => &mut self.aligned,
             "phases" => &mut self.phases,
+            "contiguous" => &mut self.contiguous,
             _ => &mut self.split_scaled,
         }
     }
@@ -829,34 +835,56 @@ pub(crate) fn flags_hold(
         .intersect_params(scop.context.copy().isl("copying the context")?)
         .isl("restricting dependences")?;
     for (prefix, partial, coincident, permutable) in bands {
-        let dist = band_distances(&validity, &prefix, &partial)?;
-        if dist.is_empty().isl("testing band distances")? {
-            continue;
+        let (can_permute, can_coincide) =
+            band_flags(ctx, scop, &validity, &prefix, &partial, coincident.len())?;
+        if permutable && !can_permute {
+            return Ok(false);
         }
-        let n = coincident.len();
-        if permutable && n > 0 {
-            let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
-            let nonneg: Vec<String> = dims.iter().map(|d| format!("{d} >= 0")).collect();
-            let text = format!(
-                "{}{{ [{}] : {} }}",
-                scop.param_prefix(),
-                dims.join(", "),
-                nonneg.join(" and ")
-            );
-            let cone =
-                UnionSet::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))?;
-            let ok = dist.is_subset(&cone).isl("testing permutability")?;
-            if !ok {
-                return Ok(false);
-            }
-        }
-        for (k, &c) in coincident.iter().enumerate() {
-            if c && carried_at(ctx, scop, &dist, k, n)? {
-                return Ok(false);
-            }
+        if coincident
+            .iter()
+            .zip(&can_coincide)
+            .any(|(&c, &ok)| c && !ok)
+        {
+            return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// The flags the dependences of `validity` allow a band of `n` members (`partial`, below
+/// `prefix`, both union maps from the instances): whether it is permutable (every distance
+/// non-negative), and per member whether it is coincident (carries no dependence).
+pub fn band_flags(
+    ctx: &Ctx,
+    scop: &Scop,
+    validity: &UnionMap,
+    prefix: &UnionMap,
+    partial: &UnionMap,
+    n: usize,
+) -> miette::Result<(bool, Vec<bool>)> {
+    let dist = band_distances(validity, prefix, partial)?;
+    if n == 0 || dist.is_empty().isl("testing band distances")? {
+        return Ok((true, vec![true; n]));
+    }
+    let dims: Vec<String> = (0..n).map(|k| format!("__polyc_d{k}")).collect();
+    let nonneg: Vec<String> = dims.iter().map(|d| format!("{d} >= 0")).collect();
+    let text = format!(
+        "{}{{ [{}] : {} }}",
+        scop.param_prefix(),
+        dims.join(", "),
+        nonneg.join(" and ")
+    );
+    let cone = UnionSet::read_from_str(&ctx.isl, &text).isl(&format!("reading `{text}`"))?;
+    let permutable = dist
+        .copy()
+        .isl("copying distances")?
+        .is_subset(&cone)
+        .isl("testing permutability")?;
+    let mut coincident = Vec::with_capacity(n);
+    for k in 0..n {
+        coincident.push(!carried_at(ctx, scop, &dist, k, n)?);
+    }
+    Ok((permutable, coincident))
 }
 
 /// The distances, in a band's members, of the dependences of `validity` between instances
@@ -1186,6 +1214,7 @@ mod tests {
             "scale_probe=0",
             "aligned=0",
             "phases=0",
+            "contiguous=0",
         ]))
         .unwrap();
         assert_eq!(
@@ -1209,6 +1238,7 @@ mod tests {
                 scale_probe: Some(false),
                 aligned: Some(false),
                 phases: Some(false),
+                contiguous: Some(false),
             }
         );
         assert_eq!(o.settings().len(), 12);
@@ -1235,7 +1265,7 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned, phases"
+                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned, phases, contiguous"
                     .into()
             )
         );

@@ -410,6 +410,48 @@ fn isl_scheduled(
             notes.extend(split_notes);
         }
     }
+    // Contiguous inner loops order one core's loops for its caches and vector registers:
+    // a target without a register file (a scratchpad accelerator, whose tiles move by
+    // DMA) keeps isl's order, and the GPU target turns it off in its isl options.
+    if mode == Mode::Optimised
+        && has_registers
+        && !s.fell_back
+        && sched_opts.contiguous != Some(false)
+    {
+        let levels = target.desc().levels();
+        let register_tiled = |t: &ScheduleTree| -> miette::Result<Vec<String>> {
+            let cx = tiling::TileCx {
+                ctx,
+                program,
+                scop,
+                deps,
+                levels: &levels,
+            };
+            let plan = target.default_plan(t, &cx, None)?;
+            Ok(plan
+                .spec
+                .stmts
+                .into_iter()
+                .filter(|st| {
+                    st.dims.iter().any(|d| {
+                        d.levels.iter().any(|l| {
+                            levels
+                                .iter()
+                                .any(|v| v.buffer == l.buffer && v.role.is_register_file())
+                        })
+                    })
+                })
+                .map(|st| st.stmt)
+                .collect())
+        };
+        let moved = polyhedral::substeps::timed("schedule:contiguous", || {
+            tiling::contiguous::contiguous_inner_loops(ctx, scop, deps, &tree, &register_tiled)
+        })?;
+        if let Some((moved, moved_notes)) = moved {
+            tree = moved;
+            notes.extend(moved_notes);
+        }
+    }
     Ok((tree, notes))
 }
 

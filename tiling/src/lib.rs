@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod contiguous;
 mod cx;
 mod default;
 pub mod fuse;

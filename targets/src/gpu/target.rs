@@ -94,7 +94,11 @@ impl Target for GpuTarget {
         // dependences allow, so that it maps to blocks (without it, isl may fuse and skew
         // a chain into a band with no parallel member, and the GPU would launch a kernel
         // per host iteration).
-        vec!["outer_coincidence=1".into()]
+        // The contiguous-inner-loops pass orders one thread's loops for a CPU's caches and
+        // vector lanes; on a GPU, what counts is that neighbouring threads touch
+        // neighbouring elements, which the thread mapping decides, so it stays off (a
+        // user's `--isl-option contiguous=1` turns it on).
+        vec!["outer_coincidence=1".into(), "contiguous=0".into()]
     }
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
         vec![
