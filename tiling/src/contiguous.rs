@@ -55,6 +55,11 @@ pub fn contiguous_inner_loops(
     if inner.iter().all(|i| i.strided == 0) {
         return Ok(None);
     }
+    // The dependences, once, for the flags of every candidate's bands.
+    let validity = deps
+        .validity()?
+        .intersect_params(scop.context.copy().isl("copying the context")?)
+        .isl("restricting dependences")?;
     let mut tree = tree.clone();
     let mut notes = Vec::new();
     let mut tiled: Option<Vec<String>> = None;
@@ -65,13 +70,15 @@ pub fn contiguous_inner_loops(
                 break 'search;
             }
             let mut candidates =
-                permuted_bands(ctx, scop, deps, (&tree, &path), &inner, &mut || {
+                permuted_bands(ctx, scop, &validity, (&tree, &path), &inner, &mut || {
                     if tiled.is_none() {
                         tiled = Some(register_tiled(&tree)?);
                     }
                     Ok(tiled.clone().unwrap_or_default())
                 })?;
-            candidates.extend(sink_last_member(ctx, scop, deps, &tree, &path, &inner)?);
+            candidates.extend(sink_last_member(
+                ctx, scop, &validity, &tree, &path, &inner,
+            )?);
             let mut best: Option<(u128, ScheduleTree, Vec<Inner>)> = None;
             for candidate in candidates {
                 tried += 1;
@@ -284,7 +291,7 @@ fn statements_in(scop: &Scop, set: &UnionSet) -> miette::Result<Vec<usize>> {
 fn sink_last_member(
     ctx: &Ctx,
     scop: &Scop,
-    deps: &Deps,
+    validity: &UnionMap,
     tree: &ScheduleTree,
     path: &[usize],
     inner: &[Inner],
@@ -334,7 +341,7 @@ fn sink_last_member(
     };
     *new_tree.node_at_mut(path).ok_or_else(|| lost_path(path))? = replacement;
     order_sets(ctx, scop, &mut new_tree, &sunk_path, &member)?;
-    refresh_flags(ctx, scop, deps, &mut new_tree, &sunk_path)?;
+    refresh_flags(ctx, scop, validity, &mut new_tree, &sunk_path)?;
     Ok(Some(new_tree))
 }
 
@@ -352,7 +359,7 @@ fn lost_path(path: &[usize]) -> miette::Report {
 fn permuted_bands(
     ctx: &Ctx,
     scop: &Scop,
-    deps: &Deps,
+    validity: &UnionMap,
     (tree, path): (&ScheduleTree, &[usize]),
     inner: &[Inner],
     register_tiled: &mut dyn FnMut() -> miette::Result<Vec<String>>,
@@ -398,7 +405,7 @@ fn permuted_bands(
         {
             b.schedule = text(&permuted)?;
         }
-        refresh_flags(ctx, scop, deps, &mut t, path)?;
+        refresh_flags(ctx, scop, validity, &mut t, path)?;
         out.push(t);
     }
     Ok(out)
@@ -549,11 +556,7 @@ fn order_sets(
     path: &[usize],
     member: &UnionPwAff,
 ) -> miette::Result<()> {
-    let sets: Vec<Vec<usize>> = tree
-        .find(&|k| matches!(k, NodeKind::Set))
-        .into_iter()
-        .filter(|p| p.starts_with(path))
-        .collect();
+    let sets = paths_below(tree, path, &|k| matches!(k, NodeKind::Set));
     if sets.is_empty() {
         return Ok(());
     }
@@ -656,28 +659,32 @@ fn member_order(
     Ok(Some(order))
 }
 
+/// The paths of the nodes at or below `path` whose kind `pred` accepts, in pre-order.
+fn paths_below(
+    tree: &ScheduleTree,
+    path: &[usize],
+    pred: &dyn Fn(&NodeKind) -> bool,
+) -> Vec<Vec<usize>> {
+    tree.find(pred)
+        .into_iter()
+        .filter(|p| p.starts_with(path))
+        .collect()
+}
+
 /// Sets the coincident and permutable flags of every band below `path` from the
-/// dependences.
+/// dependences (`validity`, restricted to the context).
 fn refresh_flags(
     ctx: &Ctx,
     scop: &Scop,
-    deps: &Deps,
+    validity: &UnionMap,
     tree: &mut ScheduleTree,
     path: &[usize],
 ) -> miette::Result<()> {
-    let bands: Vec<Vec<usize>> = tree
-        .bands()
-        .into_iter()
-        .filter(|p| p.starts_with(path))
-        .collect();
+    let bands = paths_below(tree, path, &|k| matches!(k, NodeKind::Band(_)));
     if bands.is_empty() {
         return Ok(());
     }
     let isl = tree.to_isl(ctx)?;
-    let validity = deps
-        .validity()?
-        .intersect_params(scop.context.copy().isl("copying the context")?)
-        .isl("restricting dependences")?;
     for p in bands {
         let node = isl_node_at(&isl, &p)?;
         let prefix = node
@@ -695,7 +702,7 @@ fn refresh_flags(
         };
         let n = band.n_members();
         let (permutable, coincident) =
-            polyhedral::sched::band_flags(ctx, scop, &validity, &prefix, &partial, n)?;
+            polyhedral::sched::band_flags(ctx, scop, validity, &prefix, &partial, n)?;
         band.permutable = permutable;
         band.coincident = coincident;
     }
