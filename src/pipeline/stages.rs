@@ -473,12 +473,13 @@ fn keep_register_shapes(
     if candidates.is_empty() {
         return Ok(None);
     }
+    use tiling::regshape::RegisterShape;
     let fused = tiling::regshape::register_shaped(ctx, scop, tree, &candidates)?;
-    let lost: Vec<usize> = candidates
+    let lost: Vec<(usize, RegisterShape)> = candidates
         .iter()
         .zip(&fused)
-        .filter(|(_, &kept)| !kept)
-        .map(|(&s, _)| s)
+        .filter(|(_, &shape)| shape != RegisterShape::Kept)
+        .map(|(&s, &shape)| (s, shape))
         .collect();
     if lost.is_empty() {
         return Ok(None);
@@ -490,23 +491,49 @@ fn keep_register_shapes(
         _ => isl_schedule(ctx, scop, deps, &apart_opts)?,
     };
     let apart = ScheduleTree::from_isl(&apart)?;
-    let shaped = tiling::regshape::register_shaped(ctx, scop, &apart, &lost)?;
-    let regained: Vec<&str> = lost
+    let lost_stmts: Vec<usize> = lost.iter().map(|&(s, _)| s).collect();
+    let shaped = tiling::regshape::register_shaped(ctx, scop, &apart, &lost_stmts)?;
+    let regained: Vec<(usize, RegisterShape)> = lost
         .iter()
         .zip(&shaped)
-        .filter(|(_, &kept)| kept)
-        .map(|(&s, _)| scop.stmt_names[s].as_str())
+        .filter(|(_, &now)| now == RegisterShape::Kept)
+        .map(|(&lost, _)| lost)
         .collect();
     if regained.is_empty() {
         return Ok(None);
     }
+    let names = |clashed: bool| -> Vec<String> {
+        regained
+            .iter()
+            .filter_map(|&(s, shape)| match shape {
+                RegisterShape::Clashed(t) if clashed => Some(format!(
+                    "{s} with {t}, which touches the tensor {s} writes through other indices \
+                     (transposed), so no register tile holds that tensor",
+                    s = scop.stmt_names[s],
+                    t = scop.stmt_names[t]
+                )),
+                RegisterShape::Lost if !clashed => Some(scop.stmt_names[s].clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut why = Vec::new();
+    let (no_shape, clashed) = (names(false), names(true));
+    if !no_shape.is_empty() {
+        why.push(format!(
+            "leaves {} no register-tile shape (two parallel members and a reduction)",
+            no_shape.join(", ")
+        ));
+    }
+    if !clashed.is_empty() {
+        why.push(format!("fuses {}", clashed.join("; ")));
+    }
     Ok(Some((
         apart,
         format!(
-            "note: isl's fused schedule leaves {} no register-tile shape (two parallel members and a reduction); \
-             polyc schedules the components apart and lets post-tiling fusion fuse them after tiling \
+            "note: isl's fused schedule {}; polyc schedules the components apart and lets post-tiling fusion fuse them after tiling \
              (--isl-option serialize_sccs=0 keeps isl's fusion)",
-            regained.join(", ")
+            why.join(", and ")
         ),
     )))
 }
