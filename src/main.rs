@@ -328,8 +328,9 @@ struct CommonArgs {
     max_statements: usize,
     /// A compile-time budget in seconds: isl's scheduler gets 40% of it (instead of its
     /// default 1 s); past that, polyc schedules again more cheaply (constant terms bounded
-    /// by 20, then each strongly connected component apart, then program order), and says
-    /// so in a note. An explicit `--isl-option time_budget_ms=N` wins.
+    /// by 20 and each strongly connected component apart, keeping the one that runs more
+    /// under parallel loops, then program order), and says so in a note. An explicit
+    /// `--isl-option time_budget_ms=N` wins.
     #[arg(
         long = "compile-budget",
         value_name = "SECONDS",
@@ -531,8 +532,9 @@ fn with_compile_budget(isl_options: &[String], budget: Option<&str>) -> Result<V
     let ms = ((seconds * 1000.0 * 0.4).round() as u64).max(1);
     eprintln!(
         "polyc: note: --compile-budget {seconds} s: isl's scheduler gets {ms} ms (past it, \
-         polyc schedules again with constant terms of at most 20, then each strongly \
-         connected component apart, then in program order)"
+         polyc schedules again with constant terms of at most 20 and each strongly \
+         connected component apart, keeping the one that runs more under parallel loops, \
+         then in program order)"
     );
     let mut all = vec![format!("time_budget_ms={ms}")];
     all.extend(isl_options.iter().cloned());

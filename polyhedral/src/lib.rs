@@ -34,6 +34,8 @@ pub mod program_order;
 pub mod qpoly;
 pub mod sched;
 pub mod sched_aligned;
+pub mod sched_bands;
+pub mod sched_parallel;
 pub mod sched_phases;
 pub mod sched_scaled;
 pub mod sched_workers;

@@ -8,10 +8,12 @@
 use crate::deps::{check_schedule, Deps};
 use crate::isl::{Ctx, IslResultExt};
 pub use crate::program_order::reference_schedule;
+use crate::sched_bands::collect_band_flags;
+use crate::sched_parallel::parallel_weight;
 use crate::scop::Scop;
 use isl_rs::{
-    Context, LibISLError, MultiUnionPwAff, Options, Schedule, ScheduleConstraints, ScheduleNode,
-    ScheduleNodeType, Set, Stat, UnionMap, UnionSet,
+    Context, LibISLError, MultiUnionPwAff, Options, Schedule, ScheduleConstraints, Set, Stat,
+    UnionMap, UnionSet,
 };
 use std::fmt;
 use std::str::FromStr;
@@ -546,6 +548,8 @@ struct Retry {
     did: String,
     /// What the first run lacked, for the error when the retry runs out too.
     without: &'static str,
+    /// What the retry changed, for the note when another retry's schedule is taken.
+    changed: String,
 }
 
 impl IslSchedOptions {
@@ -576,6 +580,7 @@ fn bounded_retry() -> Retry {
              (isl's max_constant_term, Polly's default bound)"
         ),
         without: "a bound on constant terms",
+        changed: format!("constant terms of at most {SCHED_MAX_CONSTANT_TERM}"),
     }
 }
 
@@ -592,11 +597,17 @@ fn serialized_retry() -> Retry {
               serialize_sccs=1: no fusion by the scheduler)"
             .into(),
         without: "serialize_sccs",
+        changed: "the components apart".into(),
     }
 }
 
 /// After isl's scheduler ran past its time budget: the first of `retries` (with a note),
 /// then, if that runs out too, the next; none left: no schedule (program order follows).
+/// Where the first finds a schedule, the next runs too, and its schedule is taken instead
+/// if it runs more of the program under parallel loops ([`parallel_weight`]): with bounded
+/// constant terms, isl may still fuse whole passes into one sequential loop (PolyBench's
+/// deriche: its row and column passes along one loop, `-i` for the rows and `j` for the
+/// columns, none parallel), where the components scheduled apart are each parallel.
 fn retry_after_timeout(
     ctx: &Ctx,
     scop: &Scop,
@@ -608,27 +619,39 @@ fn retry_after_timeout(
     let Some((r, rest)) = retries.split_first() else {
         return Ok(IslRun::OutOfTime);
     };
-    let run = {
-        let _s = crate::substeps::span(r.step);
-        let old = (r.get)(&ctx.isl).isl(&format!("reading isl option {}", r.option))?;
-        (r.set)(&ctx.isl, r.value).isl(&format!("setting isl option {}", r.option))?;
-        let run = schedule_deps(ctx, scop, deps, limits);
-        (r.set)(&ctx.isl, old).isl(&format!("restoring isl option {}", r.option))?;
-        run?
-    };
-    Ok(match run {
-        IslRun::Schedule(s, note, _) => IslRun::Schedule(
-            s,
-            Some(
-                format!(
-                    "note: isl's scheduler ran past its time budget ({ms} ms); polyc {}; \
-                     raise the budget with `--isl-option time_budget_ms=N` or \
-                     `--compile-budget`",
-                    r.did
-                ) + &note.map(|n| format!("\n{n}")).unwrap_or_default(),
-            ),
-            Some(r.option),
-        ),
+    Ok(match run_retry(ctx, scop, deps, limits, r)? {
+        IslRun::Schedule(s, note, _) => {
+            let mut chosen = (s, note, r, None);
+            if let Some(next) = rest.first() {
+                if let IslRun::Schedule(t, t_note, _) = run_retry(ctx, scop, deps, limits, next)? {
+                    let (first, second) = (
+                        parallel_weight(scop, &chosen.0)?,
+                        parallel_weight(scop, &t)?,
+                    );
+                    if second > first {
+                        let why = format!(
+                            "; with {} instead, less of the program ran under parallel loops",
+                            r.changed
+                        );
+                        chosen = (t, t_note, next, Some(why));
+                    }
+                }
+            }
+            let (s, note, r, why) = chosen;
+            IslRun::Schedule(
+                s,
+                Some(
+                    format!(
+                        "note: isl's scheduler ran past its time budget ({ms} ms); polyc {}{}; \
+                         raise the budget with `--isl-option time_budget_ms=N` or \
+                         `--compile-budget`",
+                        r.did,
+                        why.unwrap_or_default()
+                    ) + &note.map(|n| format!("\n{n}")).unwrap_or_default(),
+                ),
+                Some(r.option),
+            )
+        }
         IslRun::OutOfTime if !rest.is_empty() => {
             retry_after_timeout(ctx, scop, deps, limits, rest)?
         }
@@ -638,6 +661,22 @@ fn retry_after_timeout(
         )),
         other => other,
     })
+}
+
+/// One run of isl's scheduler with the retry's option set (and restored afterwards).
+fn run_retry(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    limits: Limits,
+    r: &Retry,
+) -> miette::Result<IslRun> {
+    let _s = crate::substeps::span(r.step);
+    let old = (r.get)(&ctx.isl).isl(&format!("reading isl option {}", r.option))?;
+    (r.set)(&ctx.isl, r.value).isl(&format!("setting isl option {}", r.option))?;
+    let run = schedule_deps(ctx, scop, deps, limits);
+    (r.set)(&ctx.isl, old).isl(&format!("restoring isl option {}", r.option))?;
+    run
 }
 
 /// isl's scheduler on the dependences as [`Deps::validity`] gives them, then, if isl
@@ -949,41 +988,6 @@ pub(crate) fn carried_at(
         .intersect(at)
         .isl("testing a member")?;
     Ok(!carried.is_empty().isl("testing a member")?)
-}
-
-/// A band of a schedule: its prefix schedule, its partial schedule, its coincident flags
-/// and its permutable flag.
-type BandFlags = (UnionMap, UnionMap, Vec<bool>, bool);
-
-/// The bands below `node`, outermost first.
-fn collect_band_flags(node: ScheduleNode, out: &mut Vec<BandFlags>) -> miette::Result<()> {
-    if node.get_type().isl("reading a node type")? == ScheduleNodeType::Band {
-        let n = node.band_n_member().isl("reading a band")?;
-        let coincident = (0..n)
-            .map(|k| {
-                node.band_member_get_coincident(k)
-                    .isl("reading a coincident flag")
-            })
-            .collect::<miette::Result<Vec<bool>>>()?;
-        out.push((
-            node.get_prefix_schedule_union_map()
-                .isl("reading a prefix schedule")?,
-            node.band_get_partial_schedule_union_map()
-                .isl("reading a band schedule")?,
-            coincident,
-            node.band_get_permutable()
-                .isl("reading a permutable flag")?,
-        ));
-    }
-    for i in 0..node.n_children().isl("reading a node")? {
-        let child = node
-            .copy()
-            .isl("copying a node")?
-            .child(i)
-            .isl("reading a child")?;
-        collect_band_flags(child, out)?;
-    }
-    Ok(())
 }
 
 /// The default budget of one run of isl's scheduler, in isl's basic steps (mostly simplex
