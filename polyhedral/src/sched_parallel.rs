@@ -52,8 +52,8 @@ pub(crate) fn parallel_weight(scop: &Scop, schedule: &Schedule) -> miette::Resul
         .fold(0u128, u128::saturating_add))
 }
 
-/// Whether the statement's band schedule `map` takes more than one value at member `m`.
-fn varies(map: &Map, m: usize) -> miette::Result<bool> {
+/// Whether a statement's band schedule `map` takes more than one value at member `m`.
+pub fn varies(map: &Map, m: usize) -> miette::Result<bool> {
     let n = map.dim(DimType::Out).isl("counting band members")? as u32;
     let m = m as u32;
     let row = map

@@ -12,6 +12,7 @@
 use crate::analysis::{collect_bands, BandInfo};
 use polyhedral::isl::isl_rs::{DimType, Map, UnionSet};
 use polyhedral::isl::{Ctx, IslResultExt};
+use polyhedral::sched_parallel::varies;
 use polyhedral::scop::Scop;
 use schedule_tree::ScheduleTree;
 
@@ -196,18 +197,4 @@ fn point_access(sched: &Map, access: &Map) -> miette::Result<Map> {
         .isl("reversing a band schedule")?
         .apply_range(access.copy().isl("copying an access")?)
         .isl("an access from the band's points")
-}
-
-/// Whether the statement's schedule `map` takes more than one value at member `m`.
-fn varies(map: &Map, m: usize) -> miette::Result<bool> {
-    let n = map.dim(DimType::Out).isl("counting band members")? as usize;
-    let row = map
-        .copy()
-        .isl("copying a map")?
-        .project_out(DimType::Out, (m + 1) as u32, (n - m - 1) as u32)
-        .isl("dropping later members")?
-        .project_out(DimType::Out, 0, m as u32)
-        .isl("dropping earlier members")?;
-    let values = row.range().isl("a member's values")?;
-    Ok(!values.is_singleton().isl("testing for one value")?)
 }
