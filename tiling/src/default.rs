@@ -52,8 +52,8 @@ reductions stay whole at `reg`, and other coincident members get 1. When one row
 caches with its reuse and there is no L2 level. Otherwise, at `L2`, each reduction member \
 with at least 8 iterations gets the largest power of two <= 512 for which one register \
 tile's sweep over it (footprint of u, v at their reg sizes) fits 3/4 of L1 (smaller ones \
-stay whole), v the whole extent if the tile (r rows) fits half of L2 (else halved until \
-it does), and u the largest multiple of r <= 256 for which the operand tiles (all but the \
+stay whole), v the whole extent if the tile (r rows) fits half of L2 (else halved, rounded \
+up to a multiple of its reg size, until it does), and u the largest multiple of r <= 256 for which the operand tiles (all but the \
 accumulator, which stays in registers) fit half of L2 and the whole L2 tile fits L2. \
 Trailing members that no level tiles are left out of the spec. \
 Accumulator rows: a band whose tilable prefix (bound extents) has exactly one coincident \
@@ -925,12 +925,15 @@ fn register_tiles(
             }
         }
     }
-    // v: the whole extent if the tile (its reg rows) fits half of L2.
+    // v: the whole extent if the tile (its reg rows) fits half of L2, else halved, rounded
+    // up to a multiple of its register size, so that every register tile of a block but
+    // the extent's last is whole (1100 halves to 560, not 550, for 16-wide tiles).
     s[v] = ext[v];
+    let rv = regs[v].unwrap_or(1);
     loop {
         match bytes(&s)? {
             Some(b) if b <= l2 / 2 => break,
-            Some(_) if s[v] > regs[v].unwrap_or(1) => s[v] = (s[v] / 2).max(regs[v].unwrap_or(1)),
+            Some(_) if s[v] > rv => s[v] = ((s[v] / 2).max(rv) + rv - 1) / rv * rv,
             _ => return Ok(None),
         }
     }
