@@ -326,11 +326,15 @@ pub const ASYNC_SHADOW: &str = "POLYC_SHADOW_STAGES";
 /// writes (an in-place stencil such as `X(j, k) = f(X(j - 1, k - 1))`): see
 /// [`GCC_NO_LOOP_VECTORIZE`].
 fn reads_own_output_elsewhere(prog: &Program) -> bool {
-    prog.stmts.iter().any(|s| {
-        s.reads()
-            .iter()
-            .any(|(t, idx, _)| *t == s.lhs && *idx != s.lhs_index)
-    })
+    prog.stmts.iter().any(self_read_elsewhere)
+}
+
+/// Whether statement `s` reads the tensor it writes at an index other than the one it
+/// writes.
+fn self_read_elsewhere(s: &polyhedral::ir::Stmt) -> bool {
+    s.reads()
+        .iter()
+        .any(|(t, idx, _)| *t == s.lhs && *idx != s.lhs_index)
 }
 
 /// The most iterations of a constant loop that gcc unrolls completely at `-O3`
@@ -363,11 +367,7 @@ fn reads_own_output(prog: &Program, n: &KNode) -> bool {
     let mut found = false;
     n.walk(&mut |m| {
         if let KNode::Stmt { stmt, .. } = m {
-            let s = &prog.stmts[*stmt];
-            found |= s
-                .reads()
-                .iter()
-                .any(|(t, idx, _)| *t == s.lhs && *idx != s.lhs_index);
+            found |= self_read_elsewhere(&prog.stmts[*stmt]);
         }
     });
     found
