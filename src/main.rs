@@ -309,6 +309,11 @@ struct CommonArgs {
     /// i tile).
     #[arg(long = "no-hoist")]
     no_hoist: bool,
+    /// Keep every temporary's full shape: do not store a temporary modulo a small number
+    /// along an index where the final schedule keeps only that many of its values live at
+    /// once (CPU target; see the README's "Storage folding").
+    #[arg(long = "no-fold")]
+    no_fold: bool,
     /// Check the tree after every pass against the domain and every dependence (slower;
     /// the test suites turn it on).
     #[arg(long = "verify-passes")]
@@ -507,6 +512,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         },
         no_register_tiles: c.no_register_tiles,
         no_hoist: c.no_hoist,
+        no_fold: c.no_fold,
         dynamic: parse_dynamic(&c.dynamic)?,
         max_statements: c.max_statements,
     })

@@ -174,3 +174,17 @@ pub fn checked_on(file: &str, params: &str, threads: &str) {
         .expect("polyc runs");
     assert_checked(&o, &format!("{file} {params} on {threads} threads"));
 }
+
+/// `polyc compile FILE --param PARAMS [EXTRA...] -o OUT`: asserts exit 0; returns (standard
+/// error, the emitted C).
+pub fn compiled_c(file: &str, params: &str, extra: &[&str]) -> (String, String) {
+    let dir = tempdir();
+    let out = dir.path().join("k.c");
+    let out = out.to_str().expect("a UTF-8 path");
+    let mut args = vec!["compile", file, "--param", params, "-o", out];
+    args.extend_from_slice(extra);
+    let o = polyc(&args);
+    assert_code(&o, 0);
+    let c = std::fs::read_to_string(out).expect("the emitted C");
+    (stderr(&o), c)
+}

@@ -14,23 +14,10 @@ use common::*;
 /// The start of the note for a clashed register tile.
 const NOTE: &str = "note: isl's fused schedule fuses ";
 
-/// `polyc compile FILE --param PARAMS [EXTRA...] -o OUT`: (stderr, the C).
-fn compiled(file: &str, params: &str, extra: &[&str]) -> (String, String) {
-    let dir = tempdir();
-    let out = dir.path().join("k.c");
-    let out = out.to_str().expect("a UTF-8 path");
-    let mut args = vec!["compile", file, "--param", params, "-o", out];
-    args.extend_from_slice(extra);
-    let o = polyc(&args);
-    assert_code(&o, 0);
-    let c = std::fs::read_to_string(out).expect("the emitted C");
-    (stderr(&o), c)
-}
-
 #[test]
 fn covariance_gets_its_register_tile() {
     let file = abs("examples/polybench/covariance.tc");
-    let (err, c) = compiled(&file, "N=37,M=29", &[]);
+    let (err, c) = compiled_c(&file, "N=37,M=29", &[]);
     assert!(
         err.contains(
             "polyc: note: isl's fused schedule fuses S_5 with S_7, which touches the tensor S_5 \
@@ -42,7 +29,7 @@ fn covariance_gets_its_register_tile() {
     );
     assert!(c.contains("/* tile of cov (4 x 16) */"), "{c}");
     // isl's fusion, kept: the reduction reads `data` down its columns, with no tile.
-    let (err, c) = compiled(&file, "N=37,M=29", &["--isl-option", "serialize_sccs=0"]);
+    let (err, c) = compiled_c(&file, "N=37,M=29", &["--isl-option", "serialize_sccs=0"]);
     assert!(!err.contains(NOTE), "{err}");
     assert!(!c.contains("/* tile of cov"), "{c}");
 }
@@ -82,7 +69,7 @@ fn transposed_copies_match_the_interpreter() {
         ));
     }
     for (file, params) in &cases {
-        let (err, c) = compiled(file, params, &[]);
+        let (err, c) = compiled_c(file, params, &[]);
         assert!(err.contains(NOTE), "{file}: {err}");
         assert!(
             c.contains("/* tile of cov (4 x ") || c.contains("/* tile of corr (4 x "),
@@ -103,7 +90,7 @@ fn contiguous_dot_products_keep_the_fusion() {
                 C(i, j) +=! A(i, k) * A(j, k) where j in 0:i + 1\n  \
                 C(i, j) = C(j, i) where j in i+1:N\n}\n";
     let file = write(dir.path(), "syrks.tc", text);
-    let (err, _) = compiled(&file, "N=37,K=29", &[]);
+    let (err, _) = compiled_c(&file, "N=37,K=29", &[]);
     assert!(!err.contains(NOTE), "{err}");
     checked_on(&file, "N=37,K=29", "2");
 }

@@ -302,6 +302,18 @@ pub fn generate_inputs(
     sizes: &[i64],
     seed: u64,
 ) -> (Vec<TensorData>, Vec<TensorData>) {
+    generate_data(prog, sizes, seed, true)
+}
+
+/// [`generate_inputs`], with temporaries as empty tensors of their rank unless
+/// `temps`: what a kernel that allocates its own temporaries is handed (the data are the
+/// same otherwise).
+pub fn generate_data(
+    prog: &Program,
+    sizes: &[i64],
+    seed: u64,
+    temps: bool,
+) -> (Vec<TensorData>, Vec<TensorData>) {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut tensors: Vec<Option<TensorData>> = vec![None; prog.tensors.len()];
     let mut scalars: Vec<Option<TensorData>> = vec![None; prog.scalars.len()];
@@ -326,7 +338,13 @@ pub fn generate_inputs(
         .enumerate()
         .map(|(t, d)| {
             d.unwrap_or_else(|| {
-                TensorData::poisoned(prog.tensors[t].dtype, TensorData::shape_of(prog, t, sizes))
+                let ten = &prog.tensors[t];
+                let shape = if temps || ten.role != crate::ir::TensorRole::Temp {
+                    TensorData::shape_of(prog, t, sizes)
+                } else {
+                    vec![0; ten.shape.len()]
+                };
+                TensorData::poisoned(ten.dtype, shape)
             })
         })
         .collect();
@@ -489,21 +507,38 @@ fn bytes_text(b: u128) -> String {
 }
 
 /// Refuses, before anything is allocated, a run whose data would not fit in the memory
-/// this machine has available: every tensor twice (the run's data and the oracle's copy),
-/// the kernel's temporaries once more, and on a GPU target the device copies once more.
-/// A size whose tensors cannot even be counted in 128 bits is refused the same way.
-pub fn ensure_memory(program: &Program, sizes: &[i64], device_copies: bool) -> miette::Result<()> {
+/// this machine has available: every input and output twice (the run's data and the
+/// oracle's copy), and on a GPU target the device copies once more; each temporary once
+/// for the kernel (divided by its extent and times its modulus along a folded index:
+/// `folds` lists (tensor, index, modulus)) and, when `interpreted`, once for the
+/// interpreter. A size whose tensors cannot even be counted in 128 bits is refused the
+/// same way.
+pub fn ensure_memory(
+    program: &Program,
+    sizes: &[i64],
+    device_copies: bool,
+    folds: &[(usize, usize, i64)],
+    interpreted: bool,
+) -> miette::Result<()> {
     let known: Vec<Option<i64>> = sizes.iter().map(|&v| Some(v)).collect();
     let mut total: u128 = 0;
     let mut biggest: Vec<(u128, &str)> = Vec::new();
     for (t, ten) in program.tensors.iter().enumerate() {
         let bytes = crate::limits::tensor_bytes(program, t, &known).map_or(u128::MAX, |(_, b)| b);
-        let copies: u128 = match ten.role {
-            crate::ir::TensorRole::Temp => 3,
-            _ => 2,
-        } + u128::from(device_copies);
-        total = total.saturating_add(bytes.saturating_mul(copies));
-        biggest.push((bytes, &ten.name));
+        let need = if ten.role == crate::ir::TensorRole::Temp {
+            let kernel = match folds.iter().find(|f| f.0 == t) {
+                Some(&(_, d, m)) => {
+                    let extent = crate::limits::eval_wide(&ten.shape[d], &known).unwrap_or(1);
+                    bytes / (extent.max(1) as u128) * (m as u128)
+                }
+                None => bytes,
+            };
+            kernel.saturating_add(if interpreted { bytes } else { 0 })
+        } else {
+            bytes.saturating_mul(2 + u128::from(device_copies))
+        };
+        total = total.saturating_add(need);
+        biggest.push((need, &ten.name));
     }
     let Some(avail) = available_memory() else {
         return Ok(());

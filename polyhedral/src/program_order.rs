@@ -24,7 +24,7 @@ pub(crate) fn program_order(scop: &Scop, validity: Option<&UnionMap>) -> miette:
 /// The reference order of statements `which` only (ascending), over their instances: what
 /// the dataflow analysis of one tensor needs.
 /// `which` is not empty.
-pub(crate) fn reference_schedule_of(scop: &Scop, which: &[usize]) -> miette::Result<Schedule> {
+pub fn reference_schedule_of(scop: &Scop, which: &[usize]) -> miette::Result<Schedule> {
     order_of(scop, which, stmts_filter(scop, which)?, None)
 }
 

@@ -11,7 +11,7 @@ use crate::pipeline::options::CompileOptions;
 use crate::pipeline::stages::{Compiled, Mode};
 use miette::{miette, Result};
 use polyhedral::data::TensorData;
-use polyhedral::data::{compare, generate_inputs, Comparison};
+use polyhedral::data::{compare, generate_data, Comparison};
 use polyhedral::interp::{count_instances, interpret};
 use polyhedral::ir::{InputRef, Program, TensorRole};
 use polyhedral::npy::{read_npy, write_npy};
@@ -196,7 +196,7 @@ pub use polyhedral::data::inout_outputs;
 
 /// Generates inputs (and the initial values of in/out outputs) from the seed.
 fn seeded_data(program: &Program, sizes: &[i64], seed: u64) -> (Vec<TensorData>, Vec<TensorData>) {
-    let (mut tensors, scalars) = generate_inputs(program, sizes, seed);
+    let (mut tensors, scalars) = generate_data(program, sizes, seed, false);
     // A separate stream, so adding an in/out output never changes the inputs of a seed.
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x00c0_ffee_0000_0001);
     for t in inout_outputs(program) {
@@ -365,7 +365,9 @@ fn run_built(
         .target
         .as_deref()
         .is_some_and(|t| !matches!(t, "cpu") && !t.contains("gemmini"));
-    polyhedral::data::ensure_memory(program, &sizes, on_device)?;
+    polyhedral::data::ensure_memory(program, &sizes, on_device, &compiled.folds(), ropts.check)?;
+    // Kernels allocate their temporaries themselves (a CPU kernel possibly folded, see
+    // `targets::codegen::contract`); only the interpreter needs them here.
     let (mut tensors, mut scalars) = seeded_data(program, &sizes, ropts.seed);
     if let Some(dir) = &ropts.inputs_dir {
         load_inputs(program, &sizes, dir, &mut tensors, &mut scalars)?;
@@ -442,6 +444,12 @@ fn run_built(
         }
     ));
     if use_interp {
+        for (t, ten) in program.tensors.iter().enumerate() {
+            if ten.role == TensorRole::Temp {
+                let shape = TensorData::shape_of(program, t, &sizes);
+                reference[t] = TensorData::poisoned(ten.dtype, shape);
+            }
+        }
         interpret(program, &sizes, &mut reference, &scalars)
             .map_err(|e| locate_fault(e, copts, program))?;
         report.oracle = Some(format!("reference interpreter ({instances} instances)"));

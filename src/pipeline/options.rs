@@ -75,6 +75,8 @@ pub struct CompileOptions {
     pub no_register_tiles: bool,
     /// `--no-hoist`: packed tiles stay below their own memory mark.
     pub no_hoist: bool,
+    /// `--no-fold`: every temporary keeps its full shape (no storage contraction).
+    pub no_fold: bool,
     /// `--search`, `--search-budget`, `--search-top`, `--search-out`: how search entries
     /// of the tile spec are resolved.
     pub search: SearchSettings,
@@ -274,6 +276,7 @@ impl CompileOptions {
             pack: targets::passes::promote::PackPolicy::Auto,
             no_register_tiles: false,
             no_hoist: false,
+            no_fold: false,
             search: SearchSettings::default(),
             dynamic: Vec::new(),
             max_statements: DEFAULT_MAX_STATEMENTS,

@@ -865,6 +865,12 @@ pub fn finish(
         kernel,
         &tree,
     )?;
+    let (kernel, fold_notes) = fold_kernel_storage(front, opts, &schedule, kernel)?;
+    let rewrite_notes: Vec<String> = rewrite_notes
+        .into_iter()
+        .chain(fold_notes.iter().cloned())
+        .collect();
+    notes.extend(fold_notes);
     // The target's own tiling as a tree (Gemmini): the `tensorised` dump stage.
     if let Some(t) = rewritten_tree {
         stages.push(Stage {
@@ -889,6 +895,29 @@ pub fn finish(
         polyhedral::substeps::timed("codegen:emit", || emit_code(front, opts, mode, &kernel))?;
     timer.lap("codegen");
     Ok(compiled(stages, Some(kernel), code, timer, notes, explain))
+}
+
+/// Storage folding of the lowered `kernel`'s temporaries under the final `schedule`
+/// (`targets::codegen::contract`), where the target folds storage, the sizes are not
+/// dynamic and `--no-fold` is not given; with one note per fold.
+fn fold_kernel_storage(
+    front: &Front,
+    opts: &CompileOptions,
+    schedule: &polyhedral::isl::isl_rs::Schedule,
+    kernel: targets::Kernel,
+) -> Result<(targets::Kernel, Vec<String>)> {
+    let target = front.target.as_ref();
+    if !target.folds_storage() || !opts.dynamic.is_empty() || opts.no_fold {
+        return Ok((kernel, Vec::new()));
+    }
+    targets::codegen::contract::fold_storage(
+        &front.ctx,
+        &front.scop,
+        &front.program,
+        &front.param_values,
+        (schedule, &target.lower_options()),
+        kernel,
+    )
 }
 
 /// Checks the `--dynamic` sizes: each is a size of the program, not bound with
@@ -1112,6 +1141,16 @@ pub fn verify_tree(
 pub const TENSORISED_STAGE: &str = "tensorised";
 
 impl Compiled {
+    /// The (tensor, index, modulus) of each temporary the kernel stores folded (see
+    /// `targets::codegen::contract`).
+    pub fn folds(&self) -> Vec<(usize, usize, i64)> {
+        self.kernel.as_ref().map_or_else(Vec::new, |k| {
+            k.folds
+                .iter()
+                .map(|f| (f.tensor, f.dim, f.modulus))
+                .collect()
+        })
+    }
     /// The tree after `stage` (`final` is the last one; `tensorised` comes after it on a
     /// target that tensorises).
     pub fn stage(&self, stage: &str) -> Result<&Stage> {

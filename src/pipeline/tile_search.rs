@@ -25,7 +25,7 @@ use crate::pipeline::shard::Shard;
 use crate::pipeline::stages::{finish, Front, Mode, SpecChoice};
 use miette::{miette, Result};
 use polyhedral::data::inout_outputs;
-use polyhedral::data::{generate_inputs, TensorData};
+use polyhedral::data::{generate_data, TensorData};
 use polyhedral::diag::SourceFile;
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
@@ -406,8 +406,8 @@ fn time_point(
         via: o.via.as_deref(),
         dynamic: &[],
     })?;
-    polyhedral::data::ensure_memory(program, sizes, false)?;
-    let (inputs, scalars) = generate_inputs(program, sizes, 0);
+    polyhedral::data::ensure_memory(program, sizes, false, &compiled.folds(), false)?;
+    let (inputs, scalars) = generate_data(program, sizes, 0, false);
     let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(
         0x00c0_ffee_0000_0001,
     );

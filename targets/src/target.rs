@@ -184,6 +184,12 @@ pub trait Target {
         let (k, notes) = self.rewrite_kernel(cx, kernel)?;
         Ok((k, notes, None))
     }
+    /// Whether the kernel's C allocates its own temporaries, so that a temporary may be
+    /// stored modulo a number along one index ([`crate::codegen::contract`]). The default:
+    /// no (the runner allocates them from their shapes).
+    fn folds_storage(&self) -> bool {
+        false
+    }
     /// The ways `--via` may name to run a kernel (the first is the default); empty for a
     /// target that runs kernels one way only, where `--via` is an error.
     fn run_ways(&self) -> &'static [&'static str] {

@@ -31,6 +31,9 @@ pub struct Def {
     pub outputs: Vec<OutputDecl>,
     /// The statements, in order.
     pub stmts: Vec<Stmt>,
+    /// Temporaries declared in the body (`f32(T, N) U`), in order: their type and shape
+    /// are given, not inferred from the first write.
+    pub locals: Vec<OutputDecl>,
     /// From `def` to the closing `}`.
     pub span: Span,
 }

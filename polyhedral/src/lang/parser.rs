@@ -314,6 +314,7 @@ impl<'a> Parser<'a> {
         )?;
         self.nest -= 1;
         let mut stmts = Vec::new();
+        let mut locals = Vec::new();
         let mut open_loops: Vec<(LoopHead, Token, usize)> = Vec::new();
         let mut n_loops = 0;
         loop {
@@ -341,6 +342,7 @@ impl<'a> Parser<'a> {
                         params,
                         outputs,
                         stmts,
+                        locals,
                         span: kw.span.join(t.span),
                     });
                 }
@@ -348,6 +350,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                 }
                 Tok::Eof => return Err(self.unterminated(&t, &name, &open, &open_loops)),
+                _ if self.at_local_decl() => locals.push(self.local_decl()?),
                 _ if self.at_loop() => {
                     let head = self.loop_head(n_loops, &open_loops)?;
                     n_loops += 1;
@@ -393,6 +396,54 @@ impl<'a> Parser<'a> {
                     "this `{` is never closed",
                 )),
         )
+    }
+
+    /// True at `TYPE(extents) NAME`: a temporary's declaration (polyc's language only; a
+    /// tensor named like a type is still written `f32(i) = …`).
+    fn at_local_decl(&self) -> bool {
+        if self.tc {
+            return false;
+        }
+        let mut toks = self.toks[self.pos..]
+            .iter()
+            .filter(|t| t.tok != Tok::Newline);
+        let (Some(first), Some(second)) = (toks.next(), toks.next()) else {
+            return false;
+        };
+        if !matches!(&first.tok, Tok::Ident(n) if DType::from_name(n).is_some())
+            || second.tok != Tok::LParen
+        {
+            return false;
+        }
+        // After the matching `)`, a declaration names the tensor.
+        let mut depth = 1;
+        for t in toks.by_ref() {
+            match t.tok {
+                Tok::LParen => depth += 1,
+                Tok::RParen => depth -= 1,
+                Tok::Eof => return false,
+                _ => {}
+            }
+            if depth == 0 {
+                break;
+            }
+        }
+        matches!(toks.next(), Some(t) if matches!(t.tok, Tok::Ident(_)))
+    }
+
+    /// `TYPE(extents) NAME`: a temporary declared with its type and shape.
+    fn local_decl(&mut self) -> Res<OutputDecl> {
+        let ty = self.type_name()?;
+        let shape = self.shape()?;
+        let name = self.ident(
+            "the temporary's name",
+            "a temporary is declared `f32(T, N) U`, then written by statements",
+        )?;
+        Ok(OutputDecl {
+            ty: Some(ty),
+            shape: Some(shape),
+            name,
+        })
     }
 
     /// True at `for NAME in`: a sequential loop (a tensor named `for` is still written

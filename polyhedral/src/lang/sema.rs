@@ -158,7 +158,8 @@ impl<'a> Sema<'a> {
             .params
             .iter()
             .map(|p| p.name())
-            .chain(def.outputs.iter().map(|o| &o.name));
+            .chain(def.outputs.iter().map(|o| &o.name))
+            .chain(def.locals.iter().map(|o| &o.name));
         for n in names {
             if let Some(prev) = self.declared.get(&n.name) {
                 return Err(Box::new(
@@ -167,7 +168,7 @@ impl<'a> Sema<'a> {
                             n.span,
                             format!("`{}` is declared twice", n.name),
                             "second declaration",
-                            "give every input and output of a def its own name",
+                            "give every input, output and temporary of a def its own name",
                         )
                         .with_related(super::common::note(
                             self.src,
@@ -219,6 +220,20 @@ impl<'a> Sema<'a> {
                 written: false,
             });
             self.outputs.push(id);
+        }
+        for o in &def.locals {
+            let shape = match &o.shape {
+                Some(sh) => Some(self.shape(sh)?),
+                None => None,
+            };
+            self.add_tensor(TInfo {
+                name: o.name.name.clone(),
+                dtype: o.ty.map(|t| t.dtype),
+                shape,
+                role: TensorRole::Temp,
+                span: o.name.span,
+                written: false,
+            });
         }
         Ok(())
     }

@@ -670,6 +670,42 @@ impl KNode {
         out.sort_unstable();
         out
     }
+
+    /// The tensors with a local buffer (a promoted tile), a copy or a target intrinsic
+    /// anywhere in the tree, sorted.
+    pub fn tiled_tensors(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.walk(&mut |n| match n {
+            KNode::Local { bufs, .. } => out.extend(bufs.iter().map(|b| b.tensor)),
+            KNode::Copy { tensor, .. } => out.push(*tensor),
+            KNode::Stmt { locals, .. } => out.extend(locals.iter().map(|l| l.tensor)),
+            KNode::Intrinsic(i) => {
+                for a in &i.args {
+                    match a {
+                        IntrinsicArg::Addr { tensor, .. } | IntrinsicArg::Elem { tensor, .. } => {
+                            out.push(*tensor)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// One temporary stored modulo `modulus` along index `dim`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StorageFold {
+    /// The tensor.
+    pub tensor: usize,
+    /// The folded index.
+    pub dim: usize,
+    /// Element `x` is stored at `x_dim mod modulus` along `dim`.
+    pub modulus: i64,
 }
 
 /// A whole kernel: the loop nest of one `def`.
@@ -684,4 +720,7 @@ pub struct Kernel {
     /// `Program::stmts`): a GPU kernel pipelines its shared-memory copies over the most
     /// stages its statements ask for. Empty: the target decides.
     pub pipeline_stages: Vec<(usize, i64)>,
+    /// Temporaries stored modulo a small number along one index (see
+    /// [`crate::codegen::contract`]); empty: every tensor has its full shape.
+    pub folds: Vec<StorageFold>,
 }

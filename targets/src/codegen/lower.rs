@@ -335,6 +335,7 @@ fn lower_raw(
         body,
         loop_iters: iters,
         pipeline_stages: Vec::new(),
+        folds: Vec::new(),
     })
 }
 

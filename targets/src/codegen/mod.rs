@@ -6,6 +6,7 @@
 pub mod affine;
 pub mod ceval;
 pub mod cfamily;
+pub mod contract;
 pub mod kir;
 pub mod lower;
 pub mod microkernel;

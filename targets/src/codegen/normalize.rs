@@ -23,6 +23,7 @@ pub fn normalize_loops(kernel: Kernel) -> Kernel {
         body: split_versions(version_tiles(node(kernel.body))),
         loop_iters: kernel.loop_iters,
         pipeline_stages: kernel.pipeline_stages,
+        folds: kernel.folds,
     }
 }
 
@@ -40,6 +41,7 @@ pub fn normalize_loops_dynamic(
         body: sink_parallel(split_versions(body)),
         loop_iters: kernel.loop_iters,
         pipeline_stages: kernel.pipeline_stages,
+        folds: kernel.folds,
     }
 }
 
@@ -770,6 +772,7 @@ mod tests {
             },
             loop_iters: vec!["c6".into()],
             pipeline_stages: Vec::new(),
+            folds: Vec::new(),
         };
         let out = normalize_loops(k);
         let KNode::For {

@@ -47,6 +47,9 @@ impl Target for CpuTarget {
     fn desc(&self) -> &TargetDesc {
         &self.desc
     }
+    fn folds_storage(&self) -> bool {
+        true
+    }
     fn passes<'a>(&self) -> Vec<Box<dyn Pass<PassCx<'a>>>> {
         vec![
             Box::new(Tile),

@@ -87,6 +87,7 @@ impl GemminiTarget {
                 body: KNode::Block(parts),
                 loop_iters,
                 pipeline_stages: Vec::new(),
+                folds: Vec::new(),
             },
             notes,
             tree,
