@@ -777,19 +777,16 @@ pub fn fuse(
         &shape,
         &orders,
     )? {
-        for &p in &fused {
-            rep.fallbacks.push(Fallback {
-                stmt: names[p].clone(),
-                reason: why.clone(),
-            });
-        }
-        rep.fused.clear();
-        rep.fallbacks.sort_by_key(|f| natural(&f.stmt));
-        rep.notes.push(format!("fusion cancelled: {why}"));
+        cancel(&mut rep, &fused, names, &why);
         return Ok((tree, rep));
     }
 
     rep.buffers = local_buffers(cx, &need, &fused, &live)?;
+    if let Some(why) = local_overflow(cx, &rep.buffers, shape.buffer, opts) {
+        cancel(&mut rep, &fused, names, &why);
+        rep.buffers.clear();
+        return Ok((tree, rep));
+    }
     let parallel = parallel_tiles(
         cx,
         &need,
@@ -803,6 +800,19 @@ pub fn fuse(
     let tree = rewrite(tree, &shape, &fused, &need, cx, &parallel, &mut rep.copies)?;
     rep.applied = true;
     Ok((tree, rep))
+}
+
+/// Records that fusion of `fused` is cancelled for `why`: each falls back, none is fused.
+fn cancel(rep: &mut FuseReport, fused: &BTreeSet<usize>, names: &[String], why: &str) {
+    for &p in fused {
+        rep.fallbacks.push(Fallback {
+            stmt: names[p].clone(),
+            reason: why.to_string(),
+        });
+    }
+    rep.fused.clear();
+    rep.fallbacks.sort_by_key(|f| natural(&f.stmt));
+    rep.notes.push(format!("fusion cancelled: {why}"));
 }
 
 fn natural(s: &str) -> (String, u64) {
@@ -1566,6 +1576,26 @@ fn tile_parallel(
         out.push(ok);
     }
     Ok(out)
+}
+
+/// Why fusion at `buffer` cannot be: a target that needs tile-local buffers for the
+/// recomputed temporaries (`opts.local_buffers`, a GPU's shared memory) and one of them
+/// whose tile does not fit the level; `None` when they fit.
+fn local_overflow(
+    cx: &TileCx,
+    buffers: &[LocalBuffer],
+    buffer: Buffer,
+    opts: &FuseOptions,
+) -> Option<String> {
+    let capacity = cx.capacity(buffer).filter(|_| opts.local_buffers)?;
+    let b = buffers
+        .iter()
+        .find(|b| b.tile_bytes.is_some_and(|t| t > capacity))?;
+    Some(format!(
+        "the tile-local buffer of {} ({} bytes per tile) would not fit {buffer} ({capacity} bytes)",
+        b.tensor,
+        b.tile_bytes.unwrap_or(0)
+    ))
 }
 
 /// Fused temporaries only the fused group touches: what a tile-local buffer would save.

@@ -155,6 +155,9 @@ impl fmt::Display for StmtSpec {
             if k > 0 {
                 f.write_str(", ")?;
             }
+            if d.levels.is_empty() {
+                f.write_str("_")?;
+            }
             for (j, l) in d.levels.iter().enumerate() {
                 if j > 0 {
                     f.write_str(" ")?;
@@ -402,6 +405,25 @@ impl Parser<'_> {
     }
 
     fn entry(&mut self) -> Result<DimSpec, SourceError> {
+        // `_`: the dimension stays untiled (an outer loop before the band to tile).
+        if let (Tok::Ident(name), span) = self.peek().clone() {
+            if name == "_" {
+                self.bump();
+                let (next, at) = self.peek().clone();
+                if !matches!(next, Tok::Comma | Tok::Eof | Tok::Ident(_)) {
+                    return Err(self.err(
+                        at,
+                        format!("expected `,` after `_`, found {}", next.describe()),
+                        "`_` takes no size or buffer",
+                        "`_` alone leaves a dimension untiled; write a size such as `32@L1` to tile it",
+                    ));
+                }
+                return Ok(DimSpec {
+                    levels: Vec::new(),
+                    span,
+                });
+            }
+        }
         let mut levels: Vec<LevelSize> = Vec::new();
         loop {
             let (tok, span) = self.peek().clone();
@@ -411,7 +433,7 @@ impl Parser<'_> {
                         span,
                         format!("expected a tile size, found {}", tok.describe()),
                         "expected `SIZE@BUFFER`",
-                        "each entry is one or more `SIZE@BUFFER`, e.g. `32@L1` or `64@L2 8@L1`",
+                        "each entry is one or more `SIZE@BUFFER`, e.g. `32@L1` or `64@L2 8@L1`, or `_` for a dimension left untiled",
                     ));
                 }
                 break;

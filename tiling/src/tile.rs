@@ -268,8 +268,18 @@ fn derived_tile_warnings(
     let scop = cx.scop;
     for s in &spec.stmts {
         let stmt = stmt_of(scop, &s.stmt);
-        let ch = chain(bands, stmt);
-        let Some(&outer) = ch.first() else { continue };
+        // The outermost band the spec tiles (`_` entries leave outer loops untiled).
+        let mut k = 0;
+        let mut first_tiled = None;
+        for &b in &chain(bands, stmt) {
+            let n = bands[b].n_members();
+            if s.dims.iter().skip(k).take(n).any(|d| !d.levels.is_empty()) {
+                first_tiled = Some(b);
+                break;
+            }
+            k += n;
+        }
+        let Some(outer) = first_tiled else { continue };
         let group = &bands[outer].stmts;
         let mut consumers = Vec::new();
         for &t in group {
@@ -390,6 +400,10 @@ pub(crate) fn plan(
                 }
             }
             k += n;
+            // `_` for every member: a loop outside the band the spec tiles.
+            if members.iter().all(Vec::is_empty) {
+                continue;
+            }
             let new = BandPlan {
                 band: b,
                 members,

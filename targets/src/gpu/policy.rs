@@ -8,8 +8,9 @@ use tiling::{fixed_level, live_out, DimSpec, StmtSpec, TileCx, TileSpec};
 
 /// The rule [`default_spec`] follows, in words.
 pub const GPU_POLICY: &str = "\
-every outermost band is tiled over its permutable prefix when that prefix has a coincident \
-member; c is its innermost coincident member and r the coincident member just outside it, \
+every outermost band, and every band of statements inside the program's `for` loops that \
+only sequential bands (with no coincident member, which the host runs) enclose, is tiled over its permutable prefix when that \
+prefix has a coincident member; c is its innermost coincident member and r the coincident member just outside it, \
 if any. With a reduction member (not coincident) in the prefix (GEMM, convolution): a \
 block tile of 64 x 64 (r x c) in shared memory with a 4 x 4 register tile per thread \
 (16 x 16 = 256 threads), and 16 iterations of each reduction per shared-memory step; in \
@@ -54,6 +55,24 @@ fn first_sizes(coincident: &[bool], c: usize, r: Option<usize>) -> Vec<(i64, Opt
             }
         })
         .collect()
+}
+
+/// Whether band `bi` is outermost, or a band of statements inside the program's `for`
+/// loops (PolyBench's time and row loops) enclosed by sequential bands only (no coincident
+/// member), which the host runs, launching the kernels of the bands inside them.
+/// Post-tiling fusion leaves statements inside `for` loops alone, so such a band's tiles
+/// stay its own.
+fn inside_host_loops_only(cx: &TileCx, bands: &[tiling::analysis::BandInfo], bi: usize) -> bool {
+    let band = &bands[bi];
+    band.outer.is_empty()
+        || (band
+            .stmts
+            .iter()
+            .all(|&s| !cx.scop.stmt_loops[s].is_empty())
+            && band
+                .outer
+                .iter()
+                .all(|&o| bands[o].coincident.iter().all(|c| !c)))
 }
 
 /// Threads per block the policy aims at.
@@ -157,7 +176,7 @@ pub fn default_spec(
         .collect();
     let names = &cx.scop.stmt_names;
     for (bi, band) in bands.iter().enumerate() {
-        if !band.outer.is_empty() || band.stmts.is_empty() {
+        if !inside_host_loops_only(cx, &bands, bi) || band.stmts.is_empty() {
             continue;
         }
         if let Some(g) = given {
@@ -237,9 +256,14 @@ pub fn default_spec(
             continue;
         }
         let stmt = live_out(cx, band)?;
-        let dims = sizes
-            .iter()
-            .map(|(s, reg)| {
+        // The members of the host loops around the band come first, untiled.
+        let host: usize = band.outer.iter().map(|&o| bands[o].n_members()).sum();
+        let untiled = (0..host).map(|_| DimSpec {
+            levels: Vec::new(),
+            span: Span::default(),
+        });
+        let dims = untiled
+            .chain(sizes.iter().map(|(s, reg)| {
                 let mut levels = vec![fixed_level(*s, shared.buffer)];
                 if let (Some(rg), Some(rl)) = (reg, register) {
                     if *rg < *s {
@@ -250,7 +274,7 @@ pub fn default_spec(
                     levels,
                     span: Span::default(),
                 }
-            })
+            }))
             .collect();
         out.stmts.push(StmtSpec {
             stmt: names[stmt].clone(),

@@ -952,13 +952,13 @@ fn place_locals(
     // Tile-local temporaries: (mark index, tile index) for each that can be placed.
     let mut locals: Vec<(usize, usize)> = Vec::new();
     for name in &opts.locals {
-        match place_local(prog, scop, marks, &analyses, name, false)? {
+        match place_local(prog, scop, (marks, &opts.levels), &analyses, name, false)? {
             Ok(at) => locals.push(at),
             Err(why) => report.kept_global.push((name.clone(), why)),
         }
     }
     for name in &opts.exclusive_locals {
-        if let Ok(at) = place_local(prog, scop, marks, &analyses, name, true)? {
+        if let Ok(at) = place_local(prog, scop, (marks, &opts.levels), &analyses, name, true)? {
             locals.push(at);
         }
     }
@@ -1479,7 +1479,7 @@ pub fn blocking(
 fn place_local(
     prog: &Program,
     scop: &Scop,
-    marks: &[MarkTiles],
+    (marks, levels): (&[MarkTiles], &[LevelInfo]),
     analyses: &[Option<MarkAnalysis>],
     name: &str,
     exclusive: bool,
@@ -1513,6 +1513,19 @@ fn place_local(
     let mut first_why: Option<String> = None;
     for (mi, i) in candidates {
         let tile = &analyses[mi].as_ref().expect("analysed above").tiles[i];
+        // The buffer must fit its level (a GPU block's shared memory).
+        let bytes = tile.elems() as u64 * prog.tensors[t].dtype.size_bytes() as u64;
+        let level = match marks[mi].mark {
+            Mark::Mem(b) => levels.iter().find(|l| l.buffer == b),
+            _ => None,
+        };
+        if let Some(l) = level.filter(|l| bytes > l.bytes) {
+            first_why.get_or_insert(format!(
+                "its tile at the {} mark ({bytes} bytes) does not fit {} ({} bytes)",
+                l.buffer, l.buffer, l.bytes
+            ));
+            continue;
+        }
         match local_fits(tile, exclusive)? {
             None => return Ok(Ok((mi, i))),
             Some(why) => {

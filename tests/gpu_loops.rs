@@ -1,0 +1,109 @@
+//! The GPU target and the program's `for` loops (`targets::gpu::policy`): a band of
+//! statements inside `for` loops, enclosed only by sequential bands that the host runs,
+//! gets the policy's block tiles like an outermost band (PolyBench's jacobi-2d: 8 × 32
+//! tiles, 128 threads per block, where each launch ran one thread per block), with `_`
+//! in the tile spec for the host loops' members. Checked on OpenCL (PoCL) against the
+//! interpreter, in f32 and f64, at sizes with partial tiles; and fusion that would need a
+//! tile-local buffer larger than shared memory is cancelled with a note.
+
+mod common;
+use common::*;
+
+/// `polyc run PROG --param PARAMS --target gpu --check`: asserts every tensor matched.
+fn checked_gpu(prog: &str, params: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", prog, "--param", params, "--target", "gpu", "--check"];
+    args.extend_from_slice(extra);
+    assert_checked(&polyc(&args), &format!("{prog} {params} {extra:?}"))
+}
+
+#[test]
+fn bands_inside_host_loops_get_block_tiles() {
+    let file = abs("examples/polybench/jacobi_2d.tc");
+    let out = polyc_ok(&["explain", &file, "--param", "N=130,T=20", "--target", "gpu"]);
+    assert!(
+        out.contains("tile spec:\nS_0: _, 8@shared, 32@shared\nS_1: _, 8@shared, 32@shared\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "kernel 0 `jacobi_2d_k0_S_0` (S_0)\n    grid 5 x 17 x 1 blocks; block 32 x 4 x 1 = 128 threads"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("block 1 x 1 x 1 = 1 threads"), "{out}");
+}
+
+#[test]
+fn loop_kernels_match_the_interpreter_on_opencl() {
+    let dir = tempdir();
+    let jacobi = std::fs::read_to_string(abs("examples/polybench/jacobi_2d.tc")).expect("jacobi");
+    let jacobi_f32 = write(dir.path(), "j32.tc", &jacobi.replace("f64", "f32"));
+    let cases = [
+        (abs("examples/polybench/jacobi_2d.tc"), "N=37,T=5"),
+        (jacobi_f32, "N=45,T=3"),
+        (abs("examples/polybench/fdtd_2d.tc"), "NX=19,NY=37,T=4"),
+        (abs("examples/polybench/lu.tc"), "N=29"),
+        (abs("examples/polybench/gramschmidt.tc"), "M=21,N=13"),
+        (abs("examples/polybench/jacobi_1d.tc"), "N=300,T=7"),
+    ];
+    for (file, params) in &cases {
+        checked_gpu(file, params, &[]);
+    }
+}
+
+#[test]
+fn untiled_entries_round_trip_through_a_tile_spec() {
+    let dir = tempdir();
+    let spec = write(
+        dir.path(),
+        "j.tiles",
+        "S_0: _, 4@shared, 16@shared\nS_1: _, 8@shared, 8@shared\n",
+    );
+    let file = abs("examples/polybench/jacobi_2d.tc");
+    let out = polyc_ok(&[
+        "explain",
+        &file,
+        "--param",
+        "N=37,T=5",
+        "--target",
+        "gpu",
+        "--tile-spec",
+        &spec,
+    ]);
+    assert!(
+        out.contains("S_0: _, 4@shared, 16@shared\nS_1: _, 8@shared, 8@shared\n"),
+        "{out}"
+    );
+    checked_gpu(&file, "N=37,T=5", &["--tile-spec", &spec]);
+    // `_` alone is not a size.
+    let bad = write(dir.path(), "bad.tiles", "S_0: _@shared\n");
+    let err = flat(&polyc_err(&[
+        "explain",
+        &file,
+        "--param",
+        "N=37,T=5",
+        "--target",
+        "gpu",
+        "--tile-spec",
+        &bad,
+    ]));
+    assert!(
+        err.contains("bad.tiles:1:7: expected `,` after `_`, found `@`")
+            && err.contains("`_` alone leaves a dimension untiled"),
+        "{err}"
+    );
+}
+
+#[test]
+fn fusion_that_would_overflow_shared_memory_is_cancelled() {
+    let file = abs("examples/polybench/jacobi_2d_time.tc");
+    let out = polyc_ok(&["explain", &file, "--param", "N=30,T=20", "--target", "gpu"]);
+    assert!(
+        out.contains(
+            "fusion: fusion cancelled: the tile-local buffer of U (295200 bytes per tile) would \
+             not fit shared (166912 bytes)"
+        ),
+        "{out}"
+    );
+    checked_gpu(&file, "N=30,T=20", &[]);
+}
