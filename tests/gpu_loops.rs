@@ -60,16 +60,21 @@ fn untiled_entries_round_trip_through_a_tile_spec() {
         "S_0: _, 4@shared, 16@shared\nS_1: _, 8@shared, 8@shared\n",
     );
     let file = abs("examples/polybench/jacobi_2d.tc");
-    let out = polyc_ok(&[
-        "explain",
-        &file,
-        "--param",
-        "N=37,T=5",
-        "--target",
-        "gpu",
-        "--tile-spec",
-        &spec,
-    ]);
+    let explain = |spec: &str| {
+        polyc(&[
+            "explain",
+            &file,
+            "--param",
+            "N=37,T=5",
+            "--target",
+            "gpu",
+            "--tile-spec",
+            spec,
+        ])
+    };
+    let o = explain(&spec);
+    assert_code(&o, 0);
+    let out = stdout(&o);
     assert!(
         out.contains("S_0: _, 4@shared, 16@shared\nS_1: _, 8@shared, 8@shared\n"),
         "{out}"
@@ -77,16 +82,9 @@ fn untiled_entries_round_trip_through_a_tile_spec() {
     checked_gpu(&file, "N=37,T=5", &["--tile-spec", &spec]);
     // `_` alone is not a size.
     let bad = write(dir.path(), "bad.tiles", "S_0: _@shared\n");
-    let err = flat(&polyc_err(&[
-        "explain",
-        &file,
-        "--param",
-        "N=37,T=5",
-        "--target",
-        "gpu",
-        "--tile-spec",
-        &bad,
-    ]));
+    let o = explain(&bad);
+    assert_code(&o, 1);
+    let err = flat(&stderr(&o));
     assert!(
         err.contains("bad.tiles:1:7: expected `,` after `_`, found `@`")
             && err.contains("`_` alone leaves a dimension untiled"),
