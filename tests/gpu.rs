@@ -1302,8 +1302,8 @@ fn cuda_products_are_never_fused_with_an_addition() {
         (
             "examples/polybench/gramschmidt.tc",
             "M=20,N=30",
-            "(A[i * 30 + j] - __dmul_rn(Q[i * 30 + k], R[k * 30 + j]))",
-            "(A[i * 30 + j] - (Q[i * 30 + k] * R[k * 30 + j]))",
+            "(A[i * 30 + j] - __dmul_rn(polyc_tile1[((i - 0)) * 1 + (k - c0)], R[k * 30 + j]))",
+            "(A[i * 30 + j] - (polyc_tile1[((i - 0)) * 1 + (k - c0)] * R[k * 30 + j]))",
         ),
         (
             "examples/layernorm.tc",

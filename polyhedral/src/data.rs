@@ -525,7 +525,8 @@ pub fn ensure_memory(
     let mut biggest: Vec<(u128, &str)> = Vec::new();
     for (t, ten) in program.tensors.iter().enumerate() {
         let bytes = crate::limits::tensor_bytes(program, t, &known).map_or(u128::MAX, |(_, b)| b);
-        let need = if ten.role == crate::ir::TensorRole::Temp {
+        // Each tensor is listed with its own bytes (a temporary as the kernel stores it).
+        let (need, listed) = if ten.role == crate::ir::TensorRole::Temp {
             let kernel = match folds.iter().find(|f| f.0 == t) {
                 Some(&(_, d, m)) => {
                     let extent = crate::limits::eval_wide(&ten.shape[d], &known).unwrap_or(1);
@@ -533,12 +534,15 @@ pub fn ensure_memory(
                 }
                 None => bytes,
             };
-            kernel.saturating_add(if interpreted { bytes } else { 0 })
+            (
+                kernel.saturating_add(if interpreted { bytes } else { 0 }),
+                kernel,
+            )
         } else {
-            bytes.saturating_mul(2 + u128::from(device_copies))
+            (bytes.saturating_mul(2 + u128::from(device_copies)), bytes)
         };
         total = total.saturating_add(need);
-        biggest.push((need, &ten.name));
+        biggest.push((listed, &ten.name));
     }
     let Some(avail) = available_memory() else {
         return Ok(());
