@@ -4,7 +4,9 @@
 //! tiles, 128 threads per block, where each launch ran one thread per block), with `_`
 //! in the tile spec for the host loops' members. Checked on OpenCL (PoCL) against the
 //! interpreter, in f32 and f64, at sizes with partial tiles; and fusion that would need a
-//! tile-local buffer larger than shared memory is cancelled with a note.
+//! tile-local buffer larger than shared memory is cancelled with a note. A recurrence (a
+//! stencil over an explicit time dimension) is never fused, so its spatial band, under
+//! the sequential time band isl made, gets block tiles too.
 
 mod common;
 use common::*;
@@ -94,14 +96,77 @@ fn untiled_entries_round_trip_through_a_tile_spec() {
 
 #[test]
 fn fusion_that_would_overflow_shared_memory_is_cancelled() {
-    let file = abs("examples/polybench/jacobi_2d_time.tc");
-    let out = polyc_ok(&["explain", &file, "--param", "N=30,T=20", "--target", "gpu"]);
+    // Each tile of C reads T's row at j and at K - 1 - j: its box spans the whole row.
+    let dir = tempdir();
+    let file = write(
+        dir.path(),
+        "mirror.tc",
+        "def mirror(f32(M, K) A) -> (f32(M, K) C) {\n  T(i, k) = A(i, k) * 2.0\n  \
+         C(i, j) = T(i, j) + T(i, K - 1 - j)\n}\n",
+    );
+    let out = polyc_ok(&[
+        "explain",
+        &file,
+        "--param",
+        "M=37,K=8000",
+        "--target",
+        "gpu",
+    ]);
     assert!(
         out.contains(
-            "fusion: fusion cancelled: the tile-local buffer of U (295200 bytes per tile) would \
+            "fusion: fusion cancelled: the tile-local buffer of T (256000 bytes per tile) would \
              not fit shared (166912 bytes)"
         ),
         "{out}"
     );
-    checked_gpu(&file, "N=30,T=20", &[]);
+    checked_gpu(&file, "M=37,K=8000", &[]);
+}
+
+/// The fallback a recurrence gets from post-tiling fusion.
+const RECURRENCE: &str = "it reads what its own earlier instances wrote to other elements (a \
+                          recurrence): each tile would recompute every earlier step";
+
+#[test]
+fn explicit_time_stencils_launch_a_parallel_kernel_per_step() {
+    // isl puts the stencil's time dimension in a sequential band of its own; fusion leaves
+    // the recurrence alone (it pulled every plane into one block before), so its spatial
+    // band gets block tiles and the host launches it once per step.
+    let file = abs("examples/polybench/jacobi_2d_time.tc");
+    let out = polyc_ok(&["explain", &file, "--param", "N=30,T=20", "--target", "gpu"]);
+    assert!(
+        out.contains(&format!("  not fused S_9: {RECURRENCE}\n")),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "kernel 9 `jacobi_2d_time_k9_S_9` (S_9)\n    grid 2 x 4 x 1 blocks; block 32 x 4 x 1 = 128 threads"
+        ),
+        "{out}"
+    );
+    let dir = tempdir();
+    let text = std::fs::read_to_string(&file).expect("jacobi_2d_time");
+    let f32_file = write(dir.path(), "jt32.tc", &text.replace("f64", "f32"));
+    checked_gpu(&file, "N=37,T=9", &[]);
+    checked_gpu(&f32_file, "N=45,T=4", &[]);
+    // A running sum down the rows, in program order: its recurrence is not fused either.
+    let scan = write(
+        dir.path(),
+        "scan.tc",
+        "def scan(f32(N, M) A) -> (f32(N, M) C) {\n  f32(N, M) P\n  P(0, j) = A(0, j)\n  \
+         P(i, j) = P(i - 1, j) + A(i, j) where i in 1:N\n  C(i, j) = P(i, j) * 2.0\n}\n",
+    );
+    let args = [
+        "--param",
+        "N=37,M=45",
+        "--target",
+        "gpu",
+        "--scheduler",
+        "initial",
+    ];
+    let out = polyc_ok(&[&["explain", scan.as_str()][..], &args[..]].concat());
+    assert!(
+        out.contains(&format!("  not fused S_1: {RECURRENCE}\n")),
+        "{out}"
+    );
+    checked_gpu(&scan, "N=37,M=45", &["--scheduler", "initial"]);
 }

@@ -417,17 +417,54 @@ fn not_applicable(tree: ScheduleTree, why: &str) -> (ScheduleTree, FuseReport) {
 /// A statement inside a sequential loop updates its tensors in place, loop iteration
 /// after iteration: the instances a tile needs are then every earlier iteration's. Such
 /// candidates are dropped, with a fallback each.
-fn drop_looped(cx: &TileCx, candidates: &mut BTreeSet<usize>, rep: &mut FuseReport) {
-    candidates.retain(|&s| {
-        let in_loop = !cx.scop.stmt_loops[s].is_empty();
-        if in_loop {
-            rep.fallbacks.push(Fallback {
-                stmt: cx.scop.stmt_names[s].clone(),
-                reason: "it is inside a sequential loop (its tensors are updated in place)".into(),
-            });
-        }
-        !in_loop
-    });
+/// A recurrence (a statement that reads what its own earlier instances wrote to other
+/// elements, such as a stencil over an explicit time dimension) is dropped as well: a tile
+/// would recompute the whole history of its cone, one step after another.
+fn drop_looped(
+    cx: &TileCx,
+    candidates: &mut BTreeSet<usize>,
+    rep: &mut FuseReport,
+) -> miette::Result<()> {
+    for s in candidates.clone() {
+        let reason = if !cx.scop.stmt_loops[s].is_empty() {
+            "it is inside a sequential loop (its tensors are updated in place)"
+        } else if is_recurrence(cx, s)? {
+            "it reads what its own earlier instances wrote to other elements (a recurrence): each tile would recompute every earlier step"
+        } else {
+            continue;
+        };
+        candidates.remove(&s);
+        rep.fallbacks.push(Fallback {
+            stmt: cx.scop.stmt_names[s].clone(),
+            reason: reason.into(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether statement `s` is a recurrence: one of its instances reads a value that another
+/// of its instances wrote to a different element (`U(k + 1, i, j) = f(U(k, i - 1, j), …)`,
+/// `P(i) = P(i - 1) + A(i)`). A reduction's accumulation, which reads the element it
+/// writes, is none.
+pub fn is_recurrence(cx: &TileCx, s: usize) -> miette::Result<bool> {
+    let dep = cx.deps.between(DepKind::Raw, s, s)?;
+    if dep
+        .is_empty()
+        .isl("testing a self-dependence for emptiness")?
+    {
+        return Ok(false);
+    }
+    let write = &cx.scop.stmt_writes[s].map;
+    let elements = dep
+        .apply_domain(write.copy().isl("copying a write")?)
+        .isl("mapping a self-dependence's sources to their elements")?
+        .apply_range(write.copy().isl("copying a write")?)
+        .isl("mapping a self-dependence's targets to their elements")?;
+    let same = Map::identity(elements.get_space().isl("the space of written elements")?)
+        .isl("the identity on written elements")?;
+    Ok(!elements
+        .is_subset(&same)
+        .isl("testing whether a self-dependence stays on its element")?)
 }
 
 fn reverse_candidates(cx: &TileCx, shape: &Shape, live: &[usize]) -> BTreeSet<usize> {
@@ -477,7 +514,7 @@ fn prune_candidates(
     shape: &Shape,
     candidates: &mut BTreeSet<usize>,
     rep: &mut FuseReport,
-) {
+) -> miette::Result<()> {
     let names = &cx.scop.stmt_names;
     let seq_node = tree.node_at(&shape.seq).cloned();
     for &p in candidates.clone().iter() {
@@ -510,7 +547,7 @@ fn prune_candidates(
             });
         }
     }
-    drop_looped(cx, candidates, rep);
+    drop_looped(cx, candidates, rep)
 }
 
 /// The prefix schedule at the point subtree: live-out instance -> tile.
@@ -672,7 +709,7 @@ pub fn fuse(
         live_out: live.iter().map(|&s| names[s].clone()).collect(),
         ..FuseReport::default()
     };
-    prune_candidates(&tree, cx, &shape, &mut candidates, &mut rep);
+    prune_candidates(&tree, cx, &shape, &mut candidates, &mut rep)?;
 
     let tile_of = tile_schedule(&tree, cx, &shape)?;
 

@@ -57,22 +57,34 @@ fn first_sizes(coincident: &[bool], c: usize, r: Option<usize>) -> Vec<(i64, Opt
         .collect()
 }
 
-/// Whether band `bi` is outermost, or a band of statements inside the program's `for`
-/// loops (PolyBench's time and row loops) enclosed by sequential bands only (no coincident
-/// member), which the host runs, launching the kernels of the bands inside them.
-/// Post-tiling fusion leaves statements inside `for` loops alone, so such a band's tiles
-/// stay its own.
-fn inside_host_loops_only(cx: &TileCx, bands: &[tiling::analysis::BandInfo], bi: usize) -> bool {
+/// Whether band `bi` is outermost, or a band enclosed by sequential bands only (no
+/// coincident member), which the host runs, launching the kernels of the bands inside
+/// them, and whose statements post-tiling fusion leaves alone, so that the band's tiles
+/// stay its own: statements inside the program's `for` loops (PolyBench's time and row
+/// loops) and recurrences (a stencil over an explicit time dimension, whose time band isl
+/// made sequential; see [`tiling::fuse::is_recurrence`]).
+fn inside_host_loops_only(
+    cx: &TileCx,
+    bands: &[tiling::analysis::BandInfo],
+    bi: usize,
+) -> Result<bool> {
     let band = &bands[bi];
-    band.outer.is_empty()
-        || (band
-            .stmts
-            .iter()
-            .all(|&s| !cx.scop.stmt_loops[s].is_empty())
-            && band
-                .outer
-                .iter()
-                .all(|&o| bands[o].coincident.iter().all(|c| !c)))
+    if band.outer.is_empty() {
+        return Ok(true);
+    }
+    if !band
+        .outer
+        .iter()
+        .all(|&o| bands[o].coincident.iter().all(|c| !c))
+    {
+        return Ok(false);
+    }
+    for &s in &band.stmts {
+        if cx.scop.stmt_loops[s].is_empty() && !tiling::fuse::is_recurrence(cx, s)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Threads per block the policy aims at.
@@ -176,7 +188,7 @@ pub fn default_spec(
         .collect();
     let names = &cx.scop.stmt_names;
     for (bi, band) in bands.iter().enumerate() {
-        if !inside_host_loops_only(cx, &bands, bi) || band.stmts.is_empty() {
+        if band.stmts.is_empty() || !inside_host_loops_only(cx, &bands, bi)? {
             continue;
         }
         if let Some(g) = given {
