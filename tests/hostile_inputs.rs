@@ -617,6 +617,66 @@ fn an_output_is_written_whole_or_not_at_all() {
         .contains("void matmul("));
 }
 
+// ---- fuzzer finding F8: gcc 12's masked load of a select's strided branch ------------
+
+/// `max=!` over `select(data < data, X14(j, k, i, s), 1.0)`: gcc 12.2 with `-fopenmp`
+/// if-converted the conditional load of `X14`'s stride-2 elements into a masked load with
+/// a wrongly permuted mask (a lane took its neighbour's element). A select whose branch
+/// reads a tensor is emitted as `polyc_select_<type>(c, a, b)`, which loads both branches
+/// first (every read is in bounds at every instance); one whose branch divides integers
+/// keeps `c ? a : b`, so that no division by zero is reported for an untaken branch.
+#[test]
+fn a_select_with_a_strided_read_in_a_branch_checks() {
+    let dir = tempdir();
+    let prog = |t: &str| {
+        format!(
+            "def f({t}(N, S, M - S + 1, K) X12, {t}(M - S + 1, K, N, S) X13, {t}(M - S + 1, K, N, S) X14) -> ({t}(M - S + 1, K) T2) {{\n  T2(j, k) max=! select(X12(i, s, j, k) < X13(j, k, i, s), X14(j, k, i, s), 1.0)\n}}\n"
+        )
+    };
+    let f32_prog = write(dir.path(), "sel32.tc", &prog("f32"));
+    let f64_prog = write(dir.path(), "sel64.tc", &prog("f64"));
+    for (file, params) in [
+        (&f32_prog, "N=1,M=2,K=6,S=2"),
+        (&f32_prog, "N=3,M=9,K=13,S=2"),
+        (&f64_prog, "N=1,M=2,K=6,S=2"),
+        (&f64_prog, "N=2,M=7,K=11,S=3"),
+    ] {
+        for scheduler in ["initial", "isl"] {
+            run_checked(&[
+                "run",
+                file,
+                "--param",
+                params,
+                "--scheduler",
+                scheduler,
+                "--check",
+            ]);
+        }
+    }
+    let c = polyc_ok(&[
+        &f32_prog,
+        "--param",
+        "N=1,M=2,K=6,S=2",
+        "--scheduler",
+        "initial",
+    ]);
+    assert!(
+        c.contains("polyc_select_f32((X12[") && !c.contains(" ? X14["),
+        "{c}"
+    );
+    let int_div = write(
+        dir.path(),
+        "div.tc",
+        "def f(i32(N) A, i32(N) B) -> (i32(N) C) {\n  C(i) = select(B(i) != 0, A(i) / B(i), 0)\n}\n",
+    );
+    let c = polyc_ok(&[&int_div, "--param", "N=7"]);
+    assert!(
+        !c.contains("polyc_select_i32((") && c.contains(") != 0 ? polyc_div_i32("),
+        "{c}"
+    );
+    run_checked(&["run", &int_div, "--param", "N=7", "--check"]);
+}
+
 // ---- fuzzer finding F1: gcc 12's loop vectoriser on a sequential stencil loop ---------
 
 /// `X(j, k) = relu(X(j - 1, k - 1))` at small sizes: gcc 12.2 vectorised the sequential

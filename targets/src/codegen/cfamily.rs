@@ -71,6 +71,9 @@
 //!   `fabsf`/`fabs` for floats and `x < 0 ? -x : x` for integers; `relu(x)` =
 //!   `x > 0 ? x : 0`; `max(a, b)` = `a > b ? a : b`; `min(a, b)` = `a < b ? a : b`.
 //!   (Float-only functions applied to an integer statement are evaluated in `double`.)
+//! - `select(c, a, b)` is `c != 0 ? a : b`, or `polyc_select_<type>(c != 0, a, b)`
+//!   where a branch reads a tensor (both branches' loads then run unconditionally; see
+//!   [`loads_unconditionally`], a gcc 12 workaround).
 //! - Reductions: the init sets 0 (`+`), 1 (`*`), the lowest value (`max`: `-INFINITY`,
 //!   `INT8_MIN`, `INT32_MIN`, `INT64_MIN`) or the highest (`min`: `INFINITY`,
 //!   `INT8_MAX`, …). Updates: `lhs = lhs + v`, `lhs = lhs * v`, `max=`:
@@ -797,6 +800,40 @@ fn calls(prog: &Program, wanted: &dyn Fn(Func) -> bool) -> bool {
     })
 }
 
+/// Whether a `select(c, a, b)` in compute type `ct` is emitted as a call of
+/// `polyc_select_<type>(c, a, b)`, whose arguments C evaluates before the call, rather
+/// than as `c ? a : b`: where a branch reads a tensor, and evaluating both branches
+/// can neither fault nor report a fault (no integer division, which the division helpers
+/// check). Every read of a statement is in bounds at every instance of its domain (the
+/// model refuses any other program, and the domain is inferred from the accesses), so
+/// reading both branches' elements is safe.
+///
+/// The reason is a gcc 12.2 (Debian 12's) wrong-code bug: in a loop inside an OpenMP
+/// parallel region, with `-O3 -march=native -fopenmp`, gcc if-converts and vectorises
+/// `c ? X[2k + s] : 1.0f` with a masked load of the strided elements whose mask it
+/// permutes wrongly, so a lane takes its neighbour's element (differential fuzzer, seed
+/// 241405529, case 740: `T2(j, k) max=! select(X12(i, s, j, k) < X13(j, k, i, s),
+/// X14(j, k, i, s), 1.0)`; `-fno-tree-loop-if-convert`, or no `-fopenmp`, computes it
+/// right). Loads before the selection leave nothing to if-convert.
+fn loads_unconditionally(ct: DType, a: &Expr, b: &Expr) -> bool {
+    let reads = |e: &Expr| expr_reads_tensor(e);
+    (reads(a) || reads(b)) && (ct.is_float() || !(guarded_division(a) || guarded_division(b)))
+}
+
+/// Whether `e` reads a tensor element.
+fn expr_reads_tensor(e: &Expr) -> bool {
+    match e {
+        Expr::Read { .. } => true,
+        Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => expr_reads_tensor(a) || expr_reads_tensor(b),
+        Expr::Neg(a) | Expr::Cast(_, a) => expr_reads_tensor(a),
+        Expr::Call(_, args) => args.iter().any(expr_reads_tensor),
+        Expr::Select(c, a, b) => {
+            expr_reads_tensor(c) || expr_reads_tensor(a) || expr_reads_tensor(b)
+        }
+        _ => false,
+    }
+}
+
 /// True when `e` divides (or takes a remainder) by something other than a literal that
 /// is neither 0 nor −1: such a division needs [`int_division_helpers`].
 fn guarded_division(e: &Expr) -> bool {
@@ -929,6 +966,10 @@ pub(crate) fn helpers(prog: &Program, dialect: &dyn Dialect) -> String {
         let _ = writeln!(
             s,
             "static inline {c} polyc_relu_{x}({c} x) {{ return x > ({c})0 ? x : ({c})0; }}"
+        );
+        let _ = writeln!(
+            s,
+            "static inline {c} polyc_select_{x}(int c, {c} a, {c} b) {{ return c ? a : b; }}"
         );
         let abs = match t {
             DType::F16 => "(_Float16)fabsf((float)x)",
@@ -2915,6 +2956,14 @@ impl<'a> Emitter<'a> {
                     }
                     _ => math(*f, ct, &a, self.dialect.exp_f32()),
                 }
+            }
+            Expr::Select(cnd, a, b) if loads_unconditionally(ct, a, b) => {
+                format!(
+                    "polyc_select_{x}({} != 0, {}, {})",
+                    sub(cnd),
+                    sub(a),
+                    sub(b)
+                )
             }
             Expr::Select(cnd, a, b) => {
                 format!("({} != 0 ? {} : {})", sub(cnd), sub(a), sub(b))
