@@ -252,6 +252,41 @@ pub fn member_carries_self_dependence(
     Ok(!hit.is_empty().isl("testing dependences")?)
 }
 
+/// Whether member `member` of `band`, tiled with `sizes` (`None`: a member this level
+/// does not tile), stays coincident in the tile band: no live dependence joins two
+/// instances in the same tile of every earlier tiled member and in different tiles of
+/// `member`. The point band's flag says less: a member is coincident there where the
+/// earlier members are *equal*, so a dependence of distance (2, 1) carried by the first
+/// member leaves the second coincident, yet two tiles of the second member within one
+/// tile of the first then depend on each other (fuzzer finding F9).
+pub fn tile_member_coincident(
+    ctx: &Ctx,
+    deps: &Deps,
+    band: &BandInfo,
+    sizes: &[Option<i64>],
+    member: usize,
+) -> miette::Result<bool> {
+    let Some(own) = sizes.get(member).copied().flatten() else {
+        return Ok(false);
+    };
+    let live = live_deps(band, &deps.validity()?)?;
+    let (a, at) = tuple(band.n_members(), "a");
+    let (b, bt) = tuple(band.n_members(), "b");
+    let mut cons: Vec<String> = (0..member)
+        .filter_map(|k| sizes[k].map(|s| format!("floor({}/{s}) = floor({}/{s})", b[k], a[k])))
+        .collect();
+    cons.push(format!(
+        "floor({}/{own}) != floor({}/{own})",
+        b[member], a[member]
+    ));
+    let text = format!("{{ {at} -> {bt} : {} }}", cons.join(" and "));
+    let across = UnionMap::read_from_str(&ctx.isl, &text).isl("reading a tile condition")?;
+    let hit = band_distances(band, live)?
+        .intersect(across)
+        .isl("selecting dependences across tiles")?;
+    hit.is_empty().isl("testing dependences")
+}
+
 /// The live dependences as pairs of band values (`[a] -> [b]`, every statement in one
 /// space): a member's distances are read from it without relating every pair of the band's
 /// statements.

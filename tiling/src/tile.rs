@@ -778,12 +778,16 @@ pub(crate) fn apply(
                 .map(|m| m.iter().find(|(b, _)| *b == level).map(|(_, s)| *s))
                 .collect();
             let text = tile_schedule_text(cx.ctx, &band.schedule, &sizes)?;
-            let coincident: Vec<bool> = sizes
-                .iter()
-                .zip(&band.coincident)
-                .filter(|(s, _)| s.is_some())
-                .map(|(_, c)| *c)
-                .collect();
+            let mut coincident = Vec::new();
+            for (m, (s, c)) in sizes.iter().zip(&band.coincident).enumerate() {
+                if s.is_some() {
+                    coincident.push(
+                        *c && crate::analysis::tile_member_coincident(
+                            cx.ctx, cx.deps, band, &sizes, m,
+                        )?,
+                    );
+                }
+            }
             let tile_band = Band {
                 schedule: text,
                 permutable: true,
