@@ -314,6 +314,11 @@ struct CommonArgs {
     /// once (CPU target; see the README's "Storage folding").
     #[arg(long = "no-fold")]
     no_fold: bool,
+    /// Compute a costly subexpression (one that calls `exp`, `log`, `sqrt`, `rsqrt`, `tanh`
+    /// or `sigmoid`) in every statement that writes it, instead of once into a new
+    /// temporary shared by those statements (see the README's "Shared subexpressions").
+    #[arg(long = "no-share")]
+    no_share: bool,
     /// Check the tree after every pass against the domain and every dependence (slower;
     /// the test suites turn it on).
     #[arg(long = "verify-passes")]
@@ -513,6 +518,7 @@ fn compile_options(c: &CommonArgs) -> Result<CompileOptions> {
         no_register_tiles: c.no_register_tiles,
         no_hoist: c.no_hoist,
         no_fold: c.no_fold,
+        no_share: c.no_share,
         dynamic: parse_dynamic(&c.dynamic)?,
         max_statements: c.max_statements,
     })

@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod barvinok;
+pub mod cse;
 pub mod data;
 pub mod deps;
 pub mod diag;

@@ -214,15 +214,19 @@ fn reference(
         let opts = options::parse(options)?;
         let source = polyhedral::diag::SourceFile::read(&opts.program)?;
         let prog = polyhedral::lang::compile_as(&source, opts.entry.as_deref(), opts.lang)?;
-        if tensors.len() != prog.tensors.len() || scalars.len() != prog.scalars.len() {
+        // The compiled kernel may have more tensors: the temporaries of shared
+        // subexpressions (`polyhedral::cse`), which come last and which this program,
+        // as written, does not have.
+        if tensors.len() < prog.tensors.len() || scalars.len() != prog.scalars.len() {
             return Err(miette::miette!("internal error: wrong argument count"));
         }
+        let tensors = &tensors[..prog.tensors.len()];
         // SAFETY: as in `GpuKernel::run`.
-        let mut data = unsafe { read_tensors(&prog, &sizes, &tensors) };
+        let mut data = unsafe { read_tensors(&prog, &sizes, tensors) };
         let scalar_data = scalar_values(&prog, &scalars);
         polyhedral::interp::interpret(&prog, &sizes, &mut data, &scalar_data)?;
         // SAFETY: as above.
-        unsafe { write_results(&prog, &mut data, &tensors) };
+        unsafe { write_results(&prog, &mut data, tensors) };
         Ok(())
     })()
     .map_err(to_py)

@@ -58,6 +58,25 @@ def test_softmax_layernorm_attention_against_numpy():
     np.testing.assert_allclose(att(q, k, v), (p @ v) / p.sum(1, keepdims=True), rtol=1e-4, atol=1e-5)
 
 
+def test_softmax_with_its_exponential_written_twice_on_both_targets():
+    # The exponential is computed once, into a temporary the kernel adds (a shared
+    # subexpression); Kernel.reference runs the program as written.
+    src = """
+def softmax(f64(R, N) X) -> (f64(R, N) Y) {
+  mx(r) max=! X(r, j)
+  s(r) +=! exp(X(r, j) - mx(r))
+  Y(r, j) = exp(X(r, j) - mx(r)) / s(r)
+}
+"""
+    x = rand(11, 37, dtype=np.float64)
+    e = np.exp(x - x.max(1, keepdims=True))
+    for target in ["cpu", "gpu"]:
+        k = polyc.compile(src, target=target)
+        assert any("computed once" in n for n in k.notes), k.notes
+        np.testing.assert_allclose(k(x), e / e.sum(1, keepdims=True), rtol=1e-12)
+        np.testing.assert_allclose(k.reference(x), e / e.sum(1, keepdims=True), rtol=1e-12)
+
+
 def test_opencl_matches_numpy_at_prime_sizes():
     mm = polyc.compile(MATMUL, params={"M": 31, "K": 17, "N": 23}, target="gpu")
     a, b = rand(31, 17), rand(17, 23, seed=1)

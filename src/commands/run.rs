@@ -450,8 +450,16 @@ fn run_built(
                 reference[t] = TensorData::poisoned(ten.dtype, shape);
             }
         }
-        interpret(program, &sizes, &mut reference, &scalars)
-            .map_err(|e| locate_fault(e, copts, program))?;
+        // The program as written: a shared subexpression's temporary (at the end of the
+        // tensors) is the compiled program's own.
+        let written = &compiled.written;
+        interpret(
+            written,
+            &sizes,
+            &mut reference[..written.tensors.len()],
+            &scalars,
+        )
+        .map_err(|e| locate_fault(e, copts, written))?;
         report.oracle = Some(format!("reference interpreter ({instances} instances)"));
     } else {
         // The untransformed program in program order, on the CPU: an oracle for every

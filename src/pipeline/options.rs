@@ -77,6 +77,9 @@ pub struct CompileOptions {
     pub no_hoist: bool,
     /// `--no-fold`: every temporary keeps its full shape (no storage contraction).
     pub no_fold: bool,
+    /// `--no-share`: costly subexpressions that several statements write are computed in
+    /// each of them (no shared temporary).
+    pub no_share: bool,
     /// `--search`, `--search-budget`, `--search-top`, `--search-out`: how search entries
     /// of the tile spec are resolved.
     pub search: SearchSettings,
@@ -277,6 +280,7 @@ impl CompileOptions {
             no_register_tiles: false,
             no_hoist: false,
             no_fold: false,
+            no_share: false,
             search: SearchSettings::default(),
             dynamic: Vec::new(),
             max_statements: DEFAULT_MAX_STATEMENTS,

@@ -53,8 +53,12 @@ pub struct Timing {
 pub struct Compiled {
     /// The source file.
     pub source: SourceFile,
-    /// The resolved program.
+    /// The resolved program, with shared subexpressions computed once (see
+    /// [`polyhedral::cse`]).
     pub program: Program,
+    /// The program as written: the reference interpreter's (it has the same tensors as
+    /// `program`, less the shared temporaries at the end).
+    pub written: Program,
     /// Each size's value if bound (in `program.params` order).
     pub param_values: Vec<Option<i64>>,
     /// Each size as the emitted code writes it: its value if bound, else its name.
@@ -154,8 +158,10 @@ impl Timer {
 pub struct Front {
     /// The source file.
     pub source: SourceFile,
-    /// The resolved program.
+    /// The resolved program, with shared subexpressions computed once.
     pub program: Program,
+    /// The program as written (see [`Compiled::written`]).
+    pub written: Program,
     /// Each size's value if bound.
     pub param_values: Vec<Option<i64>>,
     /// Each size as the emitted code writes it.
@@ -212,12 +218,29 @@ fn check_statement_count(program: &Program, source: &SourceFile, max: usize) -> 
         .into())
 }
 
+/// The note on one shared subexpression.
+fn shared_note(s: &polyhedral::cse::SharedValue) -> String {
+    format!(
+        "note: `{}` is computed once, into the new temporary {} (new statement {}, read by {}; later statements renumbered; --no-share computes it in each)",
+        s.text,
+        s.tensor,
+        s.stmt,
+        s.users.join(" and ")
+    )
+}
+
 /// Parses, models, computes dependences and schedules, as the options say.
 pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     let mut timer = Timer::new();
     let source = SourceFile::read(&opts.program)?;
-    let program = polyhedral::lang::compile_as(&source, opts.entry.as_deref(), opts.lang)?;
+    let mut program = polyhedral::lang::compile_as(&source, opts.entry.as_deref(), opts.lang)?;
     check_statement_count(&program, &source, opts.max_statements)?;
+    let written = program.clone();
+    let mut schedule_notes = Vec::new();
+    if mode != Mode::Untransformed && !opts.no_share {
+        let shared = polyhedral::cse::share_costly_subexpressions(&mut program);
+        schedule_notes.extend(shared.iter().map(shared_note));
+    }
     let param_values = bind_params(&program, &opts.params)?;
     check_dynamic(opts, &program, &param_values)?;
     let texts = param_texts(&program, &param_values);
@@ -293,7 +316,6 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
         ));
     }
     polyhedral::order::check_interleaving(&scop, &program, &source)?;
-    let mut schedule_notes = Vec::new();
     match scheduler {
         SchedulerKind::Initial => {}
         SchedulerKind::Isl => {
@@ -330,6 +352,7 @@ pub fn analyse(opts: &CompileOptions, mode: Mode) -> Result<Front> {
     Ok(Front {
         source,
         program,
+        written,
         param_values,
         param_texts: texts,
         stages,
@@ -765,6 +788,7 @@ pub fn finish(
     let compiled = |stages, kernel, code, timer: Timer, notes, explain| Compiled {
         source: front.source.clone(),
         program: front.program.clone(),
+        written: front.written.clone(),
         param_values: front.param_values.clone(),
         param_texts: front.param_texts.clone(),
         stages,

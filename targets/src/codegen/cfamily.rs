@@ -90,7 +90,7 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use polyhedral::ir::{
-    Aff, AssignOp, BinOp, CmpOp, DType, Expr, Func, InputRef, Program, Stmt, StmtBody, TensorId,
+    Aff, AssignOp, BinOp, DType, Expr, Func, InputRef, Program, Stmt, StmtBody, TensorId,
 };
 
 use crate::codegen::kir::{
@@ -2911,26 +2911,12 @@ impl<'a> Emitter<'a> {
                         format!("{}({a}, {b})", self.unfused_mul(ct))
                     }
                     _ => {
-                        let o = match op {
-                            BinOp::Add => "+",
-                            BinOp::Sub => "-",
-                            BinOp::Mul => "*",
-                            BinOp::Div => "/",
-                            BinOp::Rem => "%",
-                        };
-                        format!("({a} {o} {b})")
+                        format!("({a} {} {b})", op.symbol())
                     }
                 }
             }
             Expr::Cmp(op, a, b) => {
-                let o = match op {
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                };
+                let o = op.symbol();
                 format!("({} {o} {} ? ({c})1 : ({c})0)", sub(a), sub(b))
             }
             Expr::Call(f, args) => {
