@@ -411,6 +411,8 @@ fn execute_inner(
         .map_err(|e| Outcome::RunError(format!("writing the program: {e}")))?;
     let prog = prog_path.display().to_string();
     let spec_path = dir.join("tiles.txt").display().to_string();
+    // The spec of this case only: the parent reads what is left here when the worker dies.
+    let _ = std::fs::remove_file(&spec_path);
     let params = case.prog.params();
     let opts = case
         .cfg
@@ -429,6 +431,10 @@ fn execute_inner(
     };
     let mut compiled = None;
     if let Some(text) = &text {
+        // Written before compiling, so that a crash of the compiler or of the kernel
+        // leaves it for the parent; removed again when the spec is rejected.
+        std::fs::write(&spec_path, text)
+            .map_err(|e| Outcome::RunError(format!("writing the spec: {e}")))?;
         let file = SourceFile::new(spec_path.clone(), text.clone());
         let parsed = tiling::parse_tile_spec(&file, &front.target.desc().buffer_order());
         let with_spec = case
@@ -444,12 +450,11 @@ fn execute_inner(
         });
         match result {
             Ok(c) => {
-                std::fs::write(&spec_path, text)
-                    .map_err(|e| Outcome::RunError(format!("writing the spec: {e}")))?;
                 *spec_out = Some(text.clone());
                 compiled = Some((c, with_spec));
             }
             Err(e) if matches!(case.cfg.tiles, Tiles::Random(_)) => {
+                let _ = std::fs::remove_file(&spec_path);
                 *rejected = Some(rendered(&e));
             }
             Err(e) => return Err(Outcome::CompileError(rendered(&e))),

@@ -203,15 +203,20 @@ impl Worker {
                 }
             },
             Err(RecvTimeoutError::Timeout) => {
+                let spec = self.spec_left();
                 self.stop();
-                failed(Outcome::Hang(format!(
-                    "no answer within {:.0} s",
-                    limit.as_secs_f64()
-                )))
+                CaseResult {
+                    spec,
+                    ..failed(Outcome::Hang(format!(
+                        "no answer within {:.0} s",
+                        limit.as_secs_f64()
+                    )))
+                }
             }
             Err(RecvTimeoutError::Disconnected) => {
                 // The worker died: wait for it, so the status is its own.
                 let status = self.child.take().and_then(|(mut c, _, _)| c.wait().ok());
+                let spec = self.spec_left();
                 self.dir = None;
                 let what = match status {
                     Some(s) => match s.signal() {
@@ -220,9 +225,23 @@ impl Worker {
                     },
                     None => "the worker vanished".into(),
                 };
-                failed(Outcome::Crash(what))
+                // With the spec it compiled with, so that the report and the shrinker
+                // run the same kernel (a random spec is drawn in the worker).
+                CaseResult {
+                    spec,
+                    ..failed(Outcome::Crash(what))
+                }
             }
         }
+    }
+}
+
+impl Worker {
+    /// The tile spec the running case compiled with, which the worker writes to its
+    /// folder before it runs the kernel (and removes when a case starts).
+    fn spec_left(&self) -> Option<String> {
+        let dir = self.dir.as_ref()?;
+        std::fs::read_to_string(dir.path().join("tiles.txt")).ok()
     }
 }
 

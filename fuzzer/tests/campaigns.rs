@@ -145,6 +145,23 @@ fn a_crashing_kernel_is_a_failure_and_the_campaign_goes_on() {
     assert!(t.contains("(crash)") && t.contains("signal 4"), "{t}");
     assert!(t.contains("3 cases in"), "{t}");
     assert!(t.contains("0 passed, 0 known, 3 failed"), "{t}");
+    // A crash keeps the random tile spec the worker compiled with (F10: the worker's
+    // spec was lost with it, and the saved command ran the default policy instead).
+    // (The shrinker may then drop it, since the injected trap crashes any kernel; the
+    // original case keeps it.)
+    let mut with_spec = 0;
+    for entry in std::fs::read_dir(out.path()).unwrap() {
+        let dir = entry.unwrap().path();
+        let cmd = std::fs::read_to_string(dir.join("original.txt")).unwrap();
+        let kept = dir.join("original.tiles.txt").exists();
+        assert_eq!(
+            kept,
+            cmd.contains("--tile-spec original.tiles.txt"),
+            "{cmd}"
+        );
+        with_spec += usize::from(kept);
+    }
+    assert!(with_spec > 0, "no crash kept its spec:\n{t}");
 }
 
 #[test]
