@@ -82,7 +82,12 @@ fn register_tile_c_has_local_accumulators() {
     ]);
     assert!(c.contains("/* tile of C (4 x 64) */"), "{c}");
     assert!(
-        c.contains("float polyc_tile0[256] __attribute__((aligned(64)));"),
+        c.contains("float polyc_tile0_s[256] __attribute__((aligned(64)));"),
+        "{c}"
+    );
+    // Used through a restrict pointer only (gcc keeps the accumulators in registers).
+    assert!(
+        c.contains("float *restrict polyc_tile0 = polyc_tile0_s;"),
         "{c}"
     );
     // The point loops start at 0 with constant bounds: 4 rows, 64 columns innermost.

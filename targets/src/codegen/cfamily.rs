@@ -2540,7 +2540,12 @@ impl<'a> Emitter<'a> {
                 // when its indices are constants (unrolled loops).
                 let _ = writeln!(out, "{c} {name}[{n}];");
             } else if bytes <= STACK_TILE_BYTES {
-                let _ = writeln!(out, "{c} {name}[{n}] __attribute__((aligned(64)));");
+                // The array is used only through a `restrict` pointer: gcc 12 kept a
+                // register tile's accumulators in memory when it read an operand from a
+                // stack array (attention's Q·Kᵀ at D = 64: 2.67 ms, 1.27 ms this way).
+                let _ = writeln!(out, "{c} {name}_s[{n}] __attribute__((aligned(64)));");
+                indent(out, level + 1);
+                let _ = writeln!(out, "{c} *restrict {name} = {name}_s;");
             } else {
                 let _ = writeln!(
                     out,
