@@ -143,25 +143,13 @@ fn costly(f: Func) -> bool {
 fn has_costly_call(e: &Expr) -> bool {
     match e {
         Expr::Call(f, args) => costly(*f) || args.iter().any(has_costly_call),
-        _ => children(e).into_iter().any(has_costly_call),
-    }
-}
-
-/// The direct subexpressions of `e`.
-fn children(e: &Expr) -> Vec<&Expr> {
-    match e {
-        Expr::Lit(_) | Expr::Scalar(_) | Expr::IterValue(_) | Expr::SizeValue(_) => vec![],
-        Expr::Read { .. } => vec![],
-        Expr::Neg(a) | Expr::Cast(_, a) => vec![a],
-        Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => vec![a, b],
-        Expr::Call(_, args) => args.iter().collect(),
-        Expr::Select(c, a, b) => vec![c, a, b],
+        _ => e.children().into_iter().any(has_costly_call),
     }
 }
 
 /// Number of nodes of `e`.
 fn size(e: &Expr) -> usize {
-    1 + children(e).into_iter().map(size).sum::<usize>()
+    1 + e.children().into_iter().map(size).sum::<usize>()
 }
 
 /// Every costly subexpression of `e` that may be shared, with its key.
@@ -170,7 +158,7 @@ fn occurrences(e: &Expr, stmt: &Stmt, out: &mut Vec<Occurrence>) {
         if let Some(key) = key_of(e, stmt) {
             out.push(Occurrence { key, size: size(e) });
         }
-        for c in children(e) {
+        for c in e.children() {
             occurrences(c, stmt, out);
         }
     }
@@ -181,7 +169,7 @@ fn find_by_key<'a>(e: &'a Expr, stmt: &Stmt, key: &str) -> Option<&'a Expr> {
     if key_of(e, stmt).as_deref() == Some(key) {
         return Some(e);
     }
-    children(e)
+    e.children()
         .into_iter()
         .find_map(|c| find_by_key(c, stmt, key))
 }
@@ -211,7 +199,7 @@ fn used_iters(e: &Expr) -> Vec<usize> {
                 }
             }
             Expr::Read { index, .. } => index.iter().for_each(|a| aff(a, out)),
-            _ => children(e).into_iter().for_each(|c| walk(c, out)),
+            _ => e.children().into_iter().for_each(|c| walk(c, out)),
         }
     }
     let mut out = Vec::new();
@@ -221,43 +209,27 @@ fn used_iters(e: &Expr) -> Vec<usize> {
 
 /// `e` with iterator `order[k]` renamed to `k` (and spans cleared when `clear_spans`).
 fn renamed(e: &Expr, order: &[usize], clear_spans: bool) -> Expr {
-    let pos = |i: usize| order.iter().position(|&j| j == i).expect("used iterator");
-    match e {
-        Expr::IterValue(i) => Expr::IterValue(pos(*i)),
-        Expr::Read {
-            tensor,
-            index,
-            span,
-        } => Expr::Read {
-            tensor: *tensor,
-            index: index.iter().map(|a| renamed_aff(a, &pos)).collect(),
-            span: if clear_spans { Span::default() } else { *span },
-        },
-        Expr::Lit(_) | Expr::Scalar(_) | Expr::SizeValue(_) => e.clone(),
-        Expr::Neg(a) => Expr::Neg(Box::new(renamed(a, order, clear_spans))),
-        Expr::Cast(t, a) => Expr::Cast(*t, Box::new(renamed(a, order, clear_spans))),
-        Expr::Bin(op, a, b) => Expr::Bin(
-            *op,
-            Box::new(renamed(a, order, clear_spans)),
-            Box::new(renamed(b, order, clear_spans)),
-        ),
-        Expr::Cmp(op, a, b) => Expr::Cmp(
-            *op,
-            Box::new(renamed(a, order, clear_spans)),
-            Box::new(renamed(b, order, clear_spans)),
-        ),
-        Expr::Call(f, args) => Expr::Call(
-            *f,
-            args.iter()
-                .map(|a| renamed(a, order, clear_spans))
-                .collect(),
-        ),
-        Expr::Select(c, a, b) => Expr::Select(
-            Box::new(renamed(c, order, clear_spans)),
-            Box::new(renamed(a, order, clear_spans)),
-            Box::new(renamed(b, order, clear_spans)),
-        ),
+    fn rename(e: &mut Expr, pos: &dyn Fn(usize) -> usize, clear_spans: bool) {
+        match e {
+            Expr::IterValue(i) => *i = pos(*i),
+            Expr::Read { index, span, .. } => {
+                for a in index.iter_mut() {
+                    *a = renamed_aff(a, pos);
+                }
+                if clear_spans {
+                    *span = Span::default();
+                }
+            }
+            _ => e
+                .children_mut()
+                .into_iter()
+                .for_each(|c| rename(c, pos, clear_spans)),
+        }
     }
+    let pos = |i: usize| order.iter().position(|&j| j == i).expect("used iterator");
+    let mut out = e.clone();
+    rename(&mut out, &pos, clear_spans);
+    out
 }
 
 /// `a` with every iterator renamed by `pos`.
@@ -411,22 +383,8 @@ fn replace_all(e: &mut Expr, stmt: &Stmt, key: &str, tensor: usize, span: Span, 
         };
         return;
     }
-    match e {
-        Expr::Lit(_) | Expr::Scalar(_) | Expr::IterValue(_) | Expr::SizeValue(_) => {}
-        Expr::Read { .. } => {}
-        Expr::Neg(a) | Expr::Cast(_, a) => replace_all(a, stmt, key, tensor, span, iters),
-        Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => {
-            replace_all(a, stmt, key, tensor, span, iters);
-            replace_all(b, stmt, key, tensor, span, iters);
-        }
-        Expr::Call(_, args) => args
-            .iter_mut()
-            .for_each(|a| replace_all(a, stmt, key, tensor, span, iters)),
-        Expr::Select(c, a, b) => {
-            replace_all(c, stmt, key, tensor, span, iters);
-            replace_all(a, stmt, key, tensor, span, iters);
-            replace_all(b, stmt, key, tensor, span, iters);
-        }
+    for c in e.children_mut() {
+        replace_all(c, stmt, key, tensor, span, iters);
     }
 }
 

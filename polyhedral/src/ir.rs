@@ -510,6 +510,36 @@ pub enum Expr {
 }
 
 impl Expr {
+    /// The direct subexpressions, left to right.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Lit(_)
+            | Expr::Scalar(_)
+            | Expr::IterValue(_)
+            | Expr::SizeValue(_)
+            | Expr::Read { .. } => vec![],
+            Expr::Neg(a) | Expr::Cast(_, a) => vec![a],
+            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => vec![a, b],
+            Expr::Call(_, args) => args.iter().collect(),
+            Expr::Select(c, a, b) => vec![c, a, b],
+        }
+    }
+
+    /// The direct subexpressions, left to right, for rewriting in place.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Expr::Lit(_)
+            | Expr::Scalar(_)
+            | Expr::IterValue(_)
+            | Expr::SizeValue(_)
+            | Expr::Read { .. } => vec![],
+            Expr::Neg(a) | Expr::Cast(_, a) => vec![a],
+            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) => vec![a, b],
+            Expr::Call(_, args) => args.iter_mut().collect(),
+            Expr::Select(c, a, b) => vec![c, a, b],
+        }
+    }
+
     /// Calls `f` on every tensor read, left to right.
     pub fn for_each_read<'a>(&'a self, f: &mut impl FnMut(TensorId, &'a [Aff], Span)) {
         match self {
