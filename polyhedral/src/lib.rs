@@ -36,6 +36,8 @@ pub mod qpoly;
 pub mod sched;
 pub mod sched_aligned;
 pub mod sched_bands;
+pub mod sched_compute;
+pub mod sched_loops;
 pub mod sched_parallel;
 pub mod sched_phases;
 pub mod sched_scaled;

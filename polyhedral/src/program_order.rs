@@ -37,6 +37,23 @@ fn order_of(
 ) -> miette::Result<Schedule> {
     // Statements that never run (empty domain for every size) get no filter: isl drops
     // their space from the domain union anyway.
+    let live = live_statements(scop, which)?;
+    let schedule = Schedule::from_domain(domain).isl("creating a schedule")?;
+    if live.is_empty() {
+        return Ok(schedule);
+    }
+    let node = schedule
+        .get_root()
+        .isl("getting the schedule root")?
+        .child(0)
+        .isl("descending the schedule")?;
+    let items = scop.order_items(&live);
+    let node = insert_items(scop, &items, node, validity)?;
+    node.get_schedule().isl("extracting the schedule")
+}
+
+/// The statements of `which` with instances for some size the context allows.
+pub(crate) fn live_statements(scop: &Scop, which: &[usize]) -> miette::Result<Vec<usize>> {
     let mut live = Vec::new();
     for &i in which {
         let d = &scop.stmt_domains[i];
@@ -51,18 +68,7 @@ fn order_of(
             live.push(i);
         }
     }
-    let schedule = Schedule::from_domain(domain).isl("creating a schedule")?;
-    if live.is_empty() {
-        return Ok(schedule);
-    }
-    let node = schedule
-        .get_root()
-        .isl("getting the schedule root")?
-        .child(0)
-        .isl("descending the schedule")?;
-    let items = scop.order_items(&live);
-    let node = insert_items(scop, &items, node, validity)?;
-    node.get_schedule().isl("extracting the schedule")
+    Ok(live)
 }
 
 /// Inserts the order of `items` at `leaf`: a sequence of one filter per item when there
@@ -101,8 +107,18 @@ fn insert_items(
     insert_item(scop, item, leaf, validity)
 }
 
+/// Program order of statements `which` (ascending, not empty) over their instances, with
+/// band flags from `validity`: a fallback for a part of a program.
+pub(crate) fn program_order_of(
+    scop: &Scop,
+    which: &[usize],
+    validity: &UnionMap,
+) -> miette::Result<Schedule> {
+    order_of(scop, which, stmts_filter(scop, which)?, Some(validity))
+}
+
 /// The union of the domains of statements `which`.
-fn stmts_filter(scop: &Scop, which: &[usize]) -> miette::Result<UnionSet> {
+pub(crate) fn stmts_filter(scop: &Scop, which: &[usize]) -> miette::Result<UnionSet> {
     let mut it = which.iter();
     let first = it.next().copied().unwrap_or(0);
     let mut u = UnionSet::from_set(scop.stmt_domains[first].copy().isl("copying a domain")?)
@@ -135,22 +151,7 @@ fn insert_item(
         .iter()
         .position(|l| matches!(item, OrderItem::Loop(id, _) if id == l))
         .unwrap_or(0);
-    let parts: Vec<String> = stmts
-        .iter()
-        .map(|&i| {
-            let names = &scop.iter_names[i];
-            format!(
-                "{}[{}] -> [{}]",
-                scop.stmt_names[i],
-                names.join(", "),
-                names[depth]
-            )
-        })
-        .collect();
-    let text = format!("{}{{ {} }}", scop.param_prefix(), parts.join("; "));
-    let ctx = leaf.get_ctx();
-    let umap = UnionMap::read_from_str(&ctx, &text).isl("reading a loop's schedule")?;
-    let mupa = MultiUnionPwAff::from_union_map(umap).isl("building a loop band")?;
+    let mupa = loop_indices(scop, &stmts, depth, depth + 1)?;
     let band = leaf
         .insert_partial_schedule(mupa)
         .isl("inserting a loop band")?;
@@ -158,6 +159,32 @@ fn insert_item(
     insert_items(scop, body, below, validity)?
         .parent()
         .isl("returning to the loop band")
+}
+
+/// `{ S[i_0, …] -> [i_from, …, i_(to-1)] }` over statements `which`: the indices of the
+/// loops `from..to` around them.
+pub(crate) fn loop_indices(
+    scop: &Scop,
+    which: &[usize],
+    from: usize,
+    to: usize,
+) -> miette::Result<MultiUnionPwAff> {
+    let parts: Vec<String> = which
+        .iter()
+        .map(|&i| {
+            let names = &scop.iter_names[i];
+            format!(
+                "{}[{}] -> [{}]",
+                scop.stmt_names[i],
+                names.join(", "),
+                names[from..to].join(", ")
+            )
+        })
+        .collect();
+    let text = format!("{}{{ {} }}", scop.param_prefix(), parts.join("; "));
+    let ctx = scop.context.get_ctx();
+    let umap = UnionMap::read_from_str(&ctx, &text).isl(&format!("reading `{text}`"))?;
+    MultiUnionPwAff::from_union_map(umap).isl("building loop indices")
 }
 
 /// Inserts statement `i`'s identity band at `leaf` (nothing for a statement without

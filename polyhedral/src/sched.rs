@@ -9,11 +9,12 @@ use crate::deps::{check_schedule, Deps};
 use crate::isl::{Ctx, IslResultExt};
 pub use crate::program_order::reference_schedule;
 use crate::sched_bands::collect_band_flags;
+use crate::sched_compute::{compute_on, hard_stop_after, Computed, Limits};
+pub use crate::sched_compute::{SCHED_HARD_STOP_BUDGETS, SCHED_HARD_STOP_MIN_MS};
 use crate::sched_parallel::parallel_weight;
 use crate::scop::Scop;
 use isl_rs::{
-    Context, LibISLError, MultiUnionPwAff, Options, Schedule, ScheduleConstraints, Set, Stat,
-    UnionMap, UnionSet,
+    Context, LibISLError, MultiUnionPwAff, Options, Schedule, Set, Stat, UnionMap, UnionSet,
 };
 use std::fmt;
 use std::str::FromStr;
@@ -123,6 +124,11 @@ pub struct IslSchedOptions {
     /// `phases`: split bands in which isl shifted whole phases apart, so that they run one
     /// after the other (default on; see [`crate::sched_phases`]); not an isl option.
     pub phases: Option<bool>,
+    /// `loops_apart`: schedule each sequential `for` loop one iteration at a time, isl's
+    /// scheduler on its body (see [`crate::sched_loops`]): 1 goes there directly, 0 never
+    /// (by default, after isl's scheduler ran past its time budget on the whole program);
+    /// not an isl option.
+    pub loops_apart: Option<bool>,
     /// `contiguous`: move a band member below inner loops where that makes the innermost
     /// loops walk the last index of the tensors they touch (default on; see the `tiling`
     /// crate's `contiguous` pass); not an isl option.
@@ -139,7 +145,7 @@ enum OptType {
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 19] = [
+const OPTIONS: [(&str, OptType); 20] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -159,6 +165,7 @@ const OPTIONS: [(&str, OptType); 19] = [
     ("aligned", OptType::Bool),
     ("phases", OptType::Bool),
     ("contiguous", OptType::Bool),
+    ("loops_apart", OptType::Bool),
 ];
 
 type Getter = fn(&Context) -> Result<i32, LibISLError>;
@@ -265,6 +272,7 @@ impl IslSchedOptions {
             "aligned" => &mut self.aligned,
             "phases" => &mut self.phases,
             "contiguous" => &mut self.contiguous,
+            "loops_apart" => &mut self.loops_apart,
             _ => &mut self.split_scaled,
         }
     }
@@ -450,18 +458,6 @@ pub(crate) enum IslRun {
     OutOfTime,
 }
 
-/// The budgets of one run of isl's scheduler.
-#[derive(Clone, Copy)]
-struct Limits {
-    /// isl's operations.
-    operations: u64,
-    /// Wall-clock time.
-    time: std::time::Duration,
-    /// The operations isl may still do once the time is up (see [`Watchdog`]):
-    /// [`SCHED_TIMEOUT_MIN_OPERATIONS`], or 0 for a probe that stops at once.
-    floor: u64,
-}
-
 /// isl's scheduler with `opts` set on the context (and restored afterwards).
 ///
 /// With `probe`, the run stops as soon as that much time has passed, and running out of
@@ -498,7 +494,27 @@ pub(crate) fn run_isl(
         },
     };
     let started = std::time::Instant::now();
-    let run = result.and_then(|()| schedule_deps(ctx, scop, deps, limits));
+    let run =
+        result.and_then(
+            |()| match crate::sched_loops::direct(scop, deps, opts.loops_apart)? {
+                Some(why) => {
+                    let _s = crate::substeps::span("schedule:loops_apart");
+                    Ok(match schedule_loops_apart(ctx, scop, deps, limits)? {
+                        IslRun::Schedule(s, note, _) => {
+                            let note = why.map(|w| format!("note: {w}")).into_iter().chain(note);
+                            let note = note.collect::<Vec<_>>().join("\n");
+                            IslRun::Schedule(
+                                s,
+                                (!note.is_empty()).then_some(note),
+                                Some("loops_apart"),
+                            )
+                        }
+                        other => other,
+                    })
+                }
+                None => schedule_deps(ctx, scop, deps, limits),
+            },
+        );
     let run = match run {
         Ok(IslRun::OutOfTime) if probe.is_none() => {
             // A run that went on to its hard stop did slow operations (adi's and deriche's
@@ -512,6 +528,9 @@ pub(crate) fn run_isl(
             };
             // The retries the user's options leave open, cheapest change first.
             let mut retries = Vec::new();
+            if opts.loops_apart != Some(false) && crate::sched_loops::has_loops(scop) {
+                retries.push(loops_apart_retry());
+            }
             if opts.max_constant_term.is_none() {
                 retries.push(bounded_retry());
             }
@@ -534,22 +553,29 @@ pub(crate) fn run_isl(
     run
 }
 
-/// A cheaper run of isl's scheduler after one ran past its time budget: an isl option set
-/// for the run, and what the note says polyc did.
+/// A cheaper run of isl's scheduler after one ran past its time budget, and what the
+/// note says polyc did.
 struct Retry {
     /// The sub-step it is timed as.
     step: &'static str,
-    /// The option's name (for error contexts), getter, setter and value.
+    /// The option's name (for error contexts, and [`IslSchedOptions::with_retry`]).
     option: &'static str,
-    get: Getter,
-    set: Setter,
-    value: i32,
+    /// What the retry changes.
+    kind: RetryKind,
     /// What polyc did, for the note ("scheduled again with …").
     did: String,
     /// What the first run lacked, for the error when the retry runs out too.
     without: &'static str,
     /// What the retry changed, for the note when another retry's schedule is taken.
     changed: String,
+}
+
+/// What a [`Retry`] changes.
+enum RetryKind {
+    /// An isl option (getter, setter and value), set for the run.
+    Option(Getter, Setter, i32),
+    /// Each sequential loop one iteration at a time ([`crate::sched_loops`]).
+    LoopsApart,
 }
 
 impl IslSchedOptions {
@@ -561,6 +587,7 @@ impl IslSchedOptions {
         match option {
             Some("max_constant_term") => o.max_constant_term = Some(SCHED_MAX_CONSTANT_TERM),
             Some("serialize_sccs") => o.serialize_sccs = Some(true),
+            Some("loops_apart") => o.loops_apart = Some(true),
             _ => {}
         }
         o
@@ -572,9 +599,11 @@ fn bounded_retry() -> Retry {
     Retry {
         step: "schedule:isl_bounded",
         option: "max_constant_term",
-        get: Options::get_schedule_max_constant_term,
-        set: Options::set_schedule_max_constant_term,
-        value: SCHED_MAX_CONSTANT_TERM,
+        kind: RetryKind::Option(
+            Options::get_schedule_max_constant_term,
+            Options::set_schedule_max_constant_term,
+            SCHED_MAX_CONSTANT_TERM,
+        ),
         did: format!(
             "scheduled again with constant terms of at most {SCHED_MAX_CONSTANT_TERM} \
              (isl's max_constant_term, Polly's default bound)"
@@ -590,14 +619,32 @@ fn serialized_retry() -> Retry {
     Retry {
         step: "schedule:isl_serialized",
         option: "serialize_sccs",
-        get: Options::get_schedule_serialize_sccs,
-        set: Options::set_schedule_serialize_sccs,
-        value: 1,
+        kind: RetryKind::Option(
+            Options::get_schedule_serialize_sccs,
+            Options::set_schedule_serialize_sccs,
+            1,
+        ),
         did: "scheduled each strongly connected component apart instead (isl with \
               serialize_sccs=1: no fusion by the scheduler)"
             .into(),
         without: "serialize_sccs",
         changed: "the components apart".into(),
+    }
+}
+
+/// Each sequential loop one iteration at a time, isl's scheduler on its body
+/// ([`crate::sched_loops`]).
+fn loops_apart_retry() -> Retry {
+    Retry {
+        step: "schedule:loops_apart",
+        option: "loops_apart",
+        kind: RetryKind::LoopsApart,
+        did: "scheduled each `for` loop one iteration at a time instead (its index outermost, \
+              isl's scheduler on its body within one iteration: no schedule across iterations; \
+              `--isl-option loops_apart=1` goes there directly)"
+            .into(),
+        without: "the loops apart",
+        changed: "the loops one iteration at a time".into(),
     }
 }
 
@@ -672,11 +719,57 @@ fn run_retry(
     r: &Retry,
 ) -> miette::Result<IslRun> {
     let _s = crate::substeps::span(r.step);
-    let old = (r.get)(&ctx.isl).isl(&format!("reading isl option {}", r.option))?;
-    (r.set)(&ctx.isl, r.value).isl(&format!("setting isl option {}", r.option))?;
+    let RetryKind::Option(get, set, value) = r.kind else {
+        return schedule_loops_apart(ctx, scop, deps, limits);
+    };
+    let old = get(&ctx.isl).isl(&format!("reading isl option {}", r.option))?;
+    set(&ctx.isl, value).isl(&format!("setting isl option {}", r.option))?;
     let run = schedule_deps(ctx, scop, deps, limits);
-    (r.set)(&ctx.isl, old).isl(&format!("restoring isl option {}", r.option))?;
+    set(&ctx.isl, old).isl(&format!("restoring isl option {}", r.option))?;
     run
+}
+
+/// The loops-apart schedule ([`crate::sched_loops`]): with symbolic sizes, first with
+/// every size at [`LARGE_SIZE`] (kept when valid for every size), else in the real
+/// context. Its note counts the parts that kept program order.
+fn schedule_loops_apart(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    limits: Limits,
+) -> miette::Result<IslRun> {
+    if !scop.symbolic.is_empty() {
+        if let Some(large) = large_context(ctx, scop)? {
+            let (s, in_order) = crate::sched_loops::loops_apart(ctx, scop, deps, &large, limits)?;
+            if covers(scop, &s)?
+                && check_schedule(deps, &s)?.is_ok()
+                && flags_hold(ctx, scop, deps, &s)?
+            {
+                return Ok(loops_apart_run(s, in_order));
+            }
+        }
+    }
+    let context = scop.context.copy().isl("copying the context")?;
+    let (s, in_order) = crate::sched_loops::loops_apart(ctx, scop, deps, &context, limits)?;
+    if !(covers(scop, &s)? && check_schedule(deps, &s)?.is_ok()) {
+        return Err(miette::miette!(
+            help = "this is a bug in polyc; `--isl-option loops_apart=0` avoids it",
+            "the schedule of the loops one iteration at a time violates a dependence"
+        ));
+    }
+    Ok(loops_apart_run(s, in_order))
+}
+
+/// The loops-apart schedule `s` as a run, with a note when `in_order` parts of it kept
+/// program order.
+fn loops_apart_run(s: Schedule, in_order: usize) -> IslRun {
+    let note = (in_order > 0).then(|| {
+        format!(
+            "note: with the loops apart, isl's scheduler found no schedule in time for \
+             {in_order} part(s) of the program; they run in program order"
+        )
+    });
+    IslRun::Schedule(s, note, None)
 }
 
 /// isl's scheduler on the dependences as [`Deps::validity`] gives them, then, if isl
@@ -806,7 +899,7 @@ pub const LARGE_SIZE: i64 = 1024;
 /// point is outside the real context or leaves a statement without instances that runs
 /// for other sizes (a kernel size larger than a bound image size): a schedule for that
 /// point would then not schedule the statement at all.
-fn large_context(ctx: &Ctx, scop: &Scop) -> miette::Result<Option<Set>> {
+pub(crate) fn large_context(ctx: &Ctx, scop: &Scop) -> miette::Result<Option<Set>> {
     let text = format!(
         "{}{{ : {} }}",
         scop.param_prefix(),
@@ -1023,85 +1116,8 @@ pub const SCHED_TIME_BUDGET_MS: u64 = 1_000;
 /// GPU target at N = 40 takes 2 s, the closest).
 pub const SCHED_TIMEOUT_MIN_OPERATIONS: u64 = 200_000;
 
-/// After its time budget and this many more (at least [`SCHED_HARD_STOP_MIN_MS`]), isl's
-/// scheduler stops at its next operation, however few it did: a safety net for problems
-/// whose operations are slow.
-pub const SCHED_HARD_STOP_BUDGETS: u32 = 1;
-
-/// The shortest wait from the time budget to the hard stop, so that tiny budgets (tests)
-/// still end in [`SCHED_TIMEOUT_MIN_OPERATIONS`] operations on a machine that is not
-/// much slower than ours.
-pub const SCHED_HARD_STOP_MIN_MS: u64 = 1_000;
-
-/// How long after its time budget `budget` a run of isl's scheduler stops at its next
-/// operation ([`SCHED_HARD_STOP_BUDGETS`], [`SCHED_HARD_STOP_MIN_MS`]).
-fn hard_stop_after(budget: std::time::Duration) -> std::time::Duration {
-    (budget * SCHED_HARD_STOP_BUDGETS).max(std::time::Duration::from_millis(SCHED_HARD_STOP_MIN_MS))
-}
-
-/// A thread that stops isl's computation on a context when a time budget runs out: it
-/// lowers the context's operation budget to [`SCHED_TIMEOUT_MIN_OPERATIONS`] (isl checks it
-/// at every allocation and pivot), so the computation stops at once if it did that many
-/// operations already, else when it does, or at the latest
-/// [`SCHED_HARD_STOP_BUDGETS`] budgets later.
-struct Watchdog {
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<bool>>,
-}
-
-impl Watchdog {
-    /// Watches `ctx` for `budget`; then lowers its operation budget to `lowered`.
-    fn start(ctx: &Ctx, budget: std::time::Duration, lowered: u64) -> Watchdog {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let ptr = ctx.ptr();
-        let thread = std::thread::spawn(move || {
-            match rx.recv_timeout(budget) {
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    // SAFETY: the context outlives this thread (`stop` joins it before the
-                    // compute call's caller can free the context); the budget is one
-                    // aligned word that isl reads at its next operation.
-                    unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, lowered) };
-                    // Operations can be slow (deriche's: 0.5 ms each, so 200 000 of them
-                    // take 100 s): past one more budget (at least 1 s), stop at the next operation.
-                    let hard = hard_stop_after(budget);
-                    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(hard) {
-                        // SAFETY: as above.
-                        unsafe { crate::isl::ffi::sched::isl_ctx_set_max_operations(ptr, 1) };
-                    }
-                    true
-                }
-                _ => false,
-            }
-        });
-        Watchdog {
-            stop: Some(tx),
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops the watchdog; whether it lowered the operation budget.
-    fn stop(mut self) -> bool {
-        self.stop.take();
-        self.thread
-            .take()
-            .map(|t| t.join().unwrap_or(false))
-            .unwrap_or(false)
-    }
-}
-
-/// What one run of isl's scheduler gave.
-enum Computed {
-    /// A schedule.
-    Schedule(Schedule),
-    /// isl stopped at its operation budget.
-    OutOfBudget,
-    /// isl ran past its time budget (polyc aborted it).
-    OutOfTime,
-    /// isl found no schedule, and why (isl's message).
-    NoSchedule(String),
-}
-
-/// One isl schedule computation with the given context, within `budget` operations.
+/// One isl schedule computation of the whole program with the given context, within
+/// `limits`.
 fn compute(
     ctx: &Ctx,
     scop: &Scop,
@@ -1109,48 +1125,8 @@ fn compute(
     context: Set,
     limits: Limits,
 ) -> miette::Result<Computed> {
-    let budget = limits.operations;
-    let mut sc = ScheduleConstraints::on_domain(scop.domain.copy().isl("copying the domain")?)
-        .isl("creating schedule constraints")?
-        .set_context(context)
-        .isl("setting the context")?
-        .set_validity(validity.copy().isl("copying dependences")?)
-        .isl("setting validity constraints")?
-        .set_proximity(validity.copy().isl("copying dependences")?)
-        .isl("setting proximity constraints")?
-        .set_coincidence(validity.copy().isl("copying dependences")?)
-        .isl("setting coincidence constraints")?;
-    sc.do_not_free_on_drop();
-    ctx.isl.reset_operations();
-    ctx.isl.set_max_operations(budget);
-    let watchdog = Watchdog::start(ctx, limits.time, budget.min(limits.floor.max(1)));
-    // SAFETY: `sc` is a valid schedule constraints object whose ownership passes to isl
-    // (it is no longer freed on drop); the result is a new schedule or NULL.
-    let ptr = unsafe { crate::isl::ffi::sched::isl_schedule_constraints_compute_schedule(sc.ptr) };
-    let timed_out = watchdog.stop();
-    let error = ctx.isl.last_error();
-    ctx.isl.set_max_operations(0);
-    ctx.isl.reset_operations();
-    let s = Schedule {
-        ptr,
-        should_free_on_drop: true,
-    };
-    if error == isl_rs::Error::Quota {
-        ctx.isl.reset_error();
-        // Past the time budget, the lowered budget stopped it (unless the user's own
-        // budget is lower still).
-        return Ok(if timed_out && budget > limits.floor {
-            let _ = ctx.take_error();
-            Computed::OutOfTime
-        } else {
-            Computed::OutOfBudget
-        });
-    }
-    if ptr == 0 || error != isl_rs::Error::None_ {
-        let why = ctx.take_error().unwrap_or_else(|| "no reason given".into());
-        return Ok(Computed::NoSchedule(why));
-    }
-    Ok(Computed::Schedule(s))
+    let domain = scop.domain.copy().isl("copying the domain")?;
+    compute_on(ctx, domain, validity, context, limits)
 }
 
 /// The error for a run of isl's scheduler that used up its `budget` of operations.
@@ -1219,6 +1195,7 @@ mod tests {
             "aligned=0",
             "phases=0",
             "contiguous=0",
+            "loops_apart=1",
         ]))
         .unwrap();
         assert_eq!(
@@ -1243,6 +1220,7 @@ mod tests {
                 aligned: Some(false),
                 phases: Some(false),
                 contiguous: Some(false),
+                loops_apart: Some(true),
             }
         );
         assert_eq!(o.settings().len(), 12);
@@ -1269,7 +1247,7 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned, phases, contiguous"
+                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned, phases, contiguous, loops_apart"
                     .into()
             )
         );

@@ -106,7 +106,12 @@ fn work_stops_when_the_first_task_no_longer_needs_it() {
         true
     };
     let first: &mut dyn FnMut() -> bool = &mut first;
-    let runs = run_all(&build, &sizes, &IslSchedOptions::default(), Some(first));
+    // Whole-program runs (adi's loops apart would be scheduled in milliseconds).
+    let opts = IslSchedOptions {
+        loops_apart: Some(false),
+        ..IslSchedOptions::default()
+    };
+    let runs = run_all(&build, &sizes, &opts, Some(first));
     assert!(ran);
     assert!(runs.is_none());
     let steps = polyhedral::substeps::take();

@@ -309,7 +309,18 @@ fn member_cost(
             // A copy statement: it has its own band and does not constrain this one.
             continue;
         };
-        let aff = pa.as_aff().isl("reading a band member")?;
+        // A piece defined on the statement's instances only (a band whose schedule was
+        // restricted to its domain) is the same function on all of its space.
+        let defined = pa
+            .copy()
+            .isl("copying a band member")?
+            .domain()
+            .isl("reading a band member's domain")?;
+        let aff = pa
+            .gist(defined)
+            .isl("simplifying a band member")?
+            .as_aff()
+            .isl("reading a band member")?;
         let mut dir = Vec::with_capacity(stmt.iters.len());
         for d in 0..stmt.iters.len() {
             let v = aff
