@@ -208,10 +208,14 @@ struct CommonArgs {
     /// serialize_sccs=1 or algorithm=feautrier is given; 0 always runs it), phases
     /// (default 1: a band in which isl shifted whole phases apart, such as a row's
     /// reductions and their use, runs them one after the other under its parallel outer
-    /// members; see the README's "Shifted phases"; 0 keeps isl's band), and contiguous
+    /// members; see the README's "Shifted phases"; 0 keeps isl's band), contiguous
     /// (default 1: a band member that walks the last index of the tensors below it moves
     /// below inner loops that walk other indices, where the dependences allow; see the
-    /// README's "Contiguous inner loops"; 0 keeps isl's order).
+    /// README's "Contiguous inner loops"; 0 keeps isl's order), and loops_apart (each `for`
+    /// loop one iteration at a time, isl's scheduler on the statements between loops; by
+    /// default for programs with loops and more than 64 pieces of dependences, and after
+    /// the whole-program run ran out of time; 1 always, 0 never; see the README's "Loops
+    /// one iteration at a time").
     #[arg(long = "isl-option", value_name = "NAME=VALUE")]
     isl_options: Vec<String>,
     /// Replace the tree after STAGE with the one in FILE (isl YAML); it is checked against
