@@ -300,11 +300,13 @@ fn conv_chain_full_tiles_split_and_window_unrolled() {
         &f,
     ];
     let c = polyc_ok(&args);
+    // The parallel loop over row strips calls its body, a function of its own.
     for line in [
         "  for (int64_t c0 = 0; c0 <= 14; c0 += 1) {",
-        "    for (int64_t c1 = 0; c1 <= 2; c1 += 1) {",
-        "    for (int64_t c1 = 3; c1 <= 3; c1 += 1) {",
-        "        #pragma GCC unroll 8",
+        "    conv_chain_par1(A, B, C, c0);",
+        "  for (int64_t c1 = 0; c1 <= 2; c1 += 1) {",
+        "  for (int64_t c1 = 3; c1 <= 3; c1 += 1) {",
+        "      #pragma GCC unroll 8",
     ] {
         assert!(c.lines().any(|l| l == line), "{line:?} missing in\n{c}");
     }

@@ -577,6 +577,11 @@ pub trait Dialect {
     fn device_code(&self) -> bool {
         false
     }
+    /// Whether each parallel loop's body becomes a `static` function with `restrict`
+    /// pointer parameters (see `outline_print`). False by default.
+    fn outline_parallel_bodies(&self) -> bool {
+        false
+    }
 }
 
 /// Host C's record of a division by zero: the first statement that divided by zero, plus
@@ -1026,6 +1031,7 @@ pub fn emit_translation_unit(
     } else {
         params.join(", ")
     };
+    let kernel_at = out.len();
     let _ = writeln!(out, "void {fname}({params_text}) {{");
     for d in &opts.dynamic {
         if let Some(p) = prog.params.iter().position(|p| p.name == d.name) {
@@ -1081,11 +1087,12 @@ pub fn emit_translation_unit(
             out.push_str("#endif\n");
         }
     }
-    e.node(&mut out, &kernel.body, 1);
+    let functions = e.body_outlined(&mut out, &kernel.body, (&fname, &params, &temps));
     for &t in &temps {
         let _ = writeln!(out, "  free({});", c_ident(&prog.tensors[t].name));
     }
     out.push_str("}\n\n");
+    out.insert_str(kernel_at, &functions.concat());
 
     // The entry wrapper.
     let _ = writeln!(out, "int {}(void **args) {{", entry_symbol(prog));
@@ -1197,6 +1204,12 @@ pub(crate) struct Emitter<'a> {
     /// Loop-invariant subexpressions computed before the loop being printed, by address
     /// in the program, with their locals' names (see `invariant_print`).
     hoisted: RefCell<Vec<(*const Expr, String)>>,
+    /// Where parallel loops' bodies become functions of their own (see
+    /// `outline_print`): the kernel's variables and the functions printed; `None`: not
+    /// outlined.
+    outline: RefCell<Option<Outline>>,
+    /// The iterators of the loops around the node being printed, outermost first.
+    loop_vars: RefCell<Vec<String>>,
     /// How many statements have had subexpressions hoisted (numbers the locals).
     hoist_count: std::cell::Cell<usize>,
 }
@@ -1391,6 +1404,19 @@ fn block_stride(block: &[i64], elem_bytes: i64, shared: bool) -> i64 {
 
 #[path = "invariant_print.rs"]
 mod invariant_print;
+#[path = "outline_print.rs"]
+mod outline_print;
+
+/// What the kernel being printed offers an outlined body.
+pub(crate) struct Outline {
+    /// The kernel function's name (the outlined functions are named after it).
+    pub(crate) kernel: String,
+    /// The kernel's parameters and temporaries: (name, declaration as a parameter).
+    pub(crate) vars: Vec<(String, String)>,
+    /// The functions printed so far, in order (a nested one before its caller).
+    pub(crate) functions: Vec<String>,
+}
+
 #[path = "pipeline_print.rs"]
 mod pipeline_print;
 
@@ -1452,6 +1478,8 @@ impl<'a> Emitter<'a> {
             index32: false,
             shared: HashSet::new(),
             hoisted: RefCell::new(Vec::new()),
+            outline: RefCell::new(None),
+            loop_vars: RefCell::new(Vec::new()),
             hoist_count: std::cell::Cell::new(0),
         }
     }
@@ -2508,7 +2536,14 @@ impl<'a> Emitter<'a> {
         }
         let outer = self.unrolled.get();
         self.unrolled.set(outer * unroll_factor);
-        self.node(out, body, level + 1);
+        self.loop_vars.borrow_mut().push(iter.clone());
+        let parallel = *kind == LoopKind::Parallel
+            && self.dialect.parallel_pragma().is_some()
+            && is_canonical(iter, cond);
+        if !(parallel && self.outlined_body(out, body, level + 1)) {
+            self.node(out, body, level + 1);
+        }
+        self.loop_vars.borrow_mut().pop();
         self.unrolled.set(outer);
         indent(out, level);
         out.push_str("}\n");

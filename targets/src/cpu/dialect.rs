@@ -38,6 +38,9 @@ impl Dialect for CDialect {
     fn omp_simd_reductions(&self) -> bool {
         true
     }
+    fn outline_parallel_bodies(&self) -> bool {
+        true
+    }
     fn fma_names(&self) -> [&'static str; 2] {
         ["polyc_fma_f32", "polyc_fma_f64"]
     }
