@@ -201,8 +201,9 @@ struct CommonArgs {
     /// maximize_coincidence, whole_component, max_constant_term, max_coefficient,
     /// treat_coalescing, maximize_band_depth, separate_components, carry_self_first,
     /// split_scaled, algorithm; and polyc's own: max_operations and time_budget_ms (the
-    /// budgets of one run of isl's scheduler), scale_sizes and scale_probe (scheduling large
-    /// bound sizes at scaled-down ones; see the README's "Large bound sizes"), and aligned
+    /// budgets of one run of isl's scheduler), scale_sizes, scale_probe and scale_parametric
+    /// (scheduling large bound sizes at scaled-down ones, or as parameters where every
+    /// dependence is one-to-one; see the README's "Large bound sizes"), and aligned
     /// (default 1: where all statements' loops fused as written give every dependence
     /// distance zero, that schedule is taken without running isl's scheduler, unless
     /// serialize_sccs=1 or algorithm=feautrier is given; 0 always runs it), phases

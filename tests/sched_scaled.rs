@@ -9,21 +9,17 @@
 mod common;
 use common::*;
 
-/// `compile` of `prog` at `params` with `--isl-option option`: the C and the timings.
-fn compile(prog: &str, params: &str, option: &str) -> (String, String) {
+/// `compile` of `prog` at `params` with `--isl-option` each of `options`: the C and the
+/// timings.
+fn compile(prog: &str, params: &str, options: &[&str]) -> (String, String) {
     let dir = tempdir();
     let out = dir.path().join("k.c");
-    let o = polyc(&[
-        "compile",
-        prog,
-        "--param",
-        params,
-        "--isl-option",
-        option,
-        "--timings",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let mut args = vec!["compile", prog, "--param", params, "--timings"];
+    for o in options {
+        args.extend(["--isl-option", o]);
+    }
+    args.extend(["-o", out.to_str().unwrap()]);
+    let o = polyc(&args);
     assert_code(&o, 0);
     (std::fs::read_to_string(&out).unwrap(), stderr(&o))
 }
@@ -48,12 +44,12 @@ const CASES: [(&str, &str); 12] = [
 #[test]
 fn carried_over_schedules_give_the_code_of_the_real_sizes() {
     for (prog, params) in CASES {
-        let (carried, timings) = compile(prog, params, "scale_probe=0");
+        let (carried, timings) = compile(prog, params, &["scale_probe=0", "scale_parametric=0"]);
         assert!(
             timings.contains("schedule:scaled_carried"),
             "{prog} {params}: the scaled schedule was not carried over:\n{timings}"
         );
-        let (real, real_timings) = compile(prog, params, "scale_sizes=0");
+        let (real, real_timings) = compile(prog, params, &["scale_sizes=0"]);
         assert!(!real_timings.contains("schedule:isl_scaled"), "{prog}");
         assert_eq!(carried, real, "{prog} {params}");
     }
@@ -77,6 +73,8 @@ fn carried_over_kernels_match_the_interpreter() {
             "--check",
             "--isl-option",
             "scale_probe=0",
+            "--isl-option",
+            "scale_parametric=0",
         ]);
     }
 }
@@ -107,8 +105,68 @@ fn no_schedule_at_the_scaled_sizes_is_program_order_with_a_note() {
 /// Sizes up to 64, and symbolic ones, are scheduled as they are.
 #[test]
 fn small_and_symbolic_sizes_are_not_scaled() {
-    let (_, small) = compile("examples/matmul.tc", "M=64,N=45,K=53", "scale_probe=0");
+    let (_, small) = compile("examples/matmul.tc", "M=64,N=45,K=53", &["scale_probe=0"]);
     assert!(!small.contains("schedule:isl_scaled"), "{small}");
-    let (_, symbolic) = compile("examples/matmul.tc", "M=640", "scale_probe=0");
+    let (_, symbolic) = compile("examples/matmul.tc", "M=640", &["scale_probe=0"]);
     assert!(!symbolic.contains("schedule:isl_scaled"), "{symbolic}");
+}
+
+/// A three-point stencil in f32, in place in a time loop (every dependence one-to-one).
+const SMOOTH_F32: &str = "def smooth(f32(N) A, f32(N) B) -> (f32(N) C) {
+  for t in 0:T {
+    B(i) = 0.25 * (A(i - 1) + 2.0 * A(i) + A(i + 1)) where i in 1:N - 1
+    A(i) = 0.5 * B(i) + 0.25 * (B(i - 1) + B(i + 1)) where i in 1:N - 1
+  }
+  C(i) = A(i)
+}
+";
+
+/// Programs whose every dependence is one-to-one (stencils) take the schedule of the
+/// program with its large sizes as parameters (`polyhedral/src/sched_parametric.rs`) when
+/// the real sizes are not probed, in f64 and f32, with one size scaled or several, and
+/// the kernels match the interpreter.
+#[test]
+fn parametric_schedules_of_stencils_match_the_interpreter() {
+    let dir = tempdir();
+    let smooth = write(dir.path(), "smooth.tc", SMOOTH_F32);
+    for (prog, params) in [
+        ("examples/polybench/heat_3d.tc", "N=66,T=9"),
+        ("examples/polybench/jacobi_2d.tc", "N=83,T=71"),
+        ("examples/polybench/fdtd_2d.tc", "NX=67,NY=73,T=79"),
+        ("examples/polybench/jacobi_1d.tc", "N=90,T=70"),
+        (smooth.as_str(), "N=101,T=67"),
+    ] {
+        let err = run_checked(&[
+            "run",
+            prog,
+            "--param",
+            params,
+            "--check",
+            "--timings",
+            "--isl-option",
+            "scale_probe=0",
+        ]);
+        assert!(
+            err.contains("schedule:parametric_kept"),
+            "{prog} {params}: the parametric schedule was not kept:\n{err}"
+        );
+        assert!(!err.contains("schedule:scaled_carried"), "{prog}");
+    }
+}
+
+/// A program with a dependence that is not one-to-one (GEMM's reduction) never schedules
+/// its parametric model: the instances are carried over as before; and
+/// `scale_parametric=0` leaves the parametric model out for stencils too.
+#[test]
+fn parametric_model_only_where_every_dependence_is_one_to_one() {
+    let (_, gemm) = compile("examples/matmul.tc", "M=67,N=45,K=53", &["scale_probe=0"]);
+    assert!(gemm.contains("schedule:scaled_carried"), "{gemm}");
+    assert!(!gemm.contains("schedule:parametric"), "{gemm}");
+    let (_, off) = compile(
+        "examples/polybench/jacobi_1d.tc",
+        "N=90,T=70",
+        &["scale_probe=0", "scale_parametric=0"],
+    );
+    assert!(off.contains("schedule:scaled_carried"), "{off}");
+    assert!(!off.contains("schedule:parametric"), "{off}");
 }

@@ -39,6 +39,7 @@ pub mod sched_bands;
 pub mod sched_compute;
 pub mod sched_loops;
 pub mod sched_parallel;
+pub mod sched_parametric;
 pub mod sched_phases;
 pub mod sched_scaled;
 pub mod sched_workers;

@@ -117,6 +117,11 @@ pub struct IslSchedOptions {
     /// for [`crate::sched_scaled::PROBE_MIN`], and keep isl's own result when that is
     /// enough (default on); off, the scaled schedule is always carried over.
     pub scale_probe: Option<bool>,
+    /// `scale_parametric`: with [`IslSchedOptions::scale_sizes`], when the real sizes'
+    /// probe gives nothing, schedule the program with its scaled sizes as parameters once
+    /// and take that schedule where it holds at the real sizes (default on; see
+    /// [`crate::sched_parametric`]); not an isl option.
+    pub scale_parametric: Option<bool>,
     /// `aligned`: where every dependence has distance zero with all statements' loops
     /// fused as written, take that schedule without running isl's scheduler (default on;
     /// see [`crate::sched_aligned`]); not an isl option.
@@ -145,7 +150,7 @@ enum OptType {
 }
 
 /// Every option name `parse` accepts, with its type, in the order errors list them.
-const OPTIONS: [(&str, OptType); 20] = [
+const OPTIONS: [(&str, OptType); 21] = [
     ("serialize_sccs", OptType::Bool),
     ("outer_coincidence", OptType::Bool),
     ("maximize_coincidence", OptType::Bool),
@@ -162,6 +167,7 @@ const OPTIONS: [(&str, OptType); 20] = [
     ("time_budget_ms", OptType::Budget),
     ("scale_sizes", OptType::Bool),
     ("scale_probe", OptType::Bool),
+    ("scale_parametric", OptType::Bool),
     ("aligned", OptType::Bool),
     ("phases", OptType::Bool),
     ("contiguous", OptType::Bool),
@@ -269,6 +275,7 @@ impl IslSchedOptions {
             "carry_self_first" => &mut self.carry_self_first,
             "scale_sizes" => &mut self.scale_sizes,
             "scale_probe" => &mut self.scale_probe,
+            "scale_parametric" => &mut self.scale_parametric,
             "aligned" => &mut self.aligned,
             "phases" => &mut self.phases,
             "contiguous" => &mut self.contiguous,
@@ -469,7 +476,15 @@ pub(crate) fn run_isl(
     opts: &IslSchedOptions,
     probe: Option<std::time::Duration>,
 ) -> miette::Result<IslRun> {
-    let budget = opts.max_operations.unwrap_or(SCHED_MAX_OPERATIONS);
+    with_settings(ctx, opts, || run_isl_set(ctx, scop, deps, opts, probe))
+}
+
+/// Runs `f` with `opts`' isl settings on the context, and restores the old ones after.
+pub(crate) fn with_settings<T>(
+    ctx: &Ctx,
+    opts: &IslSchedOptions,
+    f: impl FnOnce() -> miette::Result<T>,
+) -> miette::Result<T> {
     let settings = opts.settings();
     let mut saved = Vec::with_capacity(settings.len());
     for (name, _, get, _) in &settings {
@@ -482,6 +497,22 @@ pub(crate) fn run_isl(
             break;
         }
     }
+    let run = result.and_then(|()| f());
+    for ((name, _, _, set), old) in settings.iter().zip(saved) {
+        set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
+    }
+    run
+}
+
+/// [`run_isl`] with the options already set on the context.
+fn run_isl_set(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    opts: &IslSchedOptions,
+    probe: Option<std::time::Duration>,
+) -> miette::Result<IslRun> {
+    let budget = opts.max_operations.unwrap_or(SCHED_MAX_OPERATIONS);
     let limits = Limits {
         operations: budget,
         time: probe.unwrap_or(std::time::Duration::from_millis(
@@ -494,63 +525,52 @@ pub(crate) fn run_isl(
         },
     };
     let started = std::time::Instant::now();
-    let run =
-        result.and_then(
-            |()| match crate::sched_loops::direct(scop, deps, opts.loops_apart)? {
-                Some(why) => {
-                    let _s = crate::substeps::span("schedule:loops_apart");
-                    Ok(match schedule_loops_apart(ctx, scop, deps, limits)? {
-                        IslRun::Schedule(s, note, _) => {
-                            let note = why.map(|w| format!("note: {w}")).into_iter().chain(note);
-                            let note = note.collect::<Vec<_>>().join("\n");
-                            IslRun::Schedule(
-                                s,
-                                (!note.is_empty()).then_some(note),
-                                Some("loops_apart"),
-                            )
-                        }
-                        other => other,
-                    })
+    let run = match crate::sched_loops::direct(scop, deps, opts.loops_apart)? {
+        Some(why) => {
+            let _s = crate::substeps::span("schedule:loops_apart");
+            match schedule_loops_apart(ctx, scop, deps, limits)? {
+                IslRun::Schedule(s, note, _) => {
+                    let note = why.map(|w| format!("note: {w}")).into_iter().chain(note);
+                    let note = note.collect::<Vec<_>>().join("\n");
+                    IslRun::Schedule(s, (!note.is_empty()).then_some(note), Some("loops_apart"))
                 }
-                None => schedule_deps(ctx, scop, deps, limits),
-            },
-        );
-    let run = match run {
-        Ok(IslRun::OutOfTime) if probe.is_none() => {
-            // A run that went on to its hard stop did slow operations (adi's and deriche's
-            // at LARGE sizes: 20 s each), and a retry that runs out of time would do the
-            // same: the retries then stop at their time budget, with no floor of
-            // operations (one that needs little, as deriche's bounded run, still ends).
-            let limits = if started.elapsed() >= limits.time + hard_stop_after(limits.time) {
-                Limits { floor: 0, ..limits }
-            } else {
-                limits
-            };
-            // The retries the user's options leave open, cheapest change first.
-            let mut retries = Vec::new();
-            if opts.loops_apart != Some(false) && crate::sched_loops::has_loops(scop) {
-                retries.push(loops_apart_retry());
-            }
-            if opts.max_constant_term.is_none() {
-                retries.push(bounded_retry());
-            }
-            if opts.serialize_sccs != Some(true) {
-                retries.push(serialized_retry());
-            }
-            match retry_after_timeout(ctx, scop, deps, limits, &retries)? {
-                IslRun::OutOfTime => Ok(IslRun::NoSchedule(format!(
-                    "it ran past its time budget of {} ms",
-                    limits.time.as_millis()
-                ))),
-                other => Ok(other),
+                other => other,
             }
         }
-        other => other,
+        None => schedule_deps(ctx, scop, deps, limits)?,
     };
-    for ((name, _, _, set), old) in settings.iter().zip(saved) {
-        set(&ctx.isl, old).isl(&format!("restoring isl option {name}"))?;
+    if !matches!(run, IslRun::OutOfTime) || probe.is_some() {
+        return Ok(run);
     }
-    run
+    // A run that went on to its hard stop did slow operations (adi's and deriche's at
+    // LARGE sizes: 20 s each), and a retry that runs out of time would do the same: the
+    // retries then stop at their time budget, with no floor of operations (one that needs
+    // little, as deriche's bounded run, still ends).
+    let limits = if started.elapsed() >= limits.time + hard_stop_after(limits.time) {
+        Limits { floor: 0, ..limits }
+    } else {
+        limits
+    };
+    // The retries the user's options leave open, cheapest change first.
+    let mut retries = Vec::new();
+    if opts.loops_apart != Some(false) && crate::sched_loops::has_loops(scop) {
+        retries.push(loops_apart_retry());
+    }
+    if opts.max_constant_term.is_none() {
+        retries.push(bounded_retry());
+    }
+    if opts.serialize_sccs != Some(true) {
+        retries.push(serialized_retry());
+    }
+    Ok(
+        match retry_after_timeout(ctx, scop, deps, limits, &retries)? {
+            IslRun::OutOfTime => IslRun::NoSchedule(format!(
+                "it ran past its time budget of {} ms",
+                limits.time.as_millis()
+            )),
+            other => other,
+        },
+    )
 }
 
 /// A cheaper run of isl's scheduler after one ran past its time budget, and what the
@@ -1118,7 +1138,7 @@ pub const SCHED_TIMEOUT_MIN_OPERATIONS: u64 = 200_000;
 
 /// One isl schedule computation of the whole program with the given context, within
 /// `limits`.
-fn compute(
+pub(crate) fn compute(
     ctx: &Ctx,
     scop: &Scop,
     validity: &UnionMap,
@@ -1192,6 +1212,7 @@ mod tests {
             "time_budget_ms=250",
             "scale_sizes=0",
             "scale_probe=0",
+            "scale_parametric=0",
             "aligned=0",
             "phases=0",
             "contiguous=0",
@@ -1217,6 +1238,7 @@ mod tests {
                 time_budget_ms: Some(250),
                 scale_sizes: Some(false),
                 scale_probe: Some(false),
+                scale_parametric: Some(false),
                 aligned: Some(false),
                 phases: Some(false),
                 contiguous: Some(false),
@@ -1247,7 +1269,8 @@ mod tests {
                 "valid names: serialize_sccs, outer_coincidence, maximize_coincidence, \
                  whole_component, max_constant_term, max_coefficient, treat_coalescing, \
                  maximize_band_depth, separate_components, carry_self_first, split_scaled, \
-                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, aligned, phases, contiguous, loops_apart"
+                 algorithm, max_operations, time_budget_ms, scale_sizes, scale_probe, scale_parametric, aligned, phases, contiguous, \
+                 loops_apart"
                     .into()
             )
         );

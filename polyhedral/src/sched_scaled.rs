@@ -35,6 +35,10 @@
 //! ([`crate::sched_workers`]), while the compiling thread probes the real sizes and then
 //! joins them; the result is the one of running them one after another.
 //!
+//! Where every dependence is one-to-one (stencils), a worker first schedules the program
+//! with the scaled sizes as parameters, and that schedule is taken when the probe gives
+//! nothing and it holds at the real sizes ([`crate::sched_parametric`]).
+//!
 //! Where isl finds no schedule at the base sizes or at another instance's (or runs past
 //! its time budget with every retry), the real sizes get the program-order schedule, with
 //! a note that says so: their problem is larger still.
@@ -44,8 +48,9 @@ use crate::isl::{Ctx, IslResultExt};
 use crate::sched::{
     covers, flags_hold, initial_schedule, run_isl, IslRun, IslSchedOptions, IslScheduled,
 };
+use crate::sched_parametric::{instantiate, one_to_one};
 pub use crate::sched_workers::BuildInstance;
-use crate::sched_workers::{run_all, InstanceRun};
+use crate::sched_workers::{run_all, InstanceRun, Job, Wait};
 use crate::scop::Scop;
 use isl_rs::Schedule;
 
@@ -111,6 +116,29 @@ impl ScalePlan {
         all
     }
 
+    /// The sizes of the parametric model ([`crate::sched_parametric`]): the real values,
+    /// with every scaled size symbolic (`None`).
+    pub fn parametric_sizes(&self) -> Vec<Option<i64>> {
+        let mut sizes: Vec<Option<i64>> = self.real.iter().map(|v| Some(*v)).collect();
+        for (_, members) in &self.groups {
+            for k in members {
+                sizes[*k] = None;
+            }
+        }
+        sizes
+    }
+
+    /// The job that schedules the program with the scaled sizes symbolic, each at least
+    /// its base value ([`crate::sched_parametric`]).
+    pub fn parametric_job(&self) -> Job {
+        let sizes = self.parametric_sizes();
+        let at_least = (0..sizes.len())
+            .filter(|k| sizes[*k].is_none())
+            .map(|k| self.base[k])
+            .collect();
+        Job::Parametric(sizes, at_least)
+    }
+
     /// `base=…` for notes: the scaled sizes' values in the base instance.
     fn describe(&self, names: &[String]) -> String {
         let mut parts = Vec::new();
@@ -146,17 +174,38 @@ pub fn isl_schedule_scaled(
     };
     let _s = crate::substeps::span("schedule:isl_scaled");
     let instances = plan.instances();
-    // The real sizes are probed on this thread while workers schedule the instances.
+    // Where every dependence is one-to-one, a worker schedules the program with the scaled
+    // sizes as parameters first ([`crate::sched_parametric`]).
+    let parametric = opts.scale_parametric != Some(false) && one_to_one(&deps.validity()?)?;
+    let mut jobs = Vec::with_capacity(instances.len() + 1);
+    if parametric {
+        jobs.push(plan.parametric_job());
+    }
+    let skip = jobs.len();
+    jobs.extend(instances.iter().cloned().map(Job::Sizes));
+    // The real sizes are probed on this thread while workers schedule the others; where
+    // that gives nothing, the parametric schedule is taken if it holds at the real sizes.
     let mut probed: miette::Result<Option<IslScheduled>> = Ok(None);
-    let mut probe_first = || {
-        probed = probe(ctx, scop, deps, opts, PROBE_MIN);
+    let mut probe_first = |wait: &Wait| {
+        if opts.scale_probe != Some(false) {
+            probed = probe(ctx, scop, deps, opts, PROBE_MIN);
+        }
+        if matches!(probed, Ok(None)) && parametric {
+            probed = match wait(0) {
+                Ok(InstanceRun::Schedule(text, _, _)) => {
+                    at_real_sizes(ctx, (scop, deps), (&plan, names), &text)
+                }
+                _ => Ok(None),
+            };
+        }
         !matches!(probed, Ok(None))
     };
-    let first: Option<&mut dyn FnMut() -> bool> =
-        (opts.scale_probe != Some(false)).then_some(&mut probe_first);
-    let Some(mut runs) = run_all(build, &instances, opts, first) else {
+    let first: Option<&mut dyn FnMut(&Wait) -> bool> =
+        (opts.scale_probe != Some(false) || parametric).then_some(&mut probe_first);
+    let Some(mut runs) = run_all(build, &jobs, opts, first) else {
         return probed;
     };
+    let mut runs = runs.split_off(skip);
     let (text, note, retried) = match runs.remove(0)? {
         InstanceRun::Schedule(text, note, retried) => (text, note, retried),
         InstanceRun::Unbuilt => return Ok(None),
@@ -216,8 +265,11 @@ fn other_texts(
         }
     }
     if !again.is_empty() {
-        let sizes: Vec<Vec<Option<i64>>> = again.iter().map(|k| instances[*k].clone()).collect();
-        let reruns = run_all(build, &sizes, &opts.with_retry(retried), None).unwrap_or_default();
+        let jobs: Vec<Job> = again
+            .iter()
+            .map(|k| Job::Sizes(instances[*k].clone()))
+            .collect();
+        let reruns = run_all(build, &jobs, &opts.with_retry(retried), None).unwrap_or_default();
         for (k, run) in again.into_iter().zip(reruns) {
             match run? {
                 InstanceRun::Schedule(text, _, _) => texts[k] = Some(text),
@@ -261,6 +313,34 @@ fn probe(
     })
 }
 
+/// The parametric model's schedule `text` ([`crate::sched_parametric`]) at the real
+/// sizes, where it is valid there. `names` are the sizes' names.
+fn at_real_sizes(
+    ctx: &Ctx,
+    (scop, deps): (&Scop, &Deps),
+    (plan, names): (&ScalePlan, &[String]),
+    text: &str,
+) -> miette::Result<Option<IslScheduled>> {
+    let _s = crate::substeps::span("schedule:parametric_check");
+    let sizes = plan.parametric_sizes();
+    let scaled: Vec<usize> = (0..sizes.len()).filter(|k| sizes[*k].is_none()).collect();
+    let symbolic: Vec<String> = scaled.iter().map(|k| names[*k].clone()).collect();
+    let values: Vec<Option<i64>> = scaled.iter().map(|k| Some(plan.real[*k])).collect();
+    let Some(real) = instantiate(text, &symbolic, &values) else {
+        return Ok(None);
+    };
+    let schedule = valid_at_real(ctx, scop, deps, &real)?;
+    if schedule.is_some() {
+        // Recorded for `--timings` (and the tests): the parametric schedule was kept.
+        crate::substeps::timed("schedule:parametric_kept", || ());
+    }
+    Ok(schedule.map(|schedule| IslScheduled {
+        schedule,
+        notes: Vec::new(),
+        fell_back: false,
+    }))
+}
+
 /// The program-order schedule at the real sizes, where isl found none at the base sizes.
 fn program_order(
     scop: &Scop,
@@ -292,7 +372,18 @@ fn carry_over(
     let Some(text) = extrapolate(texts, plan) else {
         return Ok(None);
     };
-    let Ok(schedule) = Schedule::read_from_str(&ctx.isl, &text) else {
+    valid_at_real(ctx, scop, deps, &text)
+}
+
+/// The schedule `text` of `scop`, if it schedules exactly `scop`'s instances, respects
+/// every dependence, and its coincident and permutable flags hold.
+fn valid_at_real(
+    ctx: &Ctx,
+    scop: &Scop,
+    deps: &Deps,
+    text: &str,
+) -> miette::Result<Option<Schedule>> {
+    let Ok(schedule) = Schedule::read_from_str(&ctx.isl, text) else {
         let _ = ctx.take_error();
         return Ok(None);
     };

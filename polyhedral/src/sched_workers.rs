@@ -1,5 +1,6 @@
 //! isl's scheduler on worker threads, one isl context each, for the instances of a
-//! program at other sizes ([`crate::sched_scaled`]).
+//! program at other sizes ([`crate::sched_scaled`]) and its parametric model
+//! ([`crate::sched_parametric`]): the [`Job`]s.
 //!
 //! isl objects belong to their context and a context to one thread at a time, so a worker
 //! builds its own model of the program (through [`BuildInstance`]), schedules it, and
@@ -8,7 +9,8 @@
 //! probed on the compiling thread.
 //!
 //! The result does not depend on how the runs are spread over threads: every run has the
-//! budgets it has alone, and the caller reads the results in the order of the instances.
+//! budgets it has alone, and the caller reads the results in the order of the jobs (the
+//! compiling thread may wait for one while the others run: [`Wait`]).
 //! Workers whose results are no longer needed (the probe succeeded, or the first instance
 //! found no schedule) are stopped through a [`Cancel`].
 
@@ -36,6 +38,17 @@ pub enum InstanceRun {
     NoSchedule(String),
     /// The model could not be built at these sizes, or the run was cancelled.
     Unbuilt,
+}
+
+/// One piece of work for [`run_all`].
+#[derive(Clone, Debug)]
+pub enum Job {
+    /// The program at these sizes (`None`: symbolic), scheduled as
+    /// [`crate::sched::run_isl`] does.
+    Sizes(Vec<Option<i64>>),
+    /// The program at these sizes, where the symbolic ones are each at least their value
+    /// in the second list, scheduled once ([`crate::sched_parametric`]).
+    Parametric(Vec<Option<i64>>, Vec<i64>),
 }
 
 /// Stops workers' isl computations from another thread.
@@ -82,16 +95,19 @@ impl Cancel {
     }
 }
 
-/// Builds the instance at `sizes` on a context of its own and schedules it with `opts`.
+/// Builds the model of `job` on a context of its own and schedules it with `opts`.
 fn run_instance(
     build: &BuildInstance,
-    sizes: &[Option<i64>],
+    job: &Job,
     opts: &IslSchedOptions,
     cancel: &Cancel,
 ) -> miette::Result<InstanceRun> {
     let ctx = Ctx::new();
     cancel.attach(&ctx);
-    let result = schedule_on(&ctx, build, sizes, opts, cancel);
+    let result = match job {
+        Job::Sizes(sizes) => schedule_on(&ctx, build, sizes, opts, cancel),
+        Job::Parametric(sizes, at_least) => parametric_on(&ctx, build, (sizes, at_least), opts),
+    };
     cancel.detach(&ctx);
     result
 }
@@ -137,30 +153,55 @@ fn schedule_on(
     })
 }
 
+/// [`run_instance`]'s work for a [`Job::Parametric`].
+fn parametric_on(
+    ctx: &Ctx,
+    build: &BuildInstance,
+    (sizes, at_least): (&[Option<i64>], &[i64]),
+    opts: &IslSchedOptions,
+) -> miette::Result<InstanceRun> {
+    let built = crate::substeps::timed("schedule:parametric_model", || build(ctx, sizes));
+    let Some((scop, deps)) = built else {
+        return Ok(InstanceRun::Unbuilt);
+    };
+    let text = crate::substeps::timed("schedule:parametric", || {
+        crate::sched_parametric::parametric_text(ctx, (&scop, &deps), at_least, opts)
+    })?;
+    Ok(text.map_or(InstanceRun::Unbuilt, |t| {
+        InstanceRun::Schedule(t, None, None)
+    }))
+}
+
 /// The results of [`run_all`], in the order of the instances.
 type Results = Mutex<Vec<Option<miette::Result<InstanceRun>>>>;
 
-/// Every one of `instances` built and scheduled with `opts`, on worker threads (as many
-/// as the machine has cores, at least one beside `first`, at most one per instance),
-/// while this thread runs `first`; then this thread works on them too. When `first`
-/// returns true the results are not needed: the workers are stopped and the answer is
-/// `None`. When the first instance gives no schedule, or needed a retry, the others are
-/// stopped (their results are then [`InstanceRun::Unbuilt`]). The workers' sub-step
+/// Waits for the result of one job of [`run_all`] (runs it on the calling thread when no
+/// worker has taken it) and takes it out of the results.
+pub type Wait<'a> = dyn Fn(usize) -> miette::Result<InstanceRun> + 'a;
+
+/// Every one of `jobs` built and scheduled with `opts`, on worker threads (as many as the
+/// machine has cores, at least one beside `first`, at most one per job), while this
+/// thread runs `first`; then this thread works on them too. `first` may wait for a job's
+/// result (see [`Wait`]). When `first` returns true the results are not needed: the
+/// workers are stopped and the answer is `None`. When the first [`Job::Sizes`] gives no
+/// schedule, or needed a retry, the others are stopped (their results are then
+/// [`InstanceRun::Unbuilt`], as is a result that `first` took). The workers' sub-step
 /// timings are merged into this thread's.
 pub fn run_all(
     build: &BuildInstance,
-    instances: &[Vec<Option<i64>>],
+    jobs: &[Job],
     opts: &IslSchedOptions,
-    first: Option<&mut dyn FnMut() -> bool>,
+    first: Option<&mut dyn FnMut(&Wait) -> bool>,
 ) -> Option<Vec<miette::Result<InstanceRun>>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let spawned = if first.is_some() { cores.max(2) } else { cores } - 1;
-    let spawned = spawned.min(instances.len());
+    let spawned = spawned.min(jobs.len());
     let next = AtomicUsize::new(0);
-    let results: Results = Mutex::new((0..instances.len()).map(|_| None).collect());
+    let results: Results = Mutex::new((0..jobs.len()).map(|_| None).collect());
     let (cancel, steps) = (Cancel::default(), Mutex::new(Vec::new()));
+    let shared = (&next, &results, &cancel);
     let work = |on_worker: bool| {
-        work_through(build, instances, opts, (&next, &results, &cancel));
+        work_through(build, jobs, opts, shared);
         // On a worker, the thread's timings go back to the compiling thread.
         if on_worker {
             if let Ok(mut s) = steps.lock() {
@@ -168,6 +209,7 @@ pub fn run_all(
             }
         }
     };
+    let wait = |k: usize| wait_for(build, (jobs, k), opts, shared);
     let needed = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..spawned)
             .filter_map(|_| {
@@ -178,7 +220,7 @@ pub fn run_all(
                     .ok()
             })
             .collect();
-        if first.is_some_and(|f| f()) {
+        if first.is_some_and(|f| f(&wait)) {
             while workers.iter().any(|w| !w.is_finished()) {
                 cancel.cancel();
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -200,23 +242,54 @@ pub fn run_all(
     })
 }
 
-/// One thread's share of [`run_all`]: the next instance not taken yet, until none is
-/// left; a first instance without a schedule cancels the rest.
+/// [`Wait`]: job `k`'s result, taken out of the results once a worker stored it, or run
+/// here when no worker has taken the job yet.
+fn wait_for(
+    build: &BuildInstance,
+    (jobs, k): (&[Job], usize),
+    opts: &IslSchedOptions,
+    (next, results, cancel): (&AtomicUsize, &Results, &Cancel),
+) -> miette::Result<InstanceRun> {
+    let Some(job) = jobs.get(k) else {
+        return Ok(InstanceRun::Unbuilt);
+    };
+    loop {
+        if let Ok(mut r) = results.lock() {
+            if let Some(done) = r[k].take() {
+                return done;
+            }
+        }
+        if next
+            .compare_exchange(k, k + 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return run_instance(build, job, opts, cancel);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// One thread's share of [`run_all`]: the next job not taken yet, until none is left; a
+/// first [`Job::Sizes`] without a schedule (or that needed a retry) cancels the rest.
 fn work_through(
     build: &BuildInstance,
-    instances: &[Vec<Option<i64>>],
+    jobs: &[Job],
     opts: &IslSchedOptions,
     (next, results, cancel): (&AtomicUsize, &Results, &Cancel),
 ) {
+    let base = jobs.iter().position(|j| matches!(j, Job::Sizes(_)));
     loop {
         let k = next.fetch_add(1, Ordering::SeqCst);
-        let Some(sizes) = instances.get(k) else {
+        let Some(job) = jobs.get(k) else {
             break;
         };
-        let result = run_instance(build, sizes, opts, cancel);
+        let result = run_instance(build, job, opts, cancel);
         // The others ran with `opts` for nothing when the first found no schedule, or
-        // needed a retry (they are scheduled again with its option).
-        if k == 0 && !matches!(result, Ok(InstanceRun::Schedule(_, _, None))) {
+        // needed a retry that `opts` did not ask for (they are scheduled again with its
+        // option).
+        let expected = |r: &Option<&'static str>| opts.with_retry(*r) == *opts;
+        if Some(k) == base && !matches!(&result, Ok(InstanceRun::Schedule(_, _, r)) if expected(r))
+        {
             cancel.cancel();
         }
         if let Ok(mut r) = results.lock() {

@@ -6,7 +6,7 @@ use polyhedral::diag::SourceFile;
 use polyhedral::isl::Ctx;
 use polyhedral::lang::{parser, sema};
 use polyhedral::sched::{isl_schedule, IslSchedOptions};
-use polyhedral::sched_workers::{run_all, InstanceRun};
+use polyhedral::sched_workers::{run_all, InstanceRun, Job, Wait};
 use polyhedral::scop::Scop;
 
 /// The program of the PolyBench kernel `name` (from `examples/polybench`).
@@ -20,6 +20,18 @@ fn polybench(name: &str) -> (SourceFile, polyhedral::ir::Program) {
     let defs = parser::parse(&src).unwrap_or_else(|e| panic!("{e:?}"));
     let prog = sema::lower(&src, &defs[0]).unwrap_or_else(|e| panic!("{e:?}"));
     (src, prog)
+}
+
+/// The model builder of `prog` that the compiler gives the workers.
+fn builder<'a>(
+    src: &'a SourceFile,
+    prog: &'a polyhedral::ir::Program,
+) -> impl Fn(&Ctx, &[Option<i64>]) -> Option<(Scop, Deps)> + Sync + 'a {
+    move |ctx: &Ctx, s: &[Option<i64>]| {
+        let scop = Scop::build(ctx, prog, s, src).ok()?;
+        let deps = Deps::compute(&scop).ok()?;
+        Some((scop, deps))
+    }
 }
 
 /// isl's schedule of `prog` at `sizes` on this thread, as text.
@@ -53,12 +65,9 @@ fn every_instance_gets_its_own_schedule_in_order() {
             .iter()
             .map(|v| v.iter().map(|x| Some(*x)).collect())
             .collect();
-        let build = |ctx: &Ctx, s: &[Option<i64>]| {
-            let scop = Scop::build(ctx, &prog, s, &src).ok()?;
-            let deps = Deps::compute(&scop).ok()?;
-            Some((scop, deps))
-        };
-        let runs = run_all(&build, &sizes, &IslSchedOptions::default(), None).expect("needed");
+        let build = builder(&src, &prog);
+        let jobs: Vec<Job> = sizes.iter().cloned().map(Job::Sizes).collect();
+        let runs = run_all(&build, &jobs, &IslSchedOptions::default(), None).expect("needed");
         assert_eq!(runs.len(), sizes.len());
         for (run, s) in runs.into_iter().zip(&sizes) {
             match run.expect("no error") {
@@ -82,7 +91,8 @@ fn an_instance_that_cannot_be_built_is_unbuilt() {
         let deps = Deps::compute(&scop).ok()?;
         Some((scop, deps))
     };
-    let runs = run_all(&build, &[vec![Some(10)]], &IslSchedOptions::default(), None);
+    let jobs = [Job::Sizes(vec![Some(10)])];
+    let runs = run_all(&build, &jobs, &IslSchedOptions::default(), None);
     assert!(matches!(runs.as_deref(), Some([Ok(InstanceRun::Unbuilt)])));
 }
 
@@ -91,27 +101,26 @@ fn work_stops_when_the_first_task_no_longer_needs_it() {
     // adi at these sizes runs every isl run to its time budget and then retries; if the
     // workers were not stopped, their retries would show in the timings.
     let (src, prog) = polybench("adi");
-    let build = |ctx: &Ctx, s: &[Option<i64>]| {
-        let scop = Scop::build(ctx, &prog, s, &src).ok()?;
-        let deps = Deps::compute(&scop).ok()?;
-        Some((scop, deps))
-    };
-    let sizes = vec![vec![Some(32), Some(48)], vec![Some(40), Some(48)]];
+    let build = builder(&src, &prog);
+    let jobs = [
+        Job::Sizes(vec![Some(32), Some(48)]),
+        Job::Sizes(vec![Some(40), Some(48)]),
+    ];
     polyhedral::substeps::take();
     let mut ran = false;
-    let mut first = || {
+    let mut first = |_: &Wait| {
         // Long enough for the workers to be inside isl's scheduler.
         std::thread::sleep(std::time::Duration::from_millis(400));
         ran = true;
         true
     };
-    let first: &mut dyn FnMut() -> bool = &mut first;
+    let first: &mut dyn FnMut(&Wait) -> bool = &mut first;
     // Whole-program runs (adi's loops apart would be scheduled in milliseconds).
     let opts = IslSchedOptions {
         loops_apart: Some(false),
         ..IslSchedOptions::default()
     };
-    let runs = run_all(&build, &sizes, &opts, Some(first));
+    let runs = run_all(&build, &jobs, &opts, Some(first));
     assert!(ran);
     assert!(runs.is_none());
     let steps = polyhedral::substeps::take();
@@ -121,6 +130,52 @@ fn work_stops_when_the_first_task_no_longer_needs_it() {
             "a stopped worker went on to {retry}: {steps:?}"
         );
     }
+}
+
+/// Instances run with a retry's option already set (the reruns after the base instance
+/// needed it) all get their schedules: the retry they report does not stop the others.
+#[test]
+fn reruns_with_the_retry_set_are_not_stopped() {
+    let (src, prog) = polybench("adi");
+    let build = builder(&src, &prog);
+    let jobs: Vec<Job> = [32, 40, 48, 56]
+        .iter()
+        .map(|n| Job::Sizes(vec![Some(*n), Some(48)]))
+        .collect();
+    let opts = IslSchedOptions {
+        loops_apart: Some(true),
+        ..IslSchedOptions::default()
+    };
+    let runs = run_all(&build, &jobs, &opts, None).expect("needed");
+    for (k, run) in runs.into_iter().enumerate() {
+        assert!(
+            matches!(run, Ok(InstanceRun::Schedule(_, _, Some("loops_apart")))),
+            "instance {k} has no schedule"
+        );
+    }
+}
+
+/// `first` can wait for a job: the parametric model of jacobi-1d (its sizes symbolic, at
+/// least the values given) is scheduled by a worker, and its text has the parameters.
+#[test]
+fn first_waits_for_the_parametric_job() {
+    let (src, prog) = polybench("jacobi_1d");
+    let build = builder(&src, &prog);
+    let jobs = [
+        Job::Parametric(vec![None, None], vec![48, 32]),
+        Job::Sizes(vec![Some(48), Some(32)]),
+    ];
+    let mut text = None;
+    let mut first = |wait: &Wait| {
+        if let Ok(InstanceRun::Schedule(t, _, _)) = wait(0) {
+            text = Some(t);
+        }
+        true
+    };
+    let first: &mut dyn FnMut(&Wait) -> bool = &mut first;
+    assert!(run_all(&build, &jobs, &IslSchedOptions::default(), Some(first)).is_none());
+    let text = text.expect("the parametric model has a schedule");
+    assert!(text.starts_with("{ domain: \"[N, T] -> {"), "{text}");
 }
 
 /// A schedule printed on a context whose operation budget another thread lowered (what
