@@ -456,6 +456,53 @@ impl miette::Diagnostic for Violation {
 /// violated dependence (RAW, then WAR, then WAW; statement pairs in order). A schedule
 /// that does not schedule every statement instance is an error.
 pub fn check_schedule(deps: &Deps, schedule: &Schedule) -> miette::Result<Result<(), Violation>> {
+    let (smap, range, nonpositive) = scheduled(deps, schedule)?;
+    for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+        if !backwards(deps, kind, &smap, &nonpositive)? {
+            continue;
+        }
+        let ge = range
+            .copy()
+            .isl("copying a set")?
+            .lex_ge_union_set(range.copy().isl("copying a set")?)
+            .isl("building the lexicographic order")?;
+        if let Some(v) = first_violation(deps, kind, &smap, &ge)? {
+            return Ok(Err(v));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Whether `schedule` runs the source of every dependence strictly before its target: the
+/// test of [`check_schedule`] without finding the violated pair, for the passes that only
+/// choose among candidate schedules. It never accepts a schedule that [`check_schedule`]
+/// rejects. A schedule that does not schedule every statement instance is an error.
+pub fn respects(deps: &Deps, schedule: &Schedule) -> miette::Result<bool> {
+    let (smap, _, nonpositive) = scheduled(deps, schedule)?;
+    for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
+        if backwards(deps, kind, &smap, &nonpositive)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The schedule map of `schedule` (see [`scheduled_map`]), its range, and the vectors
+/// `<=lex 0` in each space of that range.
+fn scheduled(deps: &Deps, schedule: &Schedule) -> miette::Result<(UnionMap, UnionSet, UnionSet)> {
+    let smap = scheduled_map(deps, schedule)?;
+    let range = smap
+        .copy()
+        .isl("copying a map")?
+        .range()
+        .isl("schedule range")?;
+    let nonpositive = nonpositive_vectors(&range)?;
+    Ok((smap, range, nonpositive))
+}
+
+/// The schedule map of `schedule` restricted to its domain; an error when it leaves an
+/// instance of the model unscheduled.
+fn scheduled_map(deps: &Deps, schedule: &Schedule) -> miette::Result<UnionMap> {
     // isl_schedule_get_map does not restrict the map to the schedule's domain.
     let smap = schedule
         .get_map()
@@ -491,50 +538,39 @@ pub fn check_schedule(deps: &Deps, schedule: &Schedule) -> miette::Result<Result
             names.join(", ")
         ));
     }
-    // A dependence a -> b is violated where S(b) - S(a) <=lex 0 (in one schedule space;
-    // points in different spaces are never compared). The differences of the scheduled
-    // dependences are few and simple (constant vectors, mostly); composing the schedule
-    // with the order and its inverse instead relates every statement to every other
-    // (25 600 compositions for 160 statements: 52 s).
-    let range = smap
+    Ok(smap)
+}
+
+/// Whether some dependence of `kind` has a distance in `nonpositive` (`<=lex 0`) under
+/// the schedule map `smap`. A dependence a -> b is violated where S(b) - S(a) <=lex 0 (in
+/// one schedule space; points in different spaces are never compared). The differences
+/// of the scheduled dependences are few and simple (constant vectors, mostly); composing
+/// the schedule with the order and its inverse instead relates every statement to every
+/// other (25 600 compositions for 160 statements: 52 s).
+fn backwards(
+    deps: &Deps,
+    kind: DepKind,
+    smap: &UnionMap,
+    nonpositive: &UnionSet,
+) -> miette::Result<bool> {
+    let of_kind = deps
+        .of_kind(kind)
         .copy()
-        .isl("copying a map")?
-        .range()
-        .isl("schedule range")?;
-    let nonpositive = nonpositive_vectors(&range)?;
-    for kind in [DepKind::Raw, DepKind::War, DepKind::Waw] {
-        let of_kind = deps
-            .of_kind(kind)
-            .copy()
-            .isl("copying dependences")?
-            .intersect_params(deps.context.copy().isl("copying the context")?)
-            .isl("finding violated dependences")?;
-        let backwards = of_kind
-            .copy()
-            .isl("copying dependences")?
-            .apply_domain(smap.copy().isl("copying a map")?)
-            .isl("scheduling dependence sources")?
-            .apply_range(smap.copy().isl("copying a map")?)
-            .isl("scheduling dependence targets")?
-            .deltas()
-            .isl("dependence distances in the schedule")?
-            .coalesce()
-            .isl("simplifying dependence distances")?
-            .intersect(nonpositive.copy().isl("copying a set")?)
-            .isl("finding violated dependences")?;
-        if backwards.is_empty().isl("finding violated dependences")? {
-            continue;
-        }
-        let ge = range
-            .copy()
-            .isl("copying a set")?
-            .lex_ge_union_set(range.copy().isl("copying a set")?)
-            .isl("building the lexicographic order")?;
-        if let Some(v) = first_violation(deps, kind, &smap, &ge)? {
-            return Ok(Err(v));
-        }
-    }
-    Ok(Ok(()))
+        .isl("copying dependences")?
+        .intersect_params(deps.context.copy().isl("copying the context")?)
+        .isl("finding violated dependences")?;
+    let backwards = of_kind
+        .apply_domain(smap.copy().isl("copying a map")?)
+        .isl("scheduling dependence sources")?
+        .apply_range(smap.copy().isl("copying a map")?)
+        .isl("scheduling dependence targets")?
+        .deltas()
+        .isl("dependence distances in the schedule")?
+        .coalesce()
+        .isl("simplifying dependence distances")?
+        .intersect(nonpositive.copy().isl("copying a set")?)
+        .isl("finding violated dependences")?;
+    Ok(!backwards.is_empty().isl("finding violated dependences")?)
 }
 
 /// `{ x : x <=lex 0 }` in each space of `range`.

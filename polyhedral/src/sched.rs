@@ -5,7 +5,7 @@
 //! with an identity band over its own iterators whose coincident and permutable flags are
 //! computed exactly from the dependences.
 
-use crate::deps::{check_schedule, Deps};
+use crate::deps::{respects, Deps};
 use crate::isl::{Ctx, IslResultExt};
 pub use crate::program_order::reference_schedule;
 use crate::sched_bands::collect_band_flags;
@@ -761,17 +761,14 @@ fn schedule_loops_apart(
     if !scop.symbolic.is_empty() {
         if let Some(large) = large_context(ctx, scop)? {
             let (s, in_order) = crate::sched_loops::loops_apart(ctx, scop, deps, &large, limits)?;
-            if covers(scop, &s)?
-                && check_schedule(deps, &s)?.is_ok()
-                && flags_hold(ctx, scop, deps, &s)?
-            {
+            if covers(scop, &s)? && respects(deps, &s)? && flags_hold(ctx, scop, deps, &s)? {
                 return Ok(loops_apart_run(s, in_order));
             }
         }
     }
     let context = scop.context.copy().isl("copying the context")?;
     let (s, in_order) = crate::sched_loops::loops_apart(ctx, scop, deps, &context, limits)?;
-    if !(covers(scop, &s)? && check_schedule(deps, &s)?.is_ok()) {
+    if !(covers(scop, &s)? && respects(deps, &s)?) {
         return Err(miette::miette!(
             help = "this is a bug in polyc; `--isl-option loops_apart=0` avoids it",
             "the schedule of the loops one iteration at a time violates a dependence"
@@ -857,10 +854,7 @@ fn schedule_validity(
                 return Ok(first);
             }
             if let Computed::Schedule(s) = first {
-                if covers(scop, &s)?
-                    && check_schedule(deps, &s)?.is_ok()
-                    && flags_hold(ctx, scop, deps, &s)?
-                {
+                if covers(scop, &s)? && respects(deps, &s)? && flags_hold(ctx, scop, deps, &s)? {
                     return Ok(Computed::Schedule(s));
                 }
             }

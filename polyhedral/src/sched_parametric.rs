@@ -33,8 +33,11 @@ use crate::sched_compute::{Computed, Limits};
 use crate::scop::Scop;
 use isl_rs::{Map, Set, UnionMap};
 
-/// The longest isl's scheduler runs on the parametric model.
-pub const PARAMETRIC_TIME: std::time::Duration = std::time::Duration::from_millis(150);
+/// The longest isl's scheduler runs on the parametric model: isl's usual budget of one
+/// run. (It takes 40–160 ms on PolyBench's stencils; with a budget of 150 ms it ran out
+/// on a loaded machine, and the outcome then depended on the machine's load.)
+pub const PARAMETRIC_TIME: std::time::Duration =
+    std::time::Duration::from_millis(crate::sched::SCHED_TIME_BUDGET_MS);
 
 /// isl's schedule of `scop` (the parametric model) in its context where each symbolic
 /// size is at least its value in `at_least` (in [`Scop::symbolic`]'s order), with

@@ -31,7 +31,7 @@
 //!
 //! `--isl-option phases=0` keeps isl's band.
 
-use crate::deps::{check_schedule, Deps};
+use crate::deps::{respects, Deps};
 use crate::isl::{Ctx, IslResultExt};
 use crate::scop::Scop;
 use isl_rs::{
@@ -79,7 +79,7 @@ fn visit(
             let before = node.copy().isl("copying a band")?;
             let after = apply(ctx, scop, deps, node, &plan)?;
             let s = after.get_schedule().isl("reading a split schedule")?;
-            if check_schedule(deps, &s)?.is_ok() {
+            if respects(deps, &s)? {
                 notes.push(note(scop, &plan));
                 node = after;
             } else {

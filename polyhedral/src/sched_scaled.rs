@@ -43,7 +43,7 @@
 //! its time budget with every retry), the real sizes get the program-order schedule, with
 //! a note that says so: their problem is larger still.
 
-use crate::deps::{check_schedule, Deps};
+use crate::deps::{respects, Deps};
 use crate::isl::{Ctx, IslResultExt};
 use crate::sched::{
     covers, flags_hold, initial_schedule, run_isl, IslRun, IslSchedOptions, IslScheduled,
@@ -391,7 +391,7 @@ fn valid_at_real(
     let domain = schedule.get_domain().isl("getting the schedule domain")?;
     let valid = domain.is_equal(&scop.domain).isl("comparing domains")?
         && covers(scop, &schedule)?
-        && check_schedule(deps, &schedule)?.is_ok()
+        && respects(deps, &schedule)?
         && flags_hold(ctx, scop, deps, &schedule)?;
     Ok(valid.then_some(schedule))
 }

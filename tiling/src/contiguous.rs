@@ -24,7 +24,7 @@
 //! distribution is not always legal, and the check decides). `--isl-option contiguous=0`
 //! keeps isl's order.
 
-use polyhedral::deps::{check_schedule, Deps};
+use polyhedral::deps::{respects, Deps};
 use polyhedral::isl::ffi::schedule_tree::multi_union_pw_aff_text;
 use polyhedral::isl::isl_rs::{
     DimType, Map, MultiUnionPwAff, Schedule, ScheduleNode, Set, UnionMap, UnionPwAff, UnionSet,
@@ -86,7 +86,7 @@ pub fn contiguous_inner_loops(
                 let after = innermost(scop, &schedule)?;
                 let c = cost(scop, &after);
                 let better = best.as_ref().map_or(c < cost(scop, &inner), |b| c < b.0);
-                if better && check_schedule(deps, &schedule)?.is_ok() {
+                if better && respects(deps, &schedule)? {
                     best = Some((c, candidate, after));
                 }
             }
