@@ -324,7 +324,13 @@ fn at_real_sizes(
     let _s = crate::substeps::span("schedule:parametric_check");
     let sizes = plan.parametric_sizes();
     let scaled: Vec<usize> = (0..sizes.len()).filter(|k| sizes[*k].is_none()).collect();
-    let symbolic: Vec<String> = scaled.iter().map(|k| names[*k].clone()).collect();
+    let Some(symbolic) = scaled
+        .iter()
+        .map(|k| names.get(*k).cloned())
+        .collect::<Option<Vec<String>>>()
+    else {
+        return Ok(None);
+    };
     let values: Vec<Option<i64>> = scaled.iter().map(|k| Some(plan.real[*k])).collect();
     let Some(real) = instantiate(text, &symbolic, &values) else {
         return Ok(None);
