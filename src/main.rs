@@ -227,8 +227,10 @@ struct CommonArgs {
     #[arg(long = "tile-spec", value_name = "FILE")]
     tile_spec: Option<String>,
     /// How the tile-size search resolves `?`, `[lo..hi]` and `{a, b}` entries of the tile
-    /// spec: `model` (default; the data-movement cost model) or `measure` (compile, run and
-    /// time the model's best `--search-top` points; CPU, bound sizes).
+    /// spec: `model` (default; the data-movement cost model, or the target's own: the GPU
+    /// timing model on a GPU description with a peak and a bandwidth, BACO's EDP on
+    /// Gemmini) or `measure` (compile, run and time the model's best `--search-top` points;
+    /// CPU, bound sizes).
     #[arg(long = "search", value_name = "MODE", default_value = "model")]
     search: String,
     /// Tile-size search: enumerate every point when there are at most N, else run a

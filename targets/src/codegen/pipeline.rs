@@ -8,14 +8,16 @@
 //! ```
 //!
 //! is printed with `s` copies (stages) of each tile of P: the copies of the first `s - 1`
-//! steps run before the loop, and step `k` first issues the copies of step `k + s - 1`
-//! into stage `(k + s - 1) mod s`, then waits until its own copies have landed (all but
-//! the `s - 1` most recent groups), synchronises, computes and synchronises again (see
-//! `Emitter::pipelined_for`). The stage step `k` overwrites is the one step `k - 1` read,
-//! and the trailing barrier of step `k - 1` guarantees that no thread still reads it. On CUDA the copies are
+//! steps run before the loop, and step `k` first waits until its own copies have landed
+//! (all but the `s - 2` most recent groups, which belong to later steps), synchronises
+//! once, then issues the copies of step `k + s - 1` into stage `(k + s - 1) mod s` and
+//! computes, with no barrier after the compute (see `Emitter::pipelined_for`): one barrier
+//! per step, as CUTLASS's multistage main loop has. The stage step `k` refills is the one
+//! step `k - 1` read, and step `k`'s barrier guarantees that no thread still reads it; one
+//! barrier after the loop separates the last step from what follows. On CUDA the copies are
 //! asynchronous (`__pipeline_memcpy_async`, `cp.async` on sm_80 and later), so the loads of
-//! step `k + 1` overlap the arithmetic of step `k`; elsewhere they are plain stores, and the
-//! same schedule runs (and is checked) on OpenCL.
+//! later steps overlap the arithmetic of step `k` (with 2 stages, the load of step `k + 1`);
+//! elsewhere they are plain stores, and the same schedule runs (and is checked) on OpenCL.
 //!
 //! A loop qualifies only when moving its copies one step earlier cannot change a value:
 //! the tensors P copies are written by no statement and no copy-out of the kernel, and P's

@@ -1,6 +1,6 @@
 //! Printing a pipelined loop (see [`crate::codegen::pipeline`]): prologue copies, then per
-//! step the copies `s - 1` steps ahead into the stage read last, a wait, a barrier and the
-//! compute.
+//! step a wait for the step's own copies, one barrier, the copies `s - 1` steps ahead into
+//! the stage read last, and the compute; one barrier after the loop.
 
 use std::fmt::Write;
 
@@ -63,6 +63,17 @@ impl Emitter<'_> {
             "const {} {stage} = (({iter} - ({init_c})) / {step}) % {stages};",
             self.ix()
         );
+        // This step's copies have landed (all but the `stages - 2` most recent groups,
+        // which are later steps'), and after the barrier every thread sees them, and
+        // every thread has finished the last step, which read the stage refilled next.
+        // `POLYC_PIPELINE_FAULT=no-wait` (tests only) drops the wait, which `run --check`
+        // must catch in the mode where copies land at their wait.
+        let fault = std::env::var("POLYC_PIPELINE_FAULT").ok();
+        if fault.as_deref() != Some("no-wait") {
+            self.wait(out, promos, &stage, stages, level + 2);
+        }
+        indent(out, level + 2);
+        let _ = writeln!(out, "{}", self.dialect.block_sync());
         // The copies `stages - 1` steps ahead, into the stage the last step read.
         indent(out, level + 2);
         out.push_str("{\n");
@@ -78,7 +89,6 @@ impl Emitter<'_> {
         let next_cond = cond.substitute(&|v| (v == iter.as_str()).then(|| KExpr::var(&next)));
         // `POLYC_PIPELINE_FAULT=same-stage` (tests only) writes the copies into the stage
         // being read, to show that `run --check` catches a broken pipeline.
-        let fault = std::env::var("POLYC_PIPELINE_FAULT").ok();
         let next_stage = if fault.as_deref() == Some("same-stage") {
             stage.clone()
         } else {
@@ -96,17 +106,19 @@ impl Emitter<'_> {
         indent(out, level + 2);
         out.push_str("}\n");
         self.commit(out, level + 2);
-        // `POLYC_PIPELINE_FAULT=no-wait` (tests only) drops the wait, which `run --check`
-        // must catch in the mode where copies land at their wait.
-        if fault.as_deref() != Some("no-wait") {
-            self.wait(out, promos, &stage, stages, level + 2);
-        }
-        indent(out, level + 2);
-        let _ = writeln!(out, "{}", self.dialect.block_sync());
         for p in promos {
             self.stage_expr.borrow_mut().insert(*p, stage.clone());
         }
-        for r in rest {
+        // The compute, without its trailing barrier: the next step's barrier separates
+        // it from the next step's copies, and the one after the loop from what follows.
+        let compute = rest.split_last().map_or(&rest[..], |(last, init)| {
+            if matches!(last, KNode::Barrier) {
+                init
+            } else {
+                &rest[..]
+            }
+        });
+        for r in compute {
             self.node(out, r, level + 2);
         }
         for p in promos {
@@ -114,6 +126,8 @@ impl Emitter<'_> {
         }
         indent(out, level + 1);
         out.push_str("}\n");
+        indent(out, level + 1);
+        let _ = writeln!(out, "{}", self.dialect.block_sync());
         indent(out, level);
         out.push_str("}\n");
         true
@@ -160,7 +174,7 @@ impl Emitter<'_> {
     /// The wait for step `stage`'s copies: the dialect's wait for asynchronous copies, or
     /// the emulation's landing of that stage.
     fn wait(&self, out: &mut String, promos: &[usize], stage: &str, stages: i64, level: usize) {
-        if let Some(wait) = self.dialect.async_wait_prior(stages - 1) {
+        if let Some(wait) = self.dialect.async_wait_prior(stages - 2) {
             indent(out, level);
             let _ = writeln!(out, "{wait}");
         }

@@ -33,6 +33,7 @@ pub mod report;
 pub mod rows;
 pub mod run;
 pub mod target;
+pub mod timing;
 
 pub use device::{prepare, DeviceKernel, GpuModule};
 pub use target::{GpuTarget, MapGpu};

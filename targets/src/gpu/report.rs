@@ -28,6 +28,8 @@ pub struct KernelCounts {
     pub flops: u64,
     /// Launches of the kernel (host loops around it).
     pub launches: u64,
+    /// Blocks over all launches.
+    pub blocks: u64,
 }
 
 /// Counting state: values of the iterators in scope.
@@ -156,6 +158,7 @@ fn add(a: &mut KernelCounts, b: &KernelCounts) {
     a.write_bytes += b.write_bytes;
     a.flops += b.flops;
     a.launches += b.launches;
+    a.blocks += b.blocks;
 }
 
 fn scale(a: &KernelCounts, k: u64) -> KernelCounts {
@@ -164,6 +167,7 @@ fn scale(a: &KernelCounts, k: u64) -> KernelCounts {
         write_bytes: a.write_bytes * k,
         flops: a.flops * k,
         launches: a.launches * k,
+        blocks: a.blocks * k,
     }
 }
 
@@ -200,6 +204,8 @@ pub fn count_kernels(
         };
         let mut counts = c.count(&k.body)?;
         counts.launches = 1;
+        let host = |v: &str| env.get(v).copied();
+        counts.blocks = k.grid_for(&host)?.iter().product::<i64>().max(0) as u64;
         add(&mut out[k.id], &counts);
         Ok(())
     })?;
@@ -250,6 +256,7 @@ pub fn explain(
     sizes: Option<&[i64]>,
     roofline: Roofline,
     ptxas: Option<&crate::gpu::cuda_tools::PtxasReport>,
+    machine: Option<&crate::gpu::timing::Machine>,
 ) -> Result<String> {
     let mut out = String::new();
     let counts = match sizes {
@@ -366,9 +373,84 @@ pub fn explain(
                     }
                 }
             }
+            let load = kernel_load(prog, param_texts, k, c);
+            if let Some(e) = machine.and_then(|m| crate::gpu::timing::estimate(m, &load)) {
+                let _ = writeln!(out, "    {}", e.describe());
+            }
         }
     }
     Ok(out)
+}
+
+/// What the timing model ([`crate::gpu::timing`]) needs of kernel `k`, with its exact
+/// counts `c`: the blocks, threads, shared memory and registers (register tiles plus
+/// [`crate::gpu::timing::REGISTER_OVERHEAD`], at most 255, and at most what lets one block
+/// fit an SM, as ptxas caps them) of a block, and the steps and
+/// stages of its K loop (the first sequential loop with a barrier in its body; its
+/// constant trip bound).
+pub fn kernel_load(
+    prog: &Program,
+    param_texts: &[String],
+    k: &DeviceKernel,
+    c: &KernelCounts,
+) -> crate::gpu::timing::KernelLoad {
+    let mut steps = 1;
+    let mut found = false;
+    k.body.walk(&mut |n| {
+        if let KNode::For {
+            init,
+            cond,
+            step,
+            body,
+            kind: crate::codegen::kir::LoopKind::Seq,
+            ..
+        } = n
+        {
+            let mut barrier = false;
+            body.walk(&mut |m| barrier |= matches!(m, KNode::Barrier));
+            if barrier && !found {
+                found = true;
+                steps = crate::gpu::device::trip_bound(init, cond, *step).unwrap_or(1);
+            }
+        }
+    });
+    let stages = crate::gpu::emit::pipeline_stages(prog, param_texts, k);
+    let launches = c.launches.max(1);
+    crate::gpu::timing::KernelLoad {
+        blocks: (c.blocks / launches).max(1) as i64,
+        threads: k.threads(),
+        shared: shared_bytes(prog, param_texts, k) as i64,
+        // ptxas keeps a block within one SM's register file (the launcher's bounds ask
+        // for one block per SM) and spills the rest.
+        registers: (tile_registers(prog, k) as i64 + crate::gpu::timing::REGISTER_OVERHEAD)
+            .min(255)
+            .min(crate::gpu::module::REGISTERS_PER_SM / k.threads().max(1)),
+        flops: c.flops,
+        bytes: c.read_bytes + c.write_bytes,
+        launches,
+        steps: steps.max(1),
+        stages: stages.first().copied().unwrap_or(1).max(1),
+    }
+}
+
+/// The timing model's total for every kernel of `module` at the bound `sizes`, in
+/// milliseconds; infinite where a kernel's block does not fit an SM.
+pub fn modelled_ms(
+    prog: &Program,
+    param_texts: &[String],
+    module: &GpuModule,
+    sizes: &[i64],
+    machine: &crate::gpu::timing::Machine,
+) -> Result<f64> {
+    let counts = count_kernels(prog, module, sizes)?;
+    Ok(module
+        .kernels
+        .iter()
+        .map(|k| {
+            let load = kernel_load(prog, param_texts, k, &counts[k.id]);
+            crate::gpu::timing::estimate(machine, &load).map_or(f64::INFINITY, |e| e.total_ms)
+        })
+        .sum())
 }
 
 /// The bank-conflict degree of each shared-memory access of kernel `k`

@@ -167,13 +167,14 @@ fn run_copies_at_wait(
 
 /// The two runs of [`run_copies_at_wait`] execute the same arithmetic in the same order, so
 /// every tensor must come out bit for bit the same: a difference means that a wait is
-/// missing or misplaced (on CUDA, a kernel reading a stage before its `cp.async` landed).
+/// missing or misplaced (on CUDA, a kernel reading a stage before its `cp.async` landed),
+/// or that a stage is refilled while it is still read.
 fn copies_at_wait_agree(prog: &Program, at_wait: &[Vec<u8>], bufs: &[&mut [u8]]) -> Result<()> {
     use crate::codegen::cfamily::ASYNC_AT_WAIT;
     for (t, ten) in prog.tensors.iter().enumerate() {
         if ten.role != TensorRole::Temp && at_wait[t].as_slice() != &*bufs[t] {
             return Err(miette!(
-                help = "a pipelined loop reads a stage before its copies have landed: a wait is missing or misplaced (on CUDA, a race on cp.async)",
+                help = "a pipelined loop reads a stage before its copies have landed, or refills a stage while it is still read: a wait or a barrier is missing or misplaced (on CUDA, a race on cp.async)",
                 "`{}` differs when the pipelined copies land only at their wait (OpenCL built with -D{ASYNC_AT_WAIT}) from when they land at issue",
                 ten.name
             ));

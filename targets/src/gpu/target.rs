@@ -52,6 +52,16 @@ impl GpuTarget {
             Some((dynamic, self.block_model())),
         )
     }
+    /// The figures of the timing model ([`crate::gpu::timing`]), where the description
+    /// gives its SMs, peak and DRAM bandwidth.
+    pub fn machine(&self) -> Option<crate::gpu::timing::Machine> {
+        self.desc.sms?;
+        Some(crate::gpu::timing::Machine {
+            blocks: self.block_model(),
+            peak_gflops: self.desc.peak_gflops? as f64,
+            dram_gbytes_per_s: self.desc.dram_gbytes_per_s? as f64,
+        })
+    }
     /// The figures that rank block shapes: the description's SMs (1 when unset), warp
     /// size (32), registers of a thread's register buffer (128) and shared memory (48 KiB).
     pub fn block_model(&self) -> blockshape::BlockModel {
@@ -264,6 +274,17 @@ impl Target for GpuTarget {
             module,
         )
     }
+    fn cost_model(&self) -> Option<&'static str> {
+        self.machine().map(|_| "modelled time (ms)")
+    }
+    /// The timing model's total over the kernels ([`crate::gpu::timing`]).
+    fn model_cost(&self, input: &BuildInput, sizes: &[i64]) -> Result<f64> {
+        let machine = self
+            .machine()
+            .ok_or_else(|| miette::miette!("target `{}` has no timing model", self.desc.name))?;
+        let module = self.module_dynamic(input.program, input.kernel, input.dynamic)?;
+        report::modelled_ms(input.program, input.param_texts, &module, sizes, &machine)
+    }
     fn explain_kernels(&self, input: &BuildInput, sizes: Option<&[i64]>) -> Result<Option<String>> {
         let module = self.module_dynamic(input.program, input.kernel, input.dynamic)?;
         // ptxas's own counts where nvcc is installed.
@@ -283,6 +304,7 @@ impl Target for GpuTarget {
             sizes,
             roofline,
             ptxas.as_ref(),
+            self.machine().as_ref(),
         )?;
         if ptxas.is_none() {
             text.push_str("    (ptxas counts: nvcc not found; scripts/install-deps installs it)\n");
