@@ -205,7 +205,10 @@ pub fn count_kernels(
         let mut counts = c.count(&k.body)?;
         counts.launches = 1;
         let host = |v: &str| env.get(v).copied();
-        counts.blocks = k.grid_for(&host)?.iter().product::<i64>().max(0) as u64;
+        // (A grid the host cannot compute here counts as one block per launch.)
+        counts.blocks = k
+            .grid_for(&host)
+            .map_or(1, |g| g.iter().product::<i64>().max(0)) as u64;
         add(&mut out[k.id], &counts);
         Ok(())
     })?;
