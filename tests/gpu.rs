@@ -886,7 +886,8 @@ fn shared_accesses_are_conflict_free_at_benchmark_sizes() {
     ];
     // The 128 x 128 tile's B blocks (16 x 8) are padded for the register tiles'
     // 128-bit reads; its copy, one vector store per 8 B elements, is then 2-way (no
-    // padding serves both; a swizzle would).
+    // padding serves both; an XOR swizzle does, but costs the main loop more
+    // instructions than the conflict: see the README's bank-conflict section).
     let gemm_wide = [
         "copy of A into shared memory: 32-bit, degree 1",
         "copy of B into shared memory: 128-bit, degree 2",
