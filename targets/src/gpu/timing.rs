@@ -10,20 +10,19 @@
 //! pipelined loop (1 without one) with `s` stages, and move `G` bytes of DRAM traffic:
 //!
 //! ```text
-//! b       = min(2048 / T, 65536 / (R·T), 32, S_sm / S)   blocks resident per SM
-//! waves   = ceil(B / (SMs · b))
-//! c       = F / n / (P / SMs)                            one step of one block, alone on its SM
-//! stall   = max(0, L − (b·s − 1)·c)                      per round of the b blocks' steps
-//! compute = b·F / (P / SMs) + n·stall                    one wave
-//! memory  = b·SMs·G / W                                  one wave
-//! time    = waves · max(compute, memory) + launch
+//! b          = min(2048 / T, 65536 / (R·T), 32, S_sm / S)  blocks resident per SM
+//! full, rest = B div (SMs·b), B mod (SMs·b)                full waves, blocks of the last
+//! c          = F / n / (P / SMs)                           one step of one block, alone on its SM
+//! wave(x, a) = max(x·F / (P / SMs) + n·max(0, L − (x·s − 1)·c),   x blocks per SM,
+//!                  a·G / W)                                       a blocks in all
+//! time       = full·wave(b, SMs·b) + wave(ceil(rest / SMs), rest) + launch
 //! ```
 //!
-//! with the description's peak `P` (FLOP/s), DRAM bandwidth `W`, SMs and shared memory
-//! per SM `S_sm`, a DRAM latency `L` of [`LOAD_LATENCY_NS`] and a launch overhead of
-//! [`LAUNCH_US`]. While one block waits for a step's loads, the SM can run the `s − 1`
-//! staged steps of every resident block and the current steps of the others: `b·s − 1`
-//! steps of work hide the latency. A kernel's registers are estimated as its register
+//! (the last term only where `rest > 0`), with the description's peak `P` (FLOP/s), DRAM
+//! bandwidth `W`, SMs and shared memory per SM `S_sm`, a DRAM latency `L` of
+//! [`LOAD_LATENCY_NS`] and a launch overhead of [`LAUNCH_US`]. While one block waits for a
+//! step's loads, the SM can run the `s − 1` staged steps of every resident block and the
+//! current steps of the others: `x·s − 1` steps of work hide the latency. A kernel's registers are estimated as its register
 //! tiles plus [`REGISTER_OVERHEAD`], at most 255 and at most what lets one block fit an SM
 //! (ptxas caps them there and spills; its own count, which `explain` prints beside, needs
 //! nvcc and is not used, so that the figure is the same on every machine).
@@ -147,28 +146,80 @@ pub fn estimate(m: &Machine, k: &KernelLoad) -> Option<Estimate> {
     let sms = m.blocks.sms.max(1);
     let launches = k.launches.max(1);
     let blocks = k.blocks.max(1);
-    let waves = (blocks + sms * resident - 1) / (sms * resident);
-    // Per block of one launch.
-    let flops = k.flops as f64 / launches as f64 / blocks as f64;
-    let bytes = k.bytes as f64 / launches as f64 / blocks as f64;
-    let sm_flops_per_ms = m.peak_gflops * 1e6 / sms as f64;
-    let steps = k.steps.max(1) as f64;
-    let b = resident as f64;
-    let step_ms = flops / steps / sm_flops_per_ms;
-    let hidden = (b * k.stages.max(1) as f64 - 1.0) * step_ms;
-    let stall_ms = steps * (LOAD_LATENCY_NS * 1e-6 - hidden).max(0.0);
-    let compute_ms = b * flops / sm_flops_per_ms + stall_ms;
-    let memory_ms = b * sms as f64 * bytes / (m.dram_gbytes_per_s * 1e6);
-    let total_ms = launches as f64 * (waves as f64 * compute_ms.max(memory_ms) + LAUNCH_US * 1e-3);
+    let slots = sms * resident;
+    let (full, rest) = (blocks / slots, blocks % slots);
+    let wave = Wave::of(m, k);
+    // The first wave's terms are the ones printed: a full wave's, or the only one.
+    let first = if full > 0 {
+        wave.at(resident, slots)
+    } else {
+        wave.at((rest + sms - 1) / sms, rest)
+    };
+    let mut per_launch = full as f64 * wave.at(resident, slots).time();
+    if rest > 0 {
+        per_launch += wave.at((rest + sms - 1) / sms, rest).time();
+    }
     Some(Estimate {
         resident,
         limit,
-        waves,
-        compute_ms,
-        stall_ms,
-        memory_ms,
-        total_ms,
+        waves: full + i64::from(rest > 0),
+        compute_ms: first.0,
+        stall_ms: first.1,
+        memory_ms: first.2,
+        total_ms: launches as f64 * (per_launch + LAUNCH_US * 1e-3),
     })
+}
+
+/// One block's work, as a wave's time needs it (milliseconds and bytes).
+struct Wave {
+    /// A block's arithmetic alone on its SM.
+    block_ms: f64,
+    /// One step of it.
+    step_ms: f64,
+    /// Steps and stages.
+    steps: f64,
+    stages: f64,
+    /// A block's DRAM traffic over the bandwidth.
+    block_memory_ms: f64,
+}
+
+impl Wave {
+    fn of(m: &Machine, k: &KernelLoad) -> Wave {
+        let per_block = (k.launches.max(1) * k.blocks.max(1) as u64) as f64;
+        let sm_flops_per_ms = m.peak_gflops * 1e6 / m.blocks.sms.max(1) as f64;
+        let block_ms = k.flops as f64 / per_block / sm_flops_per_ms;
+        let steps = k.steps.max(1) as f64;
+        Wave {
+            block_ms,
+            step_ms: block_ms / steps,
+            steps,
+            stages: k.stages.max(1) as f64,
+            block_memory_ms: k.bytes as f64 / per_block / (m.dram_gbytes_per_s * 1e6),
+        }
+    }
+
+    /// A wave with `per_sm` blocks on each SM and `active` blocks in all: its arithmetic
+    /// (stall included), its exposed load latency and its DRAM traffic.
+    fn at(&self, per_sm: i64, active: i64) -> WaveTerms {
+        let b = per_sm.max(1) as f64;
+        let hidden = (b * self.stages - 1.0) * self.step_ms;
+        let stall = self.steps * (LOAD_LATENCY_NS * 1e-6 - hidden).max(0.0);
+        WaveTerms(
+            b * self.block_ms + stall,
+            stall,
+            active as f64 * self.block_memory_ms,
+        )
+    }
+}
+
+/// A wave's arithmetic (stall included), stall and DRAM traffic, in milliseconds.
+#[derive(Clone, Copy)]
+struct WaveTerms(f64, f64, f64);
+
+impl WaveTerms {
+    fn time(self) -> f64 {
+        self.0.max(self.2)
+    }
 }
 
 #[cfg(test)]
@@ -240,6 +291,31 @@ mod tests {
         let e = estimate(&m, &alone).unwrap();
         assert_eq!(e.resident, 1);
         assert!((e.stall_ms - 4096.0 * 500e-6).abs() < 1e-9, "{e:?}");
+    }
+
+    #[test]
+    fn a_partial_wave_runs_its_blocks_alone() {
+        // 56 blocks on 132 SMs: one per SM, each at the SM's whole peak, whatever the
+        // occupancy would allow; the traffic is the 56 blocks'.
+        let k = KernelLoad {
+            blocks: 56,
+            flops: 56 * 1_000_000_000,
+            bytes: 56 * 1_000_000,
+            ..sgemm()
+        };
+        let e = estimate(&h100(), &k).unwrap();
+        assert_eq!((e.resident, e.waves), (2, 1));
+        let block = 1e9 / (67000.0e6 / 132.0);
+        assert!((e.compute_ms - block).abs() < 1e-9, "{e:?}");
+        assert!((e.memory_ms - 56.0 * 1e6 / 3350.0e6).abs() < 1e-12, "{e:?}");
+        // 1024 blocks: 3 full waves of 264, then 232 blocks, 2 per SM.
+        let e = estimate(&h100(), &sgemm()).unwrap();
+        let last = 232.0 * (4362076160.0 / 1024.0) / 3350.0e6;
+        assert!(
+            (e.total_ms - (3.0 * e.compute_ms.max(e.memory_ms) + e.compute_ms.max(last) + 0.003))
+                .abs()
+                < 1e-12
+        );
     }
 
     #[test]
