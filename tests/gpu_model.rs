@@ -34,6 +34,8 @@ fn explain_prints_the_model_terms() {
     ]);
     let want = "    model: 2 block(s) per SM (limited by registers), 4 wave(s) per launch; per wave 0.5289 ms of arithmetic (of which 0.0000 ms exposed load latency) and 0.3357 ms of DRAM traffic: 2.1184 ms in all, compute-bound\n";
     assert!(out.contains(want), "missing `{want}` in\n{out}");
+    let inputs = "      (its inputs: 104 registers per thread, the register tiles' and 40 more, at most what one block per SM allows; 256 step(s) of the K loop in 2 stage(s))\n";
+    assert!(out.contains(inputs), "missing `{inputs}` in\n{out}");
     // Softmax's traffic dominates its arithmetic.
     let out = polyc_ok(&[
         "explain",

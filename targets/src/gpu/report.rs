@@ -379,6 +379,14 @@ pub fn explain(
             let load = kernel_load(prog, param_texts, k, c);
             if let Some(e) = machine.and_then(|m| crate::gpu::timing::estimate(m, &load)) {
                 let _ = writeln!(out, "    {}", e.describe());
+                let _ = writeln!(
+                    out,
+                    "      (its inputs: {} registers per thread, the register tiles' and {} more, at most what one block per SM allows; {} step(s) of the K loop in {} stage(s))",
+                    load.registers,
+                    crate::gpu::timing::REGISTER_OVERHEAD,
+                    load.steps,
+                    load.stages
+                );
             }
         }
     }
