@@ -12,14 +12,21 @@ use common::*;
 /// `compile` of `prog` at `params` with `--isl-option` each of `options`: the C and the
 /// timings.
 fn compile(prog: &str, params: &str, options: &[&str]) -> (String, String) {
+    compile_for(prog, &["--param", params], options)
+}
+
+/// `polyc compile prog` with the arguments `args`, `--timings` and `--isl-option` each of
+/// `options`: the code and the timings.
+fn compile_for(prog: &str, args: &[&str], options: &[&str]) -> (String, String) {
     let dir = tempdir();
-    let out = dir.path().join("k.c");
-    let mut args = vec!["compile", prog, "--param", params, "--timings"];
+    let out = dir.path().join("k.out");
+    let mut all = vec!["compile", prog, "--timings"];
+    all.extend(args);
     for o in options {
-        args.extend(["--isl-option", o]);
+        all.extend(["--isl-option", o]);
     }
-    args.extend(["-o", out.to_str().unwrap()]);
-    let o = polyc(&args);
+    all.extend(["-o", out.to_str().unwrap()]);
+    let o = polyc(&all);
     assert_code(&o, 0);
     (std::fs::read_to_string(&out).unwrap(), stderr(&o))
 }
@@ -102,13 +109,55 @@ fn no_schedule_at_the_scaled_sizes_is_program_order_with_a_note() {
     );
 }
 
-/// Sizes up to 64, and symbolic ones, are scheduled as they are.
+/// Sizes up to 64 are scheduled as they are.
 #[test]
-fn small_and_symbolic_sizes_are_not_scaled() {
+fn small_sizes_are_not_scaled() {
     let (_, small) = compile("examples/matmul.tc", "M=64,N=45,K=53", &["scale_probe=0"]);
     assert!(!small.contains("schedule:isl_scaled"), "{small}");
-    let (_, symbolic) = compile("examples/matmul.tc", "M=640", &["scale_probe=0"]);
-    assert!(!symbolic.contains("schedule:isl_scaled"), "{symbolic}");
+}
+
+/// `compile` of `prog` with no `--param` (every size symbolic, or bound by `params`) for
+/// `target`, with `--isl-option` each of `options`: the code and the timings.
+fn compile_symbolic(
+    prog: &str,
+    params: &[&str],
+    target: &str,
+    options: &[&str],
+) -> (String, String) {
+    let mut args = vec!["--target", target];
+    for p in params {
+        args.extend(["--param", p]);
+    }
+    compile_for(prog, &args, options)
+}
+
+/// Symbolic sizes are first scheduled with each at 1024: that instance is scaled down and
+/// carried over as bound sizes are, and kept only where it holds for every size. The code
+/// is exactly that of isl's own run (`scale_sizes=0`), on both targets: where the carried
+/// schedule holds (2mm, a matmul with one size bound), and where its constants hold only
+/// up to 1024 (attention's fused schedule shifts its phases by `1023`), so that the real
+/// context is scheduled (attention's components apart, for their register tiles, are
+/// carried over).
+#[test]
+fn symbolic_sizes_are_scaled_and_give_isls_code() {
+    let cases: [(&str, &[&str]); 4] = [
+        ("examples/mm2.tc", &[]),
+        ("examples/polybench/2mm.tc", &[]),
+        ("examples/matmul.tc", &["M=640"]),
+        ("examples/attention.tc", &[]),
+    ];
+    for target in ["cpu", "gpu"] {
+        for (prog, params) in cases {
+            let (code, timings) = compile_symbolic(prog, params, target, &["scale_probe=0"]);
+            assert!(
+                timings.contains("schedule:scaled_carried"),
+                "{prog} {target}:\n{timings}"
+            );
+            let (real, real_timings) = compile_symbolic(prog, params, target, &["scale_sizes=0"]);
+            assert!(!real_timings.contains("schedule:isl_scaled"), "{prog}");
+            assert_eq!(code, real, "{prog} {target}");
+        }
+    }
 }
 
 /// A three-point stencil in f32, in place in a time loop (every dependence one-to-one).

@@ -356,6 +356,23 @@ impl Deps {
         })
     }
 
+    /// The dependences for the sizes of `context` only (a restriction of [`Deps::context`],
+    /// such as [`Scop::assume_sizes`] makes): every relation keeps the pairs of those
+    /// sizes, so that a schedule found there is checked there only.
+    pub fn assume_context(&mut self, context: &Set) -> miette::Result<()> {
+        let restrict = |m: &UnionMap| -> miette::Result<UnionMap> {
+            m.copy()
+                .isl("copying dependences")?
+                .intersect_params(context.copy().isl("copying the context")?)
+                .isl("restricting dependences to the context")
+        };
+        self.raw = restrict(&self.raw)?;
+        self.war = restrict(&self.war)?;
+        self.waw = restrict(&self.waw)?;
+        self.context = context.copy().isl("copying the context")?;
+        Ok(())
+    }
+
     /// `raw ∪ war ∪ waw`: everything a schedule must respect.
     pub fn validity(&self) -> miette::Result<UnionMap> {
         self.raw

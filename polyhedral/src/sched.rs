@@ -138,6 +138,11 @@ pub struct IslSchedOptions {
     /// loops walk the last index of the tensors they touch (default on; see the `tiling`
     /// crate's `contiguous` pass); not an isl option.
     pub contiguous: Option<bool>,
+    /// With symbolic sizes, schedule with every one at [`LARGE_SIZE`] first, and keep that
+    /// schedule when it holds for every size (default on); `Some(false)` schedules in the
+    /// real context only. Set by polyc ([`crate::sched_scaled::Scaled`]), not an option
+    /// name.
+    pub large_first: Option<bool>,
 }
 
 /// The value type of an option, for parsing and error messages.
@@ -523,6 +528,7 @@ fn run_isl_set(
         } else {
             SCHED_TIMEOUT_MIN_OPERATIONS
         },
+        large_first: opts.large_first != Some(false),
     };
     let started = std::time::Instant::now();
     let run = match crate::sched_loops::direct(scop, deps, opts.loops_apart)? {
@@ -847,7 +853,7 @@ fn schedule_validity(
     // size (GEMM's `k < K` between the initialisation and the update) as a cost in that
     // size, and it then splits bands that it fuses at any bound size. Schedule for large
     // sizes first; keep that schedule when it is valid for every size.
-    if !scop.symbolic.is_empty() {
+    if limits.large_first && !scop.symbolic.is_empty() {
         if let Some(large) = large_context(ctx, scop)? {
             let first = compute(ctx, scop, validity, large, limits)?;
             if let Computed::OutOfTime = first {
@@ -1237,6 +1243,7 @@ mod tests {
                 phases: Some(false),
                 contiguous: Some(false),
                 loops_apart: Some(true),
+                large_first: None,
             }
         );
         assert_eq!(o.settings().len(), 12);

@@ -15,6 +15,9 @@ pub(crate) struct Limits {
     /// The operations isl may still do once the time is up (see [`Watchdog`]):
     /// [`crate::sched::SCHED_TIMEOUT_MIN_OPERATIONS`], or 0 for a probe that stops at once.
     pub(crate) floor: u64,
+    /// With symbolic sizes, schedule with each at [`crate::sched::LARGE_SIZE`] first (kept
+    /// when valid for every size); `false` goes to the real context directly.
+    pub(crate) large_first: bool,
 }
 
 /// After its time budget and this many more (at least [`SCHED_HARD_STOP_MIN_MS`]), isl's

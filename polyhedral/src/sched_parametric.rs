@@ -65,6 +65,7 @@ pub fn parametric_text(
         operations: opts.max_operations.unwrap_or(SCHED_MAX_OPERATIONS),
         time: PARAMETRIC_TIME,
         floor: 0,
+        large_first: true,
     };
     with_settings(ctx, opts, || {
         Ok(match compute(ctx, scop, &validity, context, limits)? {

@@ -1,4 +1,5 @@
-//! isl's scheduler at scaled-down sizes, for programs whose sizes are all bound.
+//! isl's scheduler at scaled-down sizes, for programs whose sizes are all bound, and for
+//! the instance at [`LARGE_SIZE`] of programs with symbolic sizes.
 //!
 //! isl's scheduler solves integer programs whose constants grow with the bound sizes (the
 //! dependence polyhedra's vertices). Its exact arithmetic and cutting planes then take time
@@ -42,11 +43,21 @@
 //! Where isl finds no schedule at the base sizes or at another instance's (or runs past
 //! its time budget with every retry), the real sizes get the program-order schedule, with
 //! a note that says so: their problem is larger still.
+//!
+//! **Symbolic sizes.** [`crate::sched`] schedules a program with symbolic sizes with each
+//! at [`LARGE_SIZE`] first, and keeps that schedule where it holds for every size. That
+//! problem is scaled the same way, with the sizes kept symbolic in each instance and fixed
+//! by its context ([`Job::At`]): the carried-over schedule is checked for every size, and
+//! where it fails only that check ([`Scaled::NotForEverySize`]), isl's own run at
+//! [`LARGE_SIZE`] is skipped. No parametric model is tried, and where an instance finds
+//! no schedule in [`crate::sched_workers::SYMBOLIC_INSTANCE_TIME`], the program is
+//! scheduled as it was without instances.
 
 use crate::deps::{respects, Deps};
 use crate::isl::{Ctx, IslResultExt};
 use crate::sched::{
-    covers, flags_hold, initial_schedule, run_isl, IslRun, IslSchedOptions, IslScheduled,
+    covers, flags_hold, initial_schedule, large_context, run_isl, IslRun, IslSchedOptions,
+    IslScheduled, LARGE_SIZE,
 };
 use crate::sched_parametric::{instantiate, one_to_one};
 pub use crate::sched_workers::BuildInstance;
@@ -152,6 +163,34 @@ impl ScalePlan {
     }
 }
 
+/// What [`isl_schedule_scaled`] gave.
+pub enum Scaled {
+    /// A schedule: carried over, the probe's, or program order where the instances had
+    /// none.
+    Kept(IslScheduled),
+    /// Not applicable, or the instances disagree or gave nothing: schedule `scop` itself.
+    NotTaken,
+    /// Symbolic sizes: the instances agree, but their schedule carried over to
+    /// [`LARGE_SIZE`] does not hold for every size. isl's own schedule at that size is the
+    /// same up to its integers, so it is not tried: `scop` is scheduled in its real context
+    /// directly ([`IslSchedOptions::large_first`] off).
+    NotForEverySize,
+}
+
+impl Scaled {
+    /// The schedule kept, or else the options with which to schedule `scop` itself.
+    pub fn kept_or(self, opts: &IslSchedOptions) -> Result<IslScheduled, IslSchedOptions> {
+        match self {
+            Scaled::Kept(s) => Ok(s),
+            Scaled::NotTaken => Err(opts.clone()),
+            Scaled::NotForEverySize => Err(IslSchedOptions {
+                large_first: Some(false),
+                ..opts.clone()
+            }),
+        }
+    }
+}
+
 /// isl's scheduler at scaled sizes (see the module's doc), carried over to `scop`.
 /// `None`: not applicable, or the instances disagree, or the result fails at the real
 /// sizes; schedule at the real sizes then. `names` are the sizes' names, for the notes.
@@ -165,29 +204,59 @@ pub fn isl_schedule_scaled(
     names: &[String],
     build: &BuildInstance,
     opts: &IslSchedOptions,
-) -> miette::Result<Option<IslScheduled>> {
+) -> miette::Result<Scaled> {
     if opts.scale_sizes == Some(false) {
-        return Ok(None);
+        return Ok(Scaled::NotTaken);
     }
-    let Some(plan) = ScalePlan::new(&scop.param_values) else {
-        return Ok(None);
+    // Symbolic sizes are scheduled at [`LARGE_SIZE`] first ([`crate::sched`]): scale that
+    // instance instead, and keep the result only where it holds for every size.
+    let symbolic = scop.param_values.iter().any(Option::is_none);
+    if symbolic && (opts.large_first == Some(false) || large_context(ctx, scop)?.is_none()) {
+        return Ok(Scaled::NotTaken);
+    }
+    let values: Vec<Option<i64>> = scop
+        .param_values
+        .iter()
+        .map(|v| Some(v.unwrap_or(LARGE_SIZE)))
+        .collect();
+    let Some(plan) = ScalePlan::new(&values) else {
+        return Ok(Scaled::NotTaken);
     };
     let _s = crate::substeps::span("schedule:isl_scaled");
     let instances = plan.instances();
     // Where every dependence is one-to-one, a worker schedules the program with the scaled
     // sizes as parameters first ([`crate::sched_parametric`]).
-    let parametric = opts.scale_parametric != Some(false) && one_to_one(&deps.validity()?)?;
+    let parametric =
+        !symbolic && opts.scale_parametric != Some(false) && one_to_one(&deps.validity()?)?;
     let mut jobs = Vec::with_capacity(instances.len() + 1);
     if parametric {
         jobs.push(plan.parametric_job());
     }
     let skip = jobs.len();
-    jobs.extend(instances.iter().cloned().map(Job::Sizes));
+    // A symbolic size stays symbolic in the instances, in a context that fixes its value.
+    let instance_job = |sizes: &Vec<Option<i64>>| {
+        if !symbolic {
+            return Job::Sizes(sizes.clone());
+        }
+        let fixed = (0..sizes.len())
+            .filter(|k| scop.param_values[*k].is_none())
+            .filter_map(|k| Some((names.get(k)?.clone(), sizes[k]?)))
+            .collect();
+        let bound = (0..sizes.len())
+            .map(|k| scop.param_values[k].and(sizes[k]))
+            .collect();
+        Job::At(bound, fixed)
+    };
+    let instance_jobs: Vec<Job> = instances.iter().map(instance_job).collect();
+    jobs.extend(instance_jobs.iter().cloned());
     // The real sizes are probed on this thread while workers schedule the others; where
     // that gives nothing, the parametric schedule is taken if it holds at the real sizes.
+    // (With symbolic sizes, the probe is isl's run at `LARGE_SIZE`, then in the real
+    // context where that schedule does not hold for every size.)
+    let probing = opts.scale_probe != Some(false);
     let mut probed: miette::Result<Option<IslScheduled>> = Ok(None);
     let mut probe_first = |wait: &Wait| {
-        if opts.scale_probe != Some(false) {
+        if probing {
             probed = probe(ctx, scop, deps, opts, PROBE_MIN);
         }
         if matches!(probed, Ok(None)) && parametric {
@@ -201,31 +270,42 @@ pub fn isl_schedule_scaled(
         !matches!(probed, Ok(None))
     };
     let first: Option<&mut dyn FnMut(&Wait) -> bool> =
-        (opts.scale_probe != Some(false) || parametric).then_some(&mut probe_first);
+        (probing || parametric).then_some(&mut probe_first);
     let Some(mut runs) = run_all(build, &jobs, opts, first) else {
-        return probed;
+        return Ok(probed?.map_or(Scaled::NotTaken, Scaled::Kept));
     };
     let mut runs = runs.split_off(skip);
     let (text, note, retried) = match runs.remove(0)? {
         InstanceRun::Schedule(text, note, retried) => (text, note, retried),
-        InstanceRun::Unbuilt => return Ok(None),
+        InstanceRun::Unbuilt => return Ok(Scaled::NotTaken),
+        InstanceRun::NoSchedule(_) if symbolic => return Ok(Scaled::NotTaken),
         InstanceRun::NoSchedule(why) => {
-            return Ok(Some(program_order(scop, deps, &plan, names, &why)?));
+            return Ok(Scaled::Kept(program_order(scop, deps, &plan, names, &why)?));
         }
     };
-    let texts = match other_texts(build, (&instances[1..], runs), opts, retried)? {
+    let texts = match other_texts(build, (&instance_jobs[1..], runs), opts, retried)? {
         Others::Texts(texts) => texts,
-        Others::Unbuilt => return Ok(None),
+        Others::Unbuilt => return Ok(Scaled::NotTaken),
+        Others::Failed(_) if symbolic => return Ok(Scaled::NotTaken),
         // As for the base instance (the real sizes' problem is larger still).
-        Others::Failed(why) => return Ok(Some(program_order(scop, deps, &plan, names, &why)?)),
+        Others::Failed(why) => {
+            return Ok(Scaled::Kept(program_order(scop, deps, &plan, names, &why)?));
+        }
     };
     let texts: Vec<String> = std::iter::once(text).chain(texts).collect();
-    let Some(schedule) = carry_over(ctx, scop, deps, &plan, &texts)? else {
-        return Ok(None);
+    let Some(text) = extrapolate(&texts, &plan) else {
+        return Ok(Scaled::NotTaken);
+    };
+    let Some(schedule) = valid_at_real(ctx, scop, deps, &text)? else {
+        return Ok(if symbolic {
+            Scaled::NotForEverySize
+        } else {
+            Scaled::NotTaken
+        });
     };
     // Recorded for `--timings` (and the tests): the carried-over schedule was kept.
     crate::substeps::timed("schedule:scaled_carried", || ());
-    Ok(Some(IslScheduled {
+    Ok(Scaled::Kept(IslScheduled {
         schedule,
         notes: note.into_iter().collect(),
         fell_back: false,
@@ -248,7 +328,7 @@ enum Others {
 /// not end with the same option run again with it.
 fn other_texts(
     build: &BuildInstance,
-    (instances, runs): (&[Vec<Option<i64>>], Vec<miette::Result<InstanceRun>>),
+    (instances, runs): (&[Job], Vec<miette::Result<InstanceRun>>),
     opts: &IslSchedOptions,
     retried: Option<&'static str>,
 ) -> miette::Result<Others> {
@@ -265,10 +345,7 @@ fn other_texts(
         }
     }
     if !again.is_empty() {
-        let jobs: Vec<Job> = again
-            .iter()
-            .map(|k| Job::Sizes(instances[*k].clone()))
-            .collect();
+        let jobs: Vec<Job> = again.iter().map(|k| instances[*k].clone()).collect();
         let reruns = run_all(build, &jobs, &opts.with_retry(retried), None).unwrap_or_default();
         for (k, run) in again.into_iter().zip(reruns) {
             match run? {
@@ -364,21 +441,6 @@ fn program_order(
         )],
         fell_back: true,
     })
-}
-
-/// The schedule of `scop` from the instances' schedule texts (base first, then one per
-/// group), if they agree and the result is valid for `scop` (see the module's doc).
-fn carry_over(
-    ctx: &Ctx,
-    scop: &Scop,
-    deps: &Deps,
-    plan: &ScalePlan,
-    texts: &[String],
-) -> miette::Result<Option<Schedule>> {
-    let Some(text) = extrapolate(texts, plan) else {
-        return Ok(None);
-    };
-    valid_at_real(ctx, scop, deps, &text)
 }
 
 /// The schedule `text` of `scop`, if it schedules exactly `scop`'s instances, respects

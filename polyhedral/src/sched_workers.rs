@@ -40,6 +40,13 @@ pub enum InstanceRun {
     Unbuilt,
 }
 
+/// The longest isl's scheduler runs on one instance of a [`Job::At`] (symbolic sizes in a
+/// context that fixes them): twice the real sizes' probe. Symbolic sizes make isl's
+/// problem larger than bound ones (cholesky at `N = 32` runs past isl's 1 s budget with
+/// `N` a parameter fixed by the context, not when `N` is bound), and without the
+/// instances the program is scheduled as before.
+pub const SYMBOLIC_INSTANCE_TIME: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// One piece of work for [`run_all`].
 #[derive(Clone, Debug)]
 pub enum Job {
@@ -49,6 +56,9 @@ pub enum Job {
     /// The program at these sizes, where the symbolic ones are each at least their value
     /// in the second list, scheduled once ([`crate::sched_parametric`]).
     Parametric(Vec<Option<i64>>, Vec<i64>),
+    /// The program at these sizes (`None`: symbolic) in the context where each named
+    /// symbolic size has the value given, scheduled as [`crate::sched::run_isl`] does.
+    At(Vec<Option<i64>>, Vec<(String, i64)>),
 }
 
 /// Stops workers' isl computations from another thread.
@@ -105,7 +115,8 @@ fn run_instance(
     let ctx = Ctx::new();
     cancel.attach(&ctx);
     let result = match job {
-        Job::Sizes(sizes) => schedule_on(&ctx, build, sizes, opts, cancel),
+        Job::Sizes(sizes) => schedule_on(&ctx, build, (sizes, &[]), opts, cancel),
+        Job::At(sizes, fixed) => schedule_on(&ctx, build, (sizes, fixed), opts, cancel),
         Job::Parametric(sizes, at_least) => parametric_on(&ctx, build, (sizes, at_least), opts),
     };
     cancel.detach(&ctx);
@@ -117,7 +128,7 @@ fn run_instance(
 fn schedule_on(
     ctx: &Ctx,
     build: &BuildInstance,
-    sizes: &[Option<i64>],
+    (sizes, fixed): (&[Option<i64>], &[(String, i64)]),
     opts: &IslSchedOptions,
     cancel: &Cancel,
 ) -> miette::Result<InstanceRun> {
@@ -125,13 +136,22 @@ fn schedule_on(
         return Ok(InstanceRun::Unbuilt);
     }
     let built = crate::substeps::timed("schedule:scaled_models", || build(ctx, sizes));
-    let Some((scop, deps)) = built else {
+    let Some((mut scop, mut deps)) = built else {
         return Ok(InstanceRun::Unbuilt);
     };
+    if !fixed.is_empty() {
+        let ranges: Vec<(String, i64, i64)> =
+            fixed.iter().map(|(n, v)| (n.clone(), *v, *v)).collect();
+        scop.assume_sizes(ctx, &ranges)?;
+        deps.assume_context(&scop.context)?;
+    }
     if cancel.is_cancelled() {
         return Ok(InstanceRun::Unbuilt);
     }
-    let run = run_isl(ctx, &scop, &deps, opts, None);
+    // An instance of symbolic sizes stops at its time limit, with none of the retries:
+    // the caller then schedules the program itself, as it would have without instances.
+    let limit = (!fixed.is_empty()).then_some(SYMBOLIC_INSTANCE_TIME);
+    let run = run_isl(ctx, &scop, &deps, opts, limit);
     if cancel.is_cancelled() {
         // Stopped part-way (its error is the stop's).
         return Ok(InstanceRun::Unbuilt);
@@ -183,7 +203,7 @@ pub type Wait<'a> = dyn Fn(usize) -> miette::Result<InstanceRun> + 'a;
 /// machine has cores, at least one beside `first`, at most one per job), while this
 /// thread runs `first`; then this thread works on them too. `first` may wait for a job's
 /// result (see [`Wait`]). When `first` returns true the results are not needed: the
-/// workers are stopped and the answer is `None`. When the first [`Job::Sizes`] gives no
+/// workers are stopped and the answer is `None`. When the first [`Job::Sizes`] (or [`Job::At`]) gives no
 /// schedule, or needed a retry, the others are stopped (their results are then
 /// [`InstanceRun::Unbuilt`], as is a result that `first` took). The workers' sub-step
 /// timings are merged into this thread's.
@@ -270,14 +290,17 @@ fn wait_for(
 }
 
 /// One thread's share of [`run_all`]: the next job not taken yet, until none is left; a
-/// first [`Job::Sizes`] without a schedule (or that needed a retry) cancels the rest.
+/// first [`Job::Sizes`] or [`Job::At`] without a schedule (or that needed a retry) cancels
+/// the rest.
 fn work_through(
     build: &BuildInstance,
     jobs: &[Job],
     opts: &IslSchedOptions,
     (next, results, cancel): (&AtomicUsize, &Results, &Cancel),
 ) {
-    let base = jobs.iter().position(|j| matches!(j, Job::Sizes(_)));
+    let base = jobs
+        .iter()
+        .position(|j| matches!(j, Job::Sizes(_) | Job::At(..)));
     loop {
         let k = next.fetch_add(1, Ordering::SeqCst);
         let Some(job) = jobs.get(k) else {

@@ -398,9 +398,11 @@ fn isl_scheduled(
         }
     }
     let s = polyhedral::substeps::timed("schedule:isl", || {
-        match isl_schedule_scaled(ctx, scop, deps, &names, &build, &sched_opts)? {
-            Some(s) => Ok(s),
-            None => isl_schedule_or_initial(ctx, scop, deps, &sched_opts),
+        match isl_schedule_scaled(ctx, scop, deps, &names, &build, &sched_opts)?
+            .kept_or(&sched_opts)
+        {
+            Ok(s) => Ok(s),
+            Err(direct) => isl_schedule_or_initial(ctx, scop, deps, &direct),
         }
     })?;
     let mut tree = ScheduleTree::from_isl(&s.schedule)?;
@@ -509,9 +511,12 @@ fn keep_register_shapes(
     }
     let mut apart_opts = opts.clone();
     apart_opts.serialize_sccs = Some(true);
-    let apart = match isl_schedule_scaled(ctx, scop, deps, names, build, &apart_opts)? {
-        Some(s) if !s.fell_back => s.schedule,
-        _ => isl_schedule(ctx, scop, deps, &apart_opts)?,
+    let apart = match isl_schedule_scaled(ctx, scop, deps, names, build, &apart_opts)?
+        .kept_or(&apart_opts)
+    {
+        Ok(s) if !s.fell_back => s.schedule,
+        Ok(_) => isl_schedule(ctx, scop, deps, &apart_opts)?,
+        Err(direct) => isl_schedule(ctx, scop, deps, &direct)?,
     };
     let apart = ScheduleTree::from_isl(&apart)?;
     let lost_stmts: Vec<usize> = lost.iter().map(|&(s, _)| s).collect();
