@@ -340,7 +340,9 @@ fn fused_temporaries_never_reach_memory() {
 
 /// Attention by default: isl's fused schedule would skew `P·V` out of its register-tile
 /// shape, so polyc schedules the components apart; post-tiling fusion then runs the whole
-/// chain per 64-row block (an `L2` tile) with every temporary tile-local, the element-wise
+/// chain per 256-row block (an `L2` tile: the division by `l(i)` is an epilogue of `P·V`,
+/// and one row block of `P·V`, with `P`, `V` and `O`, fits half of `L2`; at `L = 2048`
+/// only 64 rows do, the size the division alone gets) with every temporary tile-local, the element-wise
 /// producers in their own `L1` tiles inside it, `P·V` in 8 x 32 register tiles inside the
 /// block (its copy keeps the levels inside the fused tile), and
 /// `Q·Kᵀ` in 8 x 32 register tiles under its own `L1` tiles of 64 x 32, where `K` is packed
@@ -358,10 +360,12 @@ fn default_policy_fuses_attention_per_row_block() {
     for line in [
         "S_1: 64@L1 8@reg, 32@L1 32@reg",
         "S_8: 8@reg, 32@reg",
-        "S_9: 64@L2",
+        "S_9: 256@L2 64@L1",
     ] {
         assert!(text.lines().any(|l| l == line), "{line}: {text}");
     }
+    let long = polyc_ok(&["explain", "examples/attention.tc", "--param", "L=2048,D=64"]);
+    assert!(long.lines().any(|l| l == "S_9: 64@L2"), "{long}");
     assert!(
         text.contains("fusion: live-out group {S_9}: fused\n"),
         "{text}"

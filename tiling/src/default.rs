@@ -9,8 +9,8 @@ use crate::fuse::FuseCost;
 use crate::fusion_tile::plan_fusion_tile;
 use crate::spec::{fixed_level, DimSpec, LevelSize, SizeSpec, StmtSpec, TileSpec};
 use polyhedral::deps::DepKind;
-use polyhedral::ir::Span;
 use polyhedral::ir::TensorRole;
+use polyhedral::ir::{Aff, Span};
 use polyhedral::isl::isl_rs::DimType;
 use polyhedral::isl::IslResultExt;
 use schedule_tree::{Buffer, BufferRole, Level, ScheduleTree};
@@ -71,6 +71,12 @@ temporary produced outside it at an index that leaves out a tiled member, that m
 made whole at an outermost `L2` level (added if absent), whose other sizes halve from their \
 `L2` sizes (or min(extent, 256)) down to their inner sizes until the tile fits half of \
 L2; inner sizes are clamped to the outer ones. \
+Epilogue rows: when the live-out band is element-wise (every member coincident) and reads, \
+at its own iterators, a tensor that a band with a reduction member accumulates (a division \
+or scaling after a product), its outermost row size grows to the largest power of two <= \
+256 (and <= the rows' extent) for which one row block of that band (other members whole) \
+and of the live-out band each fit half of L2, if that is more rows (an `L2` level is added \
+if absent): post-tiling fusion runs the product in that tile. \
 When instead the live-out band's only level is its register tiles and it reads such a \
 temporary through a window (every member in the index, with offsets: a convolution of the \
 temporary), the target's cost figures weigh three ways: fusing at the register tile \
@@ -451,6 +457,9 @@ fn policy_spec(
     }
     if let Some(l2) = l2 {
         plan_fusion(cx, &bands, &mut out, l2_buf, l2, &elem)?;
+        if let Some((bi, spec)) = live_out_spec(cx, &bands, &mut out) {
+            plan_epilogue_rows(cx, (&bands, bi), spec, (l2_buf, l2), &elem)?;
+        }
         if let Some(cost) = cost {
             *fusion = plan_fusion_tile(cx, &bands, &mut out, (l2_buf, l2), &elem, cost)?;
         }
@@ -662,6 +671,22 @@ fn reads_across_rows(cx: &TileCx, band: &BandInfo, v: usize) -> miette::Result<b
     Ok(false)
 }
 
+/// The live-out band (the one holding the program's last statement) and its statement's
+/// entry in `out`, if it has one.
+fn live_out_spec<'a>(
+    cx: &TileCx,
+    bands: &[BandInfo],
+    out: &'a mut TileSpec,
+) -> Option<(usize, &'a mut StmtSpec)> {
+    let bi = live_out_band(cx.scop, bands)?;
+    let names = &cx.scop.stmt_names;
+    let spec = out
+        .stmts
+        .iter_mut()
+        .find(|st| bands[bi].stmts.iter().any(|&s| names[s] == st.stmt))?;
+    Some((bi, spec))
+}
+
 /// Fusion planning: the live-out band (the one holding the program's last statement) reads
 /// temporaries that earlier statements produce. Where such a read does not involve a band
 /// member (softmax's `s(r)` in `Y(r, j) = e(r, j) / s(r)`), every tile along that member
@@ -681,17 +706,10 @@ fn plan_fusion(
     elem: &[u64],
 ) -> miette::Result<()> {
     let scop = cx.scop;
-    let Some(bi) = live_out_band(cx.scop, bands) else {
+    let Some((bi, spec)) = live_out_spec(cx, bands, out) else {
         return Ok(());
     };
     let band = &bands[bi];
-    let Some(spec) = out
-        .stmts
-        .iter_mut()
-        .find(|st| band.stmts.iter().any(|&s| scop.stmt_names[s] == st.stmt))
-    else {
-        return Ok(());
-    };
     let n = spec.dims.len();
     let mut whole = vec![false; n];
     for &s in &band.stmts {
@@ -791,6 +809,122 @@ fn plan_fusion(
         }
     }
     Ok(())
+}
+
+/// Epilogue row blocks: an element-wise live-out band (every member coincident) whose
+/// statements read, at their own iterators, a tensor that a reduction band accumulates
+/// (attention's `O(i, e) = O(i, e) / l(i)` after `O(i, e) +=! P(i, j) * V(j, e)`) is the
+/// tile that post-tiling fusion runs that reduction in. Sized by its own footprint, as any
+/// element-wise band, it gets an L1-sized row block (64 rows there), and each row block
+/// reads the reduction's shared operand (`V`) again. So its outermost (`L2`) row size
+/// grows to the most rows, a power of two up to 256, for which one row block of the
+/// reduction band (its other members whole) and of the live-out band each fit half of
+/// `L2`: the row block that [`plan_fusion`] gives the reduction when it is the live-out
+/// itself. Nothing changes when that is not more rows, or the row member is not the first
+/// of both bands. `spec` is the live-out band `bi`'s entry.
+fn plan_epilogue_rows(
+    cx: &TileCx,
+    (bands, bi): (&[BandInfo], usize),
+    spec: &mut StmtSpec,
+    (l2_buf, l2): (Buffer, u64),
+    elem: &[u64],
+) -> miette::Result<()> {
+    let scop = cx.scop;
+    let band = &bands[bi];
+    if band.coincident.is_empty() || band.coincident.iter().any(|c| !c) {
+        return Ok(());
+    }
+    let Some(SizeSpec::Fixed(current)) = spec
+        .dims
+        .first()
+        .and_then(|d| d.levels.first())
+        .map(|l| l.size.clone())
+    else {
+        return Ok(());
+    };
+    let has_outer = spec
+        .dims
+        .iter()
+        .all(|d| d.levels.first().is_some_and(|l| l.buffer == l2_buf));
+    let Some(pb) = reduction_producer(cx, bands, bi)? else {
+        return Ok(());
+    };
+    let ext = band
+        .extents
+        .first()
+        .copied()
+        .flatten()
+        .unwrap_or(ASSUMED_EXTENT);
+    let mut rows = 256;
+    while rows > ext {
+        rows /= 2;
+    }
+    while rows > current {
+        let fits = |b: usize| -> miette::Result<bool> {
+            let mut w = vec![None; bands[b].n_members()];
+            w[0] = Some(rows);
+            let fps = tile_footprint(cx.ctx, scop, bands, b, &w, elem)?;
+            let bytes: Option<u64> = fps.iter().map(|f| f.bytes).sum();
+            Ok(bytes.is_some_and(|b| b <= l2 / 2))
+        };
+        if fits(pb)? && fits(bi)? {
+            if has_outer {
+                spec.dims[0].levels[0] = fixed_level(rows, l2_buf);
+            } else {
+                // A new outer level: the rows, and the other members' tiles as they are.
+                for (m, d) in spec.dims.iter_mut().enumerate() {
+                    let size = match (m, &d.levels[0].size) {
+                        (0, _) => rows,
+                        (_, SizeSpec::Fixed(v)) => *v,
+                        _ => return Ok(()),
+                    };
+                    d.levels.insert(0, fixed_level(size, l2_buf));
+                }
+            }
+            return Ok(());
+        }
+        rows /= 2;
+    }
+    Ok(())
+}
+
+/// A band, other than `bi` and with no outer band, with a reduction member, that writes a
+/// tensor that a statement of band `bi` reads at exactly its own iterators, and whose
+/// first member is that statement's first iterator as it is `bi`'s.
+fn reduction_producer(cx: &TileCx, bands: &[BandInfo], bi: usize) -> miette::Result<Option<usize>> {
+    let scop = cx.scop;
+    let band = &bands[bi];
+    for &s in &band.stmts {
+        if !identity_prefix(cx, band, s, 1)? {
+            continue;
+        }
+        let n_iters = scop.iter_names[s].len();
+        for a in &scop.stmt_reads[s] {
+            let own = a.index.len() == n_iters
+                && a.index
+                    .iter()
+                    .enumerate()
+                    .all(|(k, ix)| *ix == Aff::Iter(k));
+            if !own {
+                continue;
+            }
+            for (pb, other) in bands.iter().enumerate() {
+                if pb == bi || !other.outer.is_empty() || other.coincident.iter().all(|c| *c) {
+                    continue;
+                }
+                for &p in &other.stmts {
+                    let w = &scop.stmt_writes[p];
+                    if w.tensor == a.tensor
+                        && w.index.first() == Some(&Aff::Iter(0))
+                        && identity_prefix(cx, other, p, 1)?
+                    {
+                        return Ok(Some(pb));
+                    }
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Whether the band's first `n` members are the first `n` iterators of statement `s`.
