@@ -543,3 +543,36 @@ fn transposed_operand_packed_with_the_vector_dimension_last() {
         assert!(o.trim_end().ends_with(" ok"), "{params}: {o}");
     }
 }
+
+/// A deeper reduction whose data still fits `L2` (A·Bᵀ at 2048 × 512 × 256): 64 rows with
+/// `K` whole do not fit `L1`, so the packing level splits `K` into 64-deep tiles rather
+/// than dropping to one register tile of rows, where `B` went unpacked and the register
+/// tiles gathered it (3 GFLOP/s). `B` is packed `k`-major and read by 8 register tiles;
+/// outputs match the interpreter with partial tiles in every dimension, f32 and f64.
+#[test]
+fn deep_transposed_reduction_is_split_for_its_pack() {
+    const BT: &str = "examples/matmul_bt.tc";
+    let out = polyc_ok(&["explain", BT, "--param", "M=2048,N=512,K=256"]);
+    assert!(
+        out.contains("tile spec:\nS_1: 64@L1 8@reg, 32@L1 32@reg, 64@L1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" B in L1 below S_0, S_1: 32 x 64 = 8192 bytes, 64.0 accesses per element, copy in; dimensions stored in the order 1, 0"),
+        "{out}"
+    );
+    let dir = tempdir();
+    let text = std::fs::read_to_string(BT).expect("the example");
+    let f64_prog = write(dir.path(), "bt64.tc", &text.replace("f32", "f64"));
+    for prog in [BT, f64_prog.as_str()] {
+        for params in ["M=203,N=77,K=150", "M=1000,N=96,K=300"] {
+            let o = polyc_ok(&["run", prog, "--param", params, "--check"]);
+            assert!(o.trim_end().ends_with(" ok"), "{prog} {params}: {o}");
+        }
+    }
+    let out = polyc_ok(&["explain", &f64_prog, "--param", "M=1000,N=96,K=300"]);
+    assert!(
+        out.contains("tile spec:\nS_1: 64@L1 8@reg, 16@L1 16@reg, 64@L1\n"),
+        "{out}"
+    );
+}

@@ -521,6 +521,94 @@ fn wavefront_spec(
     Ok(Some(cache_spec(name, k, &sizes, None, buf, buf)))
 }
 
+/// The `L1` tile of [`plan_packing`] for band `pi`, whose spec has `n` members with
+/// register sizes `regs` (its vector member `v`): the sizes of those members, and of the
+/// trailing reduction members when they are tiled too. [`PACKED_ROWS`] rows (then half
+/// of them) with the trailing reductions whole, else halved down to [`MIN_PACKED_DEPTH`]:
+/// a pack that only one or two register tiles read costs its copy for little reuse, so
+/// the reduction is split before the rows go below half (A·Bᵀ at 2048 × 512 × 256, `K`
+/// whole, got 8 rows, no pack of `B`, and ran at 3 GFLOP/s). Failing that, the rows halve
+/// with the reductions whole, down to one register tile. `None` when nothing fits `L1`.
+fn packed_tile(
+    cx: &TileCx,
+    (bands, pi): (&[BandInfo], usize),
+    n: usize,
+    (v, regs): (usize, &[i64]),
+    l1: u64,
+    elem: &[u64],
+) -> miette::Result<Option<(Vec<i64>, Vec<i64>)>> {
+    let band = &bands[pi];
+    let ext = |m: usize| {
+        band.extents
+            .get(m)
+            .copied()
+            .flatten()
+            .unwrap_or(ASSUMED_EXTENT)
+    };
+    // The trailing members the spec leaves whole can be split only if all are bound
+    // reductions.
+    let trailing: Vec<usize> = (n..band.n_members()).collect();
+    let splittable = !trailing.is_empty()
+        && trailing
+            .iter()
+            .all(|&m| !band.coincident[m] && band.extents.get(m).copied().flatten().is_some());
+    let sizes_at = |rows: i64| -> Vec<i64> {
+        (0..n)
+            .map(|m| {
+                let r = regs[m];
+                if m == v {
+                    return r;
+                }
+                (rows.min(ext(m)) + r - 1) / r * r
+            })
+            .collect()
+    };
+    let fits = |sizes: &[i64], depth: Option<i64>| -> miette::Result<bool> {
+        let w: Vec<Option<i64>> = (0..band.n_members())
+            .map(|m| sizes.get(m).copied().or(depth.map(|d| d.min(ext(m)))))
+            .collect();
+        let fps = tile_footprint(cx.ctx, cx.scop, bands, pi, &w, elem)?;
+        let bytes: Option<u64> = fps.iter().map(|f| f.bytes).sum();
+        Ok(bytes.is_some_and(|b| b <= l1))
+    };
+    for rows in [PACKED_ROWS, PACKED_ROWS / 2] {
+        let sizes = sizes_at(rows);
+        if fits(&sizes, None)? {
+            return Ok(Some((sizes, Vec::new())));
+        }
+        if !splittable {
+            continue;
+        }
+        let deepest = trailing.iter().map(|&m| ext(m)).max().unwrap_or(1);
+        let mut depth = pow2_floor(deepest);
+        if depth >= deepest {
+            depth /= 2;
+        }
+        while depth >= MIN_PACKED_DEPTH {
+            if fits(&sizes, Some(depth))? {
+                let red = trailing.iter().map(|&m| depth.min(ext(m))).collect();
+                return Ok(Some((sizes, red)));
+            }
+            depth /= 2;
+        }
+    }
+    // Rows halved (in whole register tiles) until the tile fits L1, reductions whole.
+    let mut rows = PACKED_ROWS;
+    loop {
+        let sizes = sizes_at(rows);
+        if fits(&sizes, None)? {
+            return Ok(Some((sizes, Vec::new())));
+        }
+        if sizes.iter().zip(regs).all(|(s, r)| s <= r) {
+            return Ok(None);
+        }
+        rows /= 2;
+    }
+}
+
+/// The smallest split of a reduction that [`packed_tile`] makes.
+const MIN_PACKED_DEPTH: i64 = 32;
+
 /// Rows of the `L1` tile [`plan_packing`] gives a producer's register tiles.
 const PACKED_ROWS: i64 = 64;
 
@@ -598,40 +686,17 @@ fn plan_packing(
                 _ => 1,
             })
             .collect();
-        // Rows: PACKED_ROWS, halved (in whole register tiles) until the tile fits L1.
-        let mut rows = PACKED_ROWS;
-        let sizes = loop {
-            let sizes: Vec<i64> = (0..n)
-                .map(|m| {
-                    let r = regs[m];
-                    if m == v {
-                        return r;
-                    }
-                    let ext = band
-                        .extents
-                        .get(m)
-                        .copied()
-                        .flatten()
-                        .unwrap_or(ASSUMED_EXTENT);
-                    (rows.min(ext) + r - 1) / r * r
-                })
-                .collect();
-            let w: Vec<Option<i64>> = (0..band.n_members())
-                .map(|m| sizes.get(m).copied())
-                .collect();
-            let fps = tile_footprint(cx.ctx, scop, bands, pi, &w, elem)?;
-            let bytes: Option<u64> = fps.iter().map(|f| f.bytes).sum();
-            if bytes.is_some_and(|b| b <= l1) {
-                break Some(sizes);
-            }
-            if sizes.iter().zip(&regs).all(|(s, r)| s <= r) {
-                break None;
-            }
-            rows /= 2;
+        let Some((sizes, red)) = packed_tile(cx, (bands, pi), n, (v, &regs), l1, elem)? else {
+            continue;
         };
-        let Some(sizes) = sizes else { continue };
         for (d, size) in out.stmts[si].dims.iter_mut().zip(sizes) {
             d.levels.insert(0, fixed_level(size, l1_buf));
+        }
+        for size in red {
+            out.stmts[si].dims.push(DimSpec {
+                levels: vec![fixed_level(size, l1_buf)],
+                span: Span::default(),
+            });
         }
         packed |= pi != bi;
     }
