@@ -102,10 +102,10 @@ band #0 (S_0, S_1; spec of S_1): Band {S_0 -> (i, j, 0); S_1 -> (i, j, k)} permu
     }
 
     // The full tiles are a version of their own with constant trip counts: the register
-    // tile's 8 x 32 loops and the 128 reduction steps.
+    // tile's 8 x 32 loops and the 128 reduction steps, behind a branch marked likely.
     let c = symbolic_c("examples/matmul.tc");
     assert!(
-        c.contains("if (M - 256 * c2 - 1 >= 255 && K - 128 * c1 - 1 >= 127"),
+        c.contains("if (__builtin_expect(!!(M - 256 * c2 - 1 >= 255 && K - 128 * c1 - 1 >= 127"),
         "no full-tile version in\n{c}"
     );
     assert!(c.contains("for (int64_t c5 = 1; c5 <= 127; c5 += 1) {"));

@@ -723,4 +723,8 @@ pub struct Kernel {
     /// Temporaries stored modulo a small number along one index (see
     /// [`crate::codegen::contract`]); empty: every tensor has its full shape.
     pub folds: Vec<StorageFold>,
+    /// The conditions under which a promoted tile is full (each `e >= K` of
+    /// [`crate::codegen::normalize::version_tiles`]): a branch whose every conjunct is one
+    /// of them leads to the full-tile version, the one most tiles run.
+    pub full_tile_conds: Vec<KExpr>,
 }

@@ -336,6 +336,7 @@ fn lower_raw(
         loop_iters: iters,
         pipeline_stages: Vec::new(),
         folds: Vec::new(),
+        full_tile_conds: Vec::new(),
     })
 }
 

@@ -19,11 +19,14 @@ use crate::codegen::affine::{add, from_linear, linear, minus, scale, simplify, L
 /// (see the module documentation), then versions promoted tiles into full and partial
 /// ones ([`version_tiles`]).
 pub fn normalize_loops(kernel: Kernel) -> Kernel {
+    let mut full = kernel.full_tile_conds;
+    let body = version_tiles_with(node(kernel.body), &mut |_, _| None, &mut full);
     Kernel {
-        body: split_versions(version_tiles(node(kernel.body))),
+        body: split_versions(body),
         loop_iters: kernel.loop_iters,
         pipeline_stages: kernel.pipeline_stages,
         folds: kernel.folds,
+        full_tile_conds: full,
     }
 }
 
@@ -34,14 +37,18 @@ pub fn normalize_loops_dynamic(
     kernel: Kernel,
     cx: &mut crate::codegen::microkernel::ComposeCx,
 ) -> Kernel {
-    let body = version_tiles_with(node(kernel.body), &mut |bufs, body| {
-        crate::codegen::microkernel::compose_partial(bufs, body, cx)
-    });
+    let mut full = kernel.full_tile_conds;
+    let body = version_tiles_with(
+        node(kernel.body),
+        &mut |bufs, body| crate::codegen::microkernel::compose_partial(bufs, body, cx),
+        &mut full,
+    );
     Kernel {
         body: sink_parallel(split_versions(body)),
         loop_iters: kernel.loop_iters,
         pipeline_stages: kernel.pipeline_stages,
         folds: kernel.folds,
+        full_tile_conds: full,
     }
 }
 
@@ -386,19 +393,21 @@ fn empty_range(n: &KNode) -> bool {
 /// the constant bounds (which the C compiler unrolls and vectorises, keeping a register
 /// tile in registers) and, for the partial tiles at the edges, as it was.
 pub fn version_tiles(n: KNode) -> KNode {
-    version_tiles_with(n, &mut |_, _| None)
+    version_tiles_with(n, &mut |_, _| None, &mut Vec::new())
 }
 
-/// [`version_tiles`] with `partial(bufs, body)` offered every partial tile: when it returns
+/// [`version_tiles`] with `partial(bufs, body)` offered every partial tile, and the full
+/// tiles' conditions (each `e >= K`) added to `full`: when `partial` returns
 /// a node, that node replaces the partial version (dynamic-shape kernels compose it from
 /// micro-kernels, see [`crate::codegen::microkernel`]).
 pub fn version_tiles_with(
     n: KNode,
     partial: &mut impl FnMut(&[crate::codegen::kir::LocalBuf], &KNode) -> Option<KNode>,
+    full_conds: &mut Vec<KExpr>,
 ) -> KNode {
     match n {
         KNode::Local { bufs, body } => {
-            let body = version_tiles_with(*body, partial);
+            let body = version_tiles_with(*body, partial, full_conds);
             let mut inner = Vec::new();
             body.walk(&mut |x| {
                 if let KNode::For { iter, .. } = x {
@@ -446,9 +455,17 @@ pub fn version_tiles_with(
                     body: Box::new(full),
                 };
             }
-            let cond = conds
+            let each: Vec<KExpr> = conds
                 .iter()
                 .map(|(e, k)| KExpr::Cmp(KCmp::Ge, Box::new(e.clone()), Box::new(KExpr::Int(*k))))
+                .collect();
+            for c in &each {
+                if !full_conds.contains(c) {
+                    full_conds.push(c.clone());
+                }
+            }
+            let cond = each
+                .into_iter()
                 .reduce(|a, b| KExpr::And(Box::new(a), Box::new(b)))
                 .unwrap_or(KExpr::Int(1));
             let els = partial(&bufs, &body).unwrap_or(body);
@@ -461,7 +478,7 @@ pub fn version_tiles_with(
                 }),
             }
         }
-        other => other.map_children(&mut |c| version_tiles_with(c, partial)),
+        other => other.map_children(&mut |c| version_tiles_with(c, partial, full_conds)),
     }
 }
 
@@ -773,6 +790,7 @@ mod tests {
             loop_iters: vec!["c6".into()],
             pipeline_stages: Vec::new(),
             folds: Vec::new(),
+            full_tile_conds: Vec::new(),
         };
         let out = normalize_loops(k);
         let KNode::For {

@@ -35,6 +35,12 @@ impl Dialect for CDialect {
     fn parallel_pragma(&self) -> Option<&'static str> {
         Some("#pragma omp parallel for")
     }
+    /// gcc and clang's `__builtin_expect`: gcc 12 otherwise guessed the full-tile branch
+    /// of A·B at 96 × 2048 × 200 (partial tiles along the rows and the reduction at once)
+    /// cold and left its register tiles scalar, 4 GFLOP/s against 53 at 128 rows.
+    fn likely(&self, cond: &str) -> Option<String> {
+        Some(format!("__builtin_expect(!!({cond}), 1)"))
+    }
     fn omp_simd_reductions(&self) -> bool {
         true
     }

@@ -88,6 +88,7 @@ impl GemminiTarget {
                 loop_iters,
                 pipeline_stages: Vec::new(),
                 folds: Vec::new(),
+                full_tile_conds: Vec::new(),
             },
             notes,
             tree,
