@@ -76,7 +76,7 @@ fn blocks_hold_whole_register_tiles() {
     ]);
     let code = std::fs::read_to_string(c).expect("the emitted C");
     assert!(
-        code.contains("if (-(560 * c0) - 16 * c4 + 1099 >= 15) {"),
+        code.contains("if (__builtin_expect(!!(-(560 * c0) - 16 * c4 + 1099 >= 15), 1)) {"),
         "{code}"
     );
     assert!(!code.contains("no-tree-loop-vectorize"), "{code}");
