@@ -192,8 +192,9 @@ impl Scaled {
 }
 
 /// isl's scheduler at scaled sizes (see the module's doc), carried over to `scop`.
-/// `None`: not applicable, or the instances disagree, or the result fails at the real
-/// sizes; schedule at the real sizes then. `names` are the sizes' names, for the notes.
+/// [`Scaled::NotTaken`]: not applicable, or the instances disagree, or the result fails at
+/// the real sizes; schedule at the real sizes then ([`Scaled::kept_or`] says with which
+/// options). `names` are the sizes' names, for the notes.
 ///
 /// The instances run on worker threads, each on its own isl context
 /// ([`crate::sched_workers`]), while the real sizes are probed on this one.

@@ -2691,9 +2691,10 @@ impl<'a> Emitter<'a> {
             KNode::If { cond, then, els } => {
                 indent(out, level);
                 let text = self.kexpr(cond, 0);
-                let text = match self.full_tile_branch(cond) {
-                    true => self.dialect.likely(&text).unwrap_or(text),
-                    false => text,
+                let text = if self.full_tile_branch(cond) {
+                    self.dialect.likely(&text).unwrap_or(text)
+                } else {
+                    text
                 };
                 let _ = writeln!(out, "if ({text}) {{");
                 self.node(out, then, level + 1);
